@@ -1,0 +1,67 @@
+"""The server instructions and the `bootstrap` prompt, written for the model."""
+
+from __future__ import annotations
+
+INSTRUCTIONS = """\
+9plan is a work queue for one long task, kept in a session that survives restarts and
+context compaction. Split the task into self-contained plans, queue them, and work one at
+a time until the queue is empty.
+
+LOOP:
+1. 9plan_session_create (or 9plan_session_resume with the session's three-word name).
+2. 9plan_queue_add / 9plan_queue_add_batch: 'front' = blocking work, 'back' = eventual.
+3. 9plan_queue_pull: makes the front plan active and returns its full text.
+4. Do the work. Record findings with 9plan_plan_note (append) or in the plan file's Notes.
+5. 9plan_plan_complete with an outcome that names what you produced (or 9plan_plan_defer
+   to put it back, or 9plan_plan_discard if it is no longer needed).
+6. Pull again until QUEUE_EMPTY: the task is complete.
+
+PLAN FILES: each queued or active plan is a text file with the sections
+# Context, # Goal, # Inputs, # Outputs, # Approach, # Success Criteria, # Notes.
+You may edit it (usually Notes); 9plan reads it back before defer, complete and discard,
+so your edits are kept.
+
+DEPENDENCIES: describe inputs in words, not ids. Find what earlier plans produced with
+9plan_history_search (completed plans only) and read one with 9plan_history_get.
+
+ORDER: adding A, B, C one by one at 'front' gives C, B, A; 9plan_queue_add_batch keeps
+the order you give.
+
+RECOVERY: every response starts with [Session: name]. After losing context, call
+9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every tool
+also takes session_name, to act on a session other than the current one.
+"""
+
+BOOTSTRAP = """\
+You are setting up a 9plan session for a complex task{task_clause}.
+
+WORKFLOW:
+1. CLARIFY: ask what you must know about scope, parts and dependencies before planning.
+2. CREATE: call 9plan_session_create with a one-sentence task_description, and note the
+   session name it returns: it is how you resume after a restart.
+3. DECOMPOSE: break the task into self-contained plans, each doable without asking
+   questions: context, goal, approach, success criteria.
+4. DEPENDENCIES: say in each plan's inputs what it needs from earlier plans (in words),
+   and in its outputs what it produces (specific enough to search for).
+5. ENQUEUE: add them in dependency order with 9plan_queue_add_batch (keeps order), or one
+   by one with 9plan_queue_add at 'back'.
+6. START: 9plan_queue_pull, work the plan, 9plan_plan_complete with a concrete outcome,
+   and pull again until the queue is empty.
+
+PLAN CHECKLIST:
+- Goal is specific and checkable.
+- Approach has concrete steps.
+- Success criteria are observable.
+- Inputs describe other plans' outputs, not their ids.
+- Outputs are specific enough to find with 9plan_history_search.
+
+NOTE: adding A, B, C one by one at 'front' gives C, B, A; use 9plan_queue_add_batch to
+keep an order.
+"""
+
+
+def bootstrap(task: str | None = None) -> str:
+    """Set up a 9plan session for a complex task: clarify, create the session, decompose
+    into self-contained plans, queue them and start."""
+    clause = f": {task.strip()}" if task and task.strip() else ""
+    return BOOTSTRAP.format(task_clause=clause)

@@ -1,0 +1,532 @@
+"""9plan's MCP tools: thin typed wrappers. Each validates, calls one service or query, and
+formats the answer; nothing here changes state by itself.
+
+Tools are plain ``def`` functions: the SDK runs them in worker threads, where the ORM
+may be used (an ``async def`` tool touching the ORM would fail).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import BaseModel, ConfigDict, Field
+
+from mcp_bridge import responses
+from mcp_bridge.readiness import wait_ready
+from sessions_app import planfiles, queries, services, validation
+from sessions_app.errors import NineplanError, NoSessionSelected
+from sessions_app.identifiers import is_session_name
+from sessions_app.models import Plan
+
+log = logging.getLogger("nineplan.mcp")
+ACTOR = "agent"
+LIST_CAP = 10
+QUEUE_CAP = 15
+
+
+class ConnectionState:
+    """The current session of each connection (set by create/resume).
+
+    Over stdio one process is one connection. Over HTTP the MCP session id tells
+    connections apart; a client without one passes ``session_name`` on every call.
+    """
+
+    def __init__(self) -> None:
+        self._current: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(ctx: Context | None) -> str:
+        try:
+            headers = ctx.headers if ctx is not None else None
+        except Exception:  # outside a request (in-process calls) there are no headers
+            headers = None
+        if headers:
+            sid = headers.get("mcp-session-id")
+            if sid:
+                return f"http:{sid}"
+        return "local"
+
+    def get(self, ctx: Context | None) -> str | None:
+        with self._lock:
+            return self._current.get(self._key(ctx))
+
+    def set(self, ctx: Context | None, name: str) -> None:
+        with self._lock:
+            self._current[self._key(ctx)] = name
+
+
+def _state(ctx: Context) -> ConnectionState:
+    return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
+
+
+def _run(
+    ctx: Context,
+    session_name: str | None,
+    body: Callable[[str | None], CallToolResult],
+    *,
+    needs_session: bool = True,
+) -> CallToolResult:
+    """Resolve the session, run the body, and map every failure to the SPEC §6 text."""
+    requested = session_name if session_name is not None else _state(ctx).get(ctx)
+    shown = requested if is_session_name(requested) else _state(ctx).get(ctx)
+    try:
+        wait_ready()
+        close_old_connections()
+        if needs_session:
+            if requested is None:
+                raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
+            validation.session_name(requested)
+        return body(requested)
+    except NineplanError as exc:
+        return responses.from_exception(shown, exc)
+    except Exception as exc:  # never a traceback or a generic "internal error" to the agent
+        log.exception("tool failed unexpectedly", extra={"session": shown})
+        return responses.error(
+            shown,
+            "DATABASE_ERROR",
+            f"The operation failed and was rolled back: {type(exc).__name__}.",
+            "Retry the call; if it keeps failing, run 9plan_admin_validate and check the server log.",
+        )
+    finally:
+        close_old_connections()
+
+
+SessionArg = Annotated[
+    str | None,
+    Field(
+        description="Session to act on, e.g. 'brave-amber-otter'. Omit to use the session created or "
+        "resumed on this connection."
+    ),
+]
+PositionArg = Annotated[
+    str | None,
+    Field(
+        description="'front' = blocking work, done next; 'back' = eventual work (default). Exactly "
+        "'front' or 'back', lowercase.",
+        json_schema_extra={"enum": ["front", "back"]},
+    ),
+]
+
+
+def _queue_place(plan: Plan) -> int:
+    return Plan.objects.filter(
+        session_id=plan.session_id, status=Plan.Status.QUEUED, queue_position__lt=plan.queue_position
+    ).count() + 1
+
+
+def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
+    return [{"id": p.id, "goal": queries.snippet(p.goal, 80), key: i + 1} for i, p in enumerate(rows)]
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+def session_create(
+    ctx: Context,
+    task_description: Annotated[
+        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+    ] = None,
+) -> CallToolResult:
+    """Start a new 9plan session: a work queue for one big task. Returns its three-word name
+    (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
+    The new session becomes this connection's current session.
+    Example: {"task_description": "Port the billing service to Django"}"""
+
+    def body(_: str | None) -> CallToolResult:
+        session = services.session_create(task_description=task_description, actor=ACTOR)
+        _state(ctx).set(ctx, session.name)
+        return responses.ok(
+            session.name,
+            "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull.",
+            {"session_path": queries.session_path(session.name)},
+        )
+
+    return _run(ctx, None, body, needs_session=False)
+
+
+def session_resume(
+    ctx: Context,
+    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
+) -> CallToolResult:
+    """Resume a session after a restart or context compaction: makes it current and returns
+    its whole state (task, queue in order, active plan, completed count). If a plan is
+    active, read its file and carry on with it.
+    Example: {"session_name": "brave-amber-otter"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        state = queries.session_state(name, limit=QUEUE_CAP)
+        _state(ctx).set(ctx, state.session.name)
+        active = state.active
+        data = {
+            "session_path": queries.session_path(state.session.name),
+            "task_description": queries.snippet(state.session.task_description, 300),
+            "queue": _queue_entries(state.queue),
+            "queue_length": state.queue_length,
+            "queue_more": state.queue_length - len(state.queue),
+            "active_plan": None
+            if active is None
+            else {"id": active.id, "goal": queries.snippet(active.goal, 200), "file_path": queries.plan_path(active)},
+            "completed_count": state.completed_count,
+        }
+        hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        return responses.ok(state.session.name, f"Session resumed. {hint}", data)
+
+    if session_name is None or not isinstance(session_name, str):
+        session_name = ""
+    return _run(ctx, session_name, body)
+
+
+# --- queue ------------------------------------------------------------------------------
+
+
+def queue_add(
+    ctx: Context,
+    context: Annotated[str, Field(description="Where this plan fits in the overall task.")],
+    goal: Annotated[str, Field(description="What this plan accomplishes, specific and checkable.")],
+    approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
+    success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
+    inputs: Annotated[
+        str | None, Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'.")
+    ] = None,
+    outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
+    position: PositionArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Add one self-contained plan to the queue and write its plan file. Use 'front' for work
+    that blocks what you are doing, 'back' for work that can wait. Adding A, B, C at the
+    front gives C, B, A: to keep an order, use 9plan_queue_add_batch.
+    Example: {"context": "Billing port", "goal": "Model invoices in Django",
+    "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_enqueue(
+            session_name=name,
+            context=context,
+            goal=goal,
+            approach=approach,
+            success_criteria=success_criteria,
+            inputs=inputs,
+            outputs=outputs,
+            position=position,
+            actor=ACTOR,
+        )
+        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
+        return responses.ok(name, "Plan added.", data)
+
+    return _run(ctx, session_name, body)
+
+
+class PlanSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    context: str = Field(description="Where this plan fits in the overall task.")
+    goal: str = Field(description="What this plan accomplishes.")
+    approach: str = Field(description="Concrete steps.")
+    success_criteria: str = Field(description="Observable completion conditions.")
+    inputs: str | None = Field(default=None, description="Needed from other plans, described.")
+    outputs: str | None = Field(default=None, description="What it produces.")
+
+
+def queue_add_batch(
+    ctx: Context,
+    plans: Annotated[list[PlanSpec], Field(description="Plans in the order they should be worked (1 to 50).")],
+    position: PositionArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Add several plans in one call, keeping their order, at the front or the back; all are
+    added or none. Use it to decompose: [A, B, C] at 'front' are worked A, then B, then C,
+    before anything already queued.
+    Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
+    "success_criteria": "..."}, {...}], "position": "front"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        created = services.plan_enqueue_many(
+            session_name=name,
+            plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
+            position=position,
+            actor=ACTOR,
+        )
+        first = _queue_place(created[0])
+        data = {
+            "plans": [
+                {"plan_id": p.id, "queue_position": first + i} for i, p in enumerate(created[:QUEUE_CAP])
+            ],
+            "added": len(created),
+            "plans_dir": str(planfiles.plans_dir(name)),
+        }
+        return responses.ok(name, f"{len(created)} plans added in order.", data)
+
+    return _run(ctx, session_name, body)
+
+
+def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """Take the plan at the front of the queue and make it active; returns its full text.
+    Work on it, then call 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.
+    Errors: PLAN_ALREADY_ACTIVE (finish the active one first), QUEUE_EMPTY (task complete).
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_pull(session_name=name, actor=ACTOR)
+        remaining = Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED).count()
+        data = {
+            "plan_id": plan.id,
+            "plan_path": queries.plan_path(plan),
+            "goal": queries.snippet(plan.goal, 300),
+            "queue_remaining": remaining,
+        }
+        return responses.ok(
+            name,
+            "Plan pulled; its full text follows. Edit the file's Notes as you work.",
+            data,
+            body=queries.plan_file_text(plan),
+        )
+
+    return _run(ctx, session_name, body)
+
+
+# --- the active plan --------------------------------------------------------------------
+
+
+def plan_defer(
+    ctx: Context,
+    reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
+    position: PositionArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Put the active plan back in the queue without finishing it. Blocked on something?
+    Defer to 'back' (or add the blocker at the front first). Decomposing? Add the subplans
+    with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
+    the plan file are kept.
+    Example: {"reason": "Needs the schema plan first", "position": "back"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
+        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
+        return responses.ok(name, "Plan deferred.", data)
+
+    return _run(ctx, session_name, body)
+
+
+def plan_complete(
+    ctx: Context,
+    outcome: Annotated[
+        str,
+        Field(description="What was done and what it produced (files, names, decisions): later plans find it by search."),
+    ],
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Mark the active plan done. Stores the outcome, keeps your edits to the plan file,
+    makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
+    queue status; pull the next plan after.
+    Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
+        state = queries.session_state(name, limit=1)
+        nxt = state.queue[0] if state.queue else None
+        data = {
+            "plan_id": plan.id,
+            "queue_length": state.queue_length,
+            "completed_count": state.completed_count,
+            "next": None if nxt is None else {"id": nxt.id, "goal": queries.snippet(nxt.goal, 120)},
+        }
+        hint = "Next: 9plan_queue_pull." if nxt else "The queue is empty: task complete! 🎉"
+        return responses.ok(name, f"Plan completed. {hint}", data)
+
+    return _run(ctx, session_name, body)
+
+
+def plan_discard(
+    ctx: Context,
+    reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Drop the active plan without doing it. A discarded plan is never searchable history.
+    Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
+    still needed later.
+    Example: {"reason": "Superseded by the new auth plan"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
+        length = Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED).count()
+        return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
+
+    return _run(ctx, session_name, body)
+
+
+def plan_note(
+    ctx: Context,
+    text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
+    mode: Annotated[
+        str | None,
+        Field(
+            description="'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. "
+            "Exactly 'append' or 'replace', lowercase.",
+            json_schema_extra={"enum": ["append", "replace"]},
+        ),
+    ] = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Write the active plan's Notes: findings, decisions, progress, so they survive context
+    loss. 'append' is safe alongside other writers and never loses earlier notes; it is
+    not idempotent (a retried append appends twice). 'replace' overwrites all Notes.
+    Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_note(session_name=name, text=text, mode=mode, actor=ACTOR)
+        data = {
+            "plan_id": plan.id,
+            "mode": mode or "append",
+            "notes_chars": len(plan.notes),
+            "plan_path": queries.plan_path(plan),
+        }
+        return responses.ok(name, "Notes written.", data)
+
+    return _run(ctx, session_name, body)
+
+
+# --- history ----------------------------------------------------------------------------
+
+
+def history_search(
+    ctx: Context,
+    query: Annotated[str, Field(description="Words describing what you need, e.g. 'invoice model migration'.")],
+    max_results: Annotated[int | None, Field(description="How many results, 1 to 8 (default 5).")] = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Search the session's completed plans (best match first, BM25) to find what earlier
+    work produced: use it to resolve a plan's inputs. Plans matching all your words rank
+    first; partial matches follow. Discarded plans never appear.
+    Example: {"query": "invoice models"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        limit = validation.positive_int("max_results", max_results, default=5, maximum=8)
+        hits = queries.history_search(query, session_name=name, max_results=limit)
+        results = [
+            {
+                "id": h.plan.id,
+                "goal": queries.snippet(h.plan.goal, 100),
+                "outcome": queries.snippet(h.plan.outcome, 140),
+                "relevance_rank": h.rank,
+            }
+            for h in hits
+        ]
+        summary = f"{len(results)} result(s)." + (" Read one with 9plan_history_get." if results else "")
+        return responses.ok(name, summary, {"results": results})
+
+    return _run(ctx, session_name, body)
+
+
+def history_get(
+    ctx: Context,
+    plan_id: Annotated[str, Field(description="A completed plan's 5-character id, e.g. 'k3x9q'.")],
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Read one completed plan in full: every section, its notes and its outcome.
+    Example: {"plan_id": "k3x9q"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = queries.history_get(session_name=name, plan_id=plan_id)
+        data = {"plan_id": plan.id, **plan.sections(), "outcome": plan.outcome, "completed_at": plan.completed_at}
+        return responses.ok(name, "Completed plan.", data)
+
+    return _run(ctx, session_name, body)
+
+
+# --- inspection -------------------------------------------------------------------------
+
+
+def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """Check the session's invariants: one active plan at most, queue order intact, every
+    queued/active plan has its file, no stray files. Each issue names the plan and the fix.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        result = queries.admin_validate(name)
+        data = {
+            "valid": result.valid,
+            "invariants": result.invariants,
+            "issues": [queries.snippet(i, 200) for i in result.issues[:LIST_CAP]],
+            "issues_more": max(0, len(result.issues) - LIST_CAP),
+        }
+        return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
+
+    return _run(ctx, session_name, body)
+
+
+def admin_sessions(ctx: Context) -> CallToolResult:
+    """List the sessions on this server, newest first, with queue length, completed count
+    and whether a plan is active. Use it to find a session name to resume.
+    Example: {}"""
+
+    def body(_: str | None) -> CallToolResult:
+        sessions, total = queries.session_list(limit=LIST_CAP)
+        rows = [
+            {
+                "name": s.name,
+                "created": s.created_at.isoformat(timespec="seconds"),
+                "task_description": queries.snippet(s.task_description, 60),
+                "queue_length": s.queue_length,
+                "completed_count": s.completed_count,
+                "has_active_plan": s.has_active_plan,
+            }
+            for s in sessions
+        ]
+        data = {"sessions": rows, "total": total, "more": total - len(rows)}
+        return responses.ok(_state(ctx).get(ctx), f"{total} session(s).", data)
+
+    return _run(ctx, None, body, needs_session=False)
+
+
+def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """Detailed state of the session for debugging: queue with positions, active plan, plan
+    files on disk and whether they match the database.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        state = queries.session_state(name, limit=LIST_CAP)
+        files = planfiles.list_plan_files(name)
+        validation_result = queries.admin_validate(name)
+        active = state.active
+        data = {
+            "task_description": queries.snippet(state.session.task_description, 200),
+            "queue": _queue_entries(state.queue, key="position"),
+            "queue_length": state.queue_length,
+            "active_plan": None
+            if active is None
+            else {"id": active.id, "goal": queries.snippet(active.goal, 120), "file_path": queries.plan_path(active)},
+            "completed_count": state.completed_count,
+            "plan_files": files[:LIST_CAP * 2],
+            "plan_files_count": len(files),
+            "file_db_match": validation_result.invariants["files_match_database"]
+            and validation_result.invariants["no_orphaned_files"],
+        }
+        return responses.ok(name, "Session state.", data)
+
+    return _run(ctx, session_name, body)
+
+
+READ_ONLY = {session_resume, history_search, history_get, admin_validate, admin_sessions, admin_state}
+
+TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
+    ("9plan_session_create", session_create, "Create session"),
+    ("9plan_session_resume", session_resume, "Resume session"),
+    ("9plan_queue_add", queue_add, "Add plan"),
+    ("9plan_queue_add_batch", queue_add_batch, "Add plans in order"),
+    ("9plan_queue_pull", queue_pull, "Pull next plan"),
+    ("9plan_plan_defer", plan_defer, "Defer active plan"),
+    ("9plan_plan_complete", plan_complete, "Complete active plan"),
+    ("9plan_plan_discard", plan_discard, "Discard active plan"),
+    ("9plan_plan_note", plan_note, "Write active plan's notes"),
+    ("9plan_history_search", history_search, "Search completed plans"),
+    ("9plan_history_get", history_get, "Read a completed plan"),
+    ("9plan_admin_validate", admin_validate, "Check invariants"),
+    ("9plan_admin_sessions", admin_sessions, "List sessions"),
+    ("9plan_admin_state", admin_state, "Session state dump"),
+]

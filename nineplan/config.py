@@ -1,0 +1,89 @@
+"""Strict readers for 9plan's environment variables.
+
+Each helper either returns a valid value or raises ImproperlyConfigured naming the
+variable and the values it accepts, so a typo fails at start-up instead of at 3 a.m.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+TRUE_WORDS = {"1", "true", "yes", "on"}
+FALSE_WORDS = {"0", "false", "no", "off", ""}
+
+
+def env_str(name: str, default: str, environ: Mapping[str, str] = os.environ) -> str:
+    return environ.get(name, default)
+
+
+def env_choice(name: str, choices: tuple[str, ...], default: str, environ: Mapping[str, str] = os.environ) -> str:
+    value = environ.get(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(
+            f"{name}={value!r} is not accepted; use one of: {'|'.join(choices)} (default {default})."
+        )
+    return value
+
+
+def env_int(
+    name: str,
+    default: int,
+    *,
+    minimum: int = 0,
+    maximum: int | None = None,
+    environ: Mapping[str, str] = os.environ,
+) -> int:
+    raw = environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        value = None
+    upper = "" if maximum is None else f" and at most {maximum}"
+    if value is None or value < minimum or (maximum is not None and value > maximum):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not accepted; use a whole number at least {minimum}{upper} (default {default})."
+        )
+    return value
+
+
+def env_bool(name: str, default: bool, environ: Mapping[str, str] = os.environ) -> bool:
+    raw = environ.get(name)
+    if raw is None:
+        return default
+    word = raw.strip().lower()
+    if word in TRUE_WORDS:
+        return True
+    if word in FALSE_WORDS:
+        return False
+    raise ImproperlyConfigured(f"{name}={raw!r} is not accepted; use true or false (also 1/0, yes/no, on/off).")
+
+
+def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:
+    raw = environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_path(name: str, default: Path, environ: Mapping[str, str] = os.environ) -> Path:
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    path = Path(raw).expanduser()
+    if not path.is_absolute():
+        path = Path.cwd() / path
+    return path
+
+
+def default_data_dir() -> Path:
+    # platformdirs gives the platform's user data directory (XDG on Linux,
+    # ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows).
+    from platformdirs import user_data_dir
+
+    return Path(user_data_dir("9plan", appauthor=False))

@@ -1,0 +1,219 @@
+"""Django settings for 9plan.
+
+Everything a deployment changes comes from the environment (see README, "Configuration"),
+read through the strict helpers in nineplan.config.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from nineplan.config import (
+    default_data_dir,
+    env_bool,
+    env_choice,
+    env_int,
+    env_list,
+    env_path,
+    env_str,
+)
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+# --- 9plan -----------------------------------------------------------------------------
+
+NINEPLAN_SESSIONS_PATH = env_path("NINEPLAN_SESSIONS_PATH", default_data_dir() / "sessions")
+# The data directory holds the embedded database and the generated secret key; it is the
+# parent of the sessions folder, so one variable moves all of 9plan's state.
+NINEPLAN_DATA_DIR = NINEPLAN_SESSIONS_PATH.parent
+NINEPLAN_LOG_LEVEL = env_choice("NINEPLAN_LOG_LEVEL", ("debug", "info", "warn", "error"), "info")
+NINEPLAN_TRANSPORT = env_choice("NINEPLAN_TRANSPORT", ("stdio", "http"), "stdio")
+NINEPLAN_HTTP_HOST = env_str("NINEPLAN_HTTP_HOST", "127.0.0.1")
+NINEPLAN_HTTP_PORT = env_int("NINEPLAN_HTTP_PORT", 8080, minimum=1, maximum=65535)
+
+# Limits on what an agent may store; each is checked before anything is written.
+NINEPLAN_MAX_FIELD_CHARS = env_int("NINEPLAN_MAX_FIELD_CHARS", 65_536, minimum=1)
+NINEPLAN_MAX_PLAN_CHARS = env_int("NINEPLAN_MAX_PLAN_CHARS", 262_144, minimum=1)
+NINEPLAN_MAX_QUEUE_LENGTH = env_int("NINEPLAN_MAX_QUEUE_LENGTH", 100_000, minimum=1)
+NINEPLAN_MAX_QUERY_CHARS = env_int("NINEPLAN_MAX_QUERY_CHARS", 1_000, minimum=1)
+NINEPLAN_MAX_BATCH = env_int("NINEPLAN_MAX_BATCH", 50, minimum=1)
+
+# --- Django ----------------------------------------------------------------------------
+
+DEBUG = env_bool("DJANGO_DEBUG", False)
+
+
+def _secret_key() -> str:
+    key = os.environ.get("DJANGO_SECRET_KEY")
+    if key:
+        return key
+    # Generated once and kept beside the database, so sessions and tokens survive a
+    # restart without anyone having to invent a key; never committed anywhere.
+    path = NINEPLAN_DATA_DIR / "secret_key"
+    try:
+        return path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY is unset and {path} cannot be read: {exc}") from exc
+    key = secrets.token_urlsafe(50)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    except FileExistsError:
+        return path.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"DJANGO_SECRET_KEY is unset and {path} cannot be written: {exc}") from exc
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(key)
+    return key
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "sessions_app",
+    "mcp_bridge",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "nineplan.urls"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+WSGI_APPLICATION = "nineplan.wsgi.application"
+ASGI_APPLICATION = "nineplan.asgi.application"
+
+
+def _databases() -> dict:
+    url = os.environ.get("DATABASE_URL", "").strip()
+    if url and not url.startswith("sqlite"):
+        import dj_database_url
+
+        try:
+            db = dj_database_url.parse(url, conn_max_age=0)
+        except Exception as exc:  # dj_database_url raises several types for bad URLs
+            raise ImproperlyConfigured(
+                f"DATABASE_URL is not a database URL 9plan accepts ({exc}); use sqlite:///PATH or "
+                "postgres://USER:PASSWORD@HOST:PORT/NAME."
+            ) from exc
+        if db["ENGINE"] != "django.db.backends.postgresql":
+            raise ImproperlyConfigured("DATABASE_URL must name SQLite (sqlite:///PATH) or PostgreSQL (postgres://...).")
+        db.setdefault("TEST", {})
+        return {"default": db}
+    if url:
+        # sqlite:///relative or sqlite:////absolute, as dj-database-url reads them.
+        name = url.split("sqlite://", 1)[1]
+        name = name[1:] if name.startswith("/") else name
+        path = Path(name) if name else NINEPLAN_DATA_DIR / "9plan.sqlite3"
+        if not path.is_absolute():
+            path = Path.cwd() / path
+    else:
+        path = NINEPLAN_DATA_DIR / "9plan.sqlite3"
+    return {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": str(path),
+            # Measured: Django's deferred transactions fail under concurrency ("database
+            # is locked" at once when a reader upgrades to a writer). IMMEDIATE takes the
+            # write lock at BEGIN; WAL lets readers go on meanwhile; the long timeout
+            # covers SQLite's unfair lock waits under heavy contention.
+            "OPTIONS": {
+                "transaction_mode": "IMMEDIATE",
+                "timeout": 20,
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA busy_timeout=20000;"
+                    " PRAGMA foreign_keys=ON;"
+                ),
+            },
+            "TEST": {"NAME": str(path.with_name(path.stem + "-test.sqlite3"))},
+        }
+    }
+
+
+DATABASES = _databases()
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = BASE_DIR / "staticfiles"
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
+
+LOGIN_URL = "admin:login"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+}
+
+# Security headers; HTTPS-only cookies and HSTS switch on with DJANGO_SECURE (behind TLS).
+DJANGO_SECURE = env_bool("DJANGO_SECURE", not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SECURE = DJANGO_SECURE
+CSRF_COOKIE_SECURE = DJANGO_SECURE
+SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
+SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_BEHIND_PROXY", False) else None
+
+LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, on stderr.
+
+from nineplan.logging import configure_logging  # noqa: E402
+
+configure_logging(NINEPLAN_LOG_LEVEL)

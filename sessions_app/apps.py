@@ -1,0 +1,16 @@
+from django.apps import AppConfig
+
+
+class SessionsAppConfig(AppConfig):
+    name = "sessions_app"
+    verbose_name = "9plan"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_migrate
+
+        from sessions_app import search
+
+        # A later migration that rebuilds the plan table on SQLite drops its triggers
+        # without a word; re-creating them after every migrate keeps search in sync.
+        post_migrate.connect(search.ensure_index_after_migrate, sender=self)

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+from django.db import models
+from django.db.models import Q
+from django.utils import timezone
+
+SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria", "notes")
+SECTION_TITLES = {
+    "context": "Context",
+    "goal": "Goal",
+    "inputs": "Inputs",
+    "outputs": "Outputs",
+    "approach": "Approach",
+    "success_criteria": "Success Criteria",
+    "notes": "Notes",
+}
+
+
+class Session(models.Model):
+    name = models.CharField(primary_key=True, max_length=64)
+    task_description = models.TextField(null=True, blank=True)
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Plan(models.Model):
+    class Status(models.TextChoices):
+        QUEUED = "queued"
+        ACTIVE = "active"
+        COMPLETED = "completed"
+        DISCARDED = "discarded"
+
+    id = models.CharField(primary_key=True, max_length=5)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="plans", db_column="session_name")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
+    # Signed so that "front" can always go below the current minimum; only set while queued.
+    queue_position = models.BigIntegerField(null=True, blank=True)
+
+    context = models.TextField(blank=True, default="")
+    goal = models.TextField()
+    inputs = models.TextField(blank=True, default="")
+    outputs = models.TextField(blank=True, default="")
+    approach = models.TextField(blank=True, default="")
+    success_criteria = models.TextField(blank=True, default="")
+    notes = models.TextField(blank=True, default="")
+    outcome = models.TextField(blank=True, default="")
+    discard_reason = models.TextField(blank=True, default="")
+
+    version = models.PositiveIntegerField(default=1)
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+    completed_at = models.DateTimeField(null=True, blank=True)
+    discarded_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["session", "queue_position", "created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["session"], condition=Q(status="active"), name="plan_one_active_per_session"
+            ),
+            models.UniqueConstraint(
+                fields=["session", "queue_position"],
+                condition=Q(status="queued"),
+                name="plan_unique_queue_position",
+            ),
+            models.CheckConstraint(
+                condition=Q(status__in=["queued", "active", "completed", "discarded"]), name="plan_status_valid"
+            ),
+            models.CheckConstraint(
+                condition=(Q(status="queued") & Q(queue_position__isnull=False))
+                | (~Q(status="queued") & Q(queue_position__isnull=True)),
+                name="plan_position_only_while_queued",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["session", "status", "queue_position"], name="plan_session_status_pos"),
+            models.Index(fields=["session", "status", "completed_at"], name="plan_session_status_done"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.id}: {self.goal[:60]}"
+
+    @property
+    def is_open(self) -> bool:
+        return self.status in (self.Status.QUEUED, self.Status.ACTIVE)
+
+    def sections(self) -> dict[str, str]:
+        return {name: getattr(self, name) for name in SECTIONS}
+
+
+class Event(models.Model):
+    class Kind(models.TextChoices):
+        SESSION_CREATED = "session_created"
+        PLAN_CREATED = "plan_created"
+        PLAN_PULLED = "plan_pulled"
+        PLAN_DEFERRED = "plan_deferred"
+        PLAN_NOTE = "plan_note"
+        PLAN_COMPLETED = "plan_completed"
+        PLAN_DISCARDED = "plan_discarded"
+        PLAN_MOVED = "plan_moved"
+        PLAN_REQUEUED = "plan_requeued"
+        FILE_EDITS_KEPT = "file_edits_kept"
+        REPAIRED = "repaired"
+
+    id = models.BigAutoField(primary_key=True)
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_column="session_name")
+    plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="events")
+    kind = models.CharField(max_length=32, choices=Kind.choices)
+    actor = models.CharField(max_length=150)
+    detail = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["id"]
+        indexes = [models.Index(fields=["session", "id"], name="event_session_id")]
+
+    def __str__(self) -> str:
+        return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.kind}"

@@ -1,0 +1,194 @@
+"""Every read of 9plan. Queries never write; their query count does not grow with the data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Count, Exists, OuterRef, Q
+
+from sessions_app import planfiles, search, validation
+from sessions_app.errors import PlanNotFound, SessionNotFound
+from sessions_app.models import SECTIONS, Plan, Session
+
+LIST_CAP = 20
+SNIPPET_CHARS = 120
+
+
+def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str | None:
+    if text is None:
+        return None
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def get_session(name: object) -> Session:
+    name = validation.session_name(name)
+    try:
+        return Session.objects.get(name=name)
+    except Session.DoesNotExist:
+        raise SessionNotFound(f"No session named '{name}' exists.") from None
+
+
+def session_path(name: str) -> str:
+    return str(planfiles.session_dir(name))
+
+
+def plan_path(plan: Plan) -> str:
+    return str(planfiles.plan_path(plan.session_id, plan.id))
+
+
+def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
+    """The queued plans in order (the first ``limit``), and how many there are in all."""
+    qs = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position")
+    total = qs.count()
+    rows = list(qs.only("id", "goal", "queue_position", "session_id")[:limit] if limit else qs)
+    return rows, total
+
+
+def active_plan(session: Session) -> Plan | None:
+    return Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).first()
+
+
+def counts(session: Session) -> dict[str, int]:
+    row = Plan.objects.filter(session=session).aggregate(
+        queued=Count("id", filter=Q(status=Plan.Status.QUEUED)),
+        completed=Count("id", filter=Q(status=Plan.Status.COMPLETED)),
+        discarded=Count("id", filter=Q(status=Plan.Status.DISCARDED)),
+    )
+    return {k: row[k] or 0 for k in ("queued", "completed", "discarded")}
+
+
+@dataclass
+class SessionState:
+    session: Session
+    queue: list[Plan]
+    queue_length: int
+    active: Plan | None
+    completed_count: int
+    discarded_count: int
+
+
+def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
+    session = get_session(name)
+    rows, total = queue(session, limit=limit)
+    c = counts(session)
+    return SessionState(session, rows, total, active_plan(session), c["completed"], c["discarded"])
+
+
+def session_list(*, limit: int = LIST_CAP) -> tuple[list[Session], int]:
+    """Sessions, newest first, annotated with their counts in one query."""
+    qs = Session.objects.annotate(
+        queue_length=Count("plans", filter=Q(plans__status=Plan.Status.QUEUED)),
+        completed_count=Count("plans", filter=Q(plans__status=Plan.Status.COMPLETED)),
+        discarded_count=Count("plans", filter=Q(plans__status=Plan.Status.DISCARDED)),
+        has_active_plan=Exists(Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE)),
+    ).order_by("-created_at", "name")
+    return list(qs[:limit]), Session.objects.count()
+
+
+def plan_file_text(plan: Plan) -> str:
+    """The plan's text as the agent should read it: the file, or the database rendering."""
+    text = planfiles.read_plan(plan.session_id, plan.id)
+    return text if text is not None else planfiles.render(plan.sections())
+
+
+@dataclass
+class HistoryHit:
+    plan: Plan
+    rank: int
+    score: float
+
+
+def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
+    from django.conf import settings
+
+    query = validation.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
+    limit = validation.positive_int("max_results", max_results, default=5, maximum=50)
+    if session_name is not None:
+        get_session(session_name)
+    hits = search.search(query, session_name=session_name, limit=limit)
+    plans = Plan.objects.in_bulk([h.plan_id for h in hits])
+    return [HistoryHit(plans[h.plan_id], h.rank, h.score) for h in hits if h.plan_id in plans]
+
+
+def history_get(*, session_name: object, plan_id: object) -> Plan:
+    """A completed plan of the session, with its outcome."""
+    session = get_session(session_name)
+    plan_id = validation.plan_id(plan_id)
+    plan = Plan.objects.filter(session=session, id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound(f"No plan {plan_id} in session '{session.name}'.")
+    if plan.status != Plan.Status.COMPLETED:
+        raise PlanNotFound(
+            f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only.",
+            suggestion="Use 9plan_session_resume to see queued and active plans.",
+        )
+    return plan
+
+
+# --- invariants --------------------------------------------------------------------------
+
+INVARIANTS = ("single_active_plan", "queue_order_preserved", "files_match_database", "no_orphaned_files")
+
+
+@dataclass
+class Validation:
+    invariants: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(INVARIANTS, True))
+    issues: list[str] = field(default_factory=list)
+
+    @property
+    def valid(self) -> bool:
+        return all(self.invariants.values())
+
+    def fail(self, invariant: str, issue: str) -> None:
+        self.invariants[invariant] = False
+        self.issues.append(issue)
+
+
+def admin_validate(name: object) -> Validation:
+    """Checks the session's invariants; every issue names the plan and the fix."""
+    session = get_session(name)
+    result = Validation()
+    plans = list(
+        Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
+            "id", "status", "queue_position", "session_id", *SECTIONS
+        )
+    )
+    active = [p for p in plans if p.status == Plan.Status.ACTIVE]
+    if len(active) > 1:
+        result.fail(
+            "single_active_plan",
+            f"{len(active)} plans are active ({', '.join(p.id for p in active)}); "
+            "fix: requeue all but one with the admin or nineplan_repair.",
+        )
+    positions: dict[int, str] = {}
+    for p in plans:
+        if p.status != Plan.Status.QUEUED:
+            continue
+        if p.queue_position is None:
+            result.fail("queue_order_preserved", f"plan {p.id} is queued without a position; fix: nineplan_repair.")
+        elif p.queue_position in positions:
+            result.fail(
+                "queue_order_preserved",
+                f"plans {positions[p.queue_position]} and {p.id} share queue position {p.queue_position}; "
+                "fix: nineplan_repair.",
+            )
+        else:
+            positions[p.queue_position] = p.id
+    on_disk = set(planfiles.list_plan_files(session.name))
+    open_ids = {p.id for p in plans}
+    for p in plans:
+        if p.id not in on_disk:
+            result.fail(
+                "files_match_database",
+                f"plan {p.id} ({p.status}) has no plan file; fix: nineplan_repair re-renders it from the database.",
+            )
+    for orphan in sorted(on_disk - open_ids):
+        result.fail(
+            "no_orphaned_files",
+            f"plan file {orphan}.txt belongs to no queued or active plan; "
+            "fix: nineplan_repair keeps its text aside and removes it.",
+        )
+    for tmp in planfiles.list_temp_files(session.name):
+        result.fail("no_orphaned_files", f"temporary file {tmp.name} was left by an interrupted write; fix: nineplan_repair.")
+    return result

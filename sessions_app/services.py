@@ -1,0 +1,476 @@
+"""Every state change of 9plan. The MCP tools, the admin and the REST API call these and
+nothing else writes.
+
+Each service runs in one write transaction: on SQLite it begins IMMEDIATE (the write lock
+is taken before the first read), on PostgreSQL the session row is locked first. So every
+read-modify-write of a queue or a plan's text is serialized against every other writer.
+
+Plan files follow the database: a file is written inside the transaction (so a failed
+write rolls the database back) and deleted only after the commit (so a crash leaves a
+file the repair can judge, never a plan without its text).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db.models import Max, Min
+from django.utils import timezone
+
+from sessions_app import planfiles, validation
+from sessions_app.errors import (
+    DatabaseFailed,
+    NineplanError,
+    NoActivePlan,
+    PlanAlreadyActive,
+    PlanNotFound,
+    QueueEmpty,
+    SessionNotFound,
+    ValidationFailed,
+)
+from sessions_app.identifiers import new_plan_id, new_session_name
+from sessions_app.models import SECTIONS, Event, Plan, Session
+
+log = logging.getLogger("nineplan.services")
+
+ID_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    context: str
+    goal: str
+    approach: str
+    success_criteria: str
+    inputs: str = ""
+    outputs: str = ""
+
+
+# --- plumbing ---------------------------------------------------------------------------
+
+
+@contextmanager
+def _write() -> Iterator[list[Callable[[], None]]]:
+    """One write transaction; yields a list of undo steps for files written inside it."""
+    undo: list[Callable[[], None]] = []
+    try:
+        with transaction.atomic():
+            yield undo
+    except NineplanError:
+        _run(undo)
+        raise
+    except DatabaseError as exc:
+        _run(undo)
+        log.error("database error", extra={"error": str(exc)})
+        raise DatabaseFailed(f"The database refused the change: {exc}.") from exc
+    except BaseException:
+        _run(undo)
+        raise
+
+
+def _run(steps: list[Callable[[], None]]) -> None:
+    for step in reversed(steps):
+        try:
+            step()
+        except OSError:
+            log.warning("undo of a plan file failed", exc_info=True)
+
+
+def _lock_session(name: object) -> Session:
+    name = validation.session_name(name)
+    qs = Session.objects.all()
+    if connection.vendor != "sqlite":
+        # On SQLite BEGIN IMMEDIATE already serialises writers; elsewhere lock the row.
+        qs = qs.select_for_update()
+    try:
+        return qs.get(name=name)
+    except Session.DoesNotExist:
+        raise SessionNotFound(f"No session named '{name}' exists.") from None
+
+
+def _event(session: Session, kind: str, actor: str, plan: Plan | None = None, **detail) -> Event:
+    return Event.objects.create(session=session, plan=plan, kind=kind, actor=actor, detail=detail)
+
+
+def _active_plan(session: Session) -> Plan:
+    plan = Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).first()
+    if plan is None:
+        raise NoActivePlan(f"Session '{session.name}' has no active plan.")
+    return plan
+
+
+def _next_position(session: Session, position: str) -> int:
+    bounds = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).aggregate(
+        low=Min("queue_position"), high=Max("queue_position")
+    )
+    if bounds["low"] is None:
+        return 0
+    return bounds["low"] - 1 if position == "front" else bounds["high"] + 1
+
+
+def _check_queue_room(session: Session, adding: int) -> None:
+    from django.conf import settings
+
+    limit = settings.NINEPLAN_MAX_QUEUE_LENGTH
+    length = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).count()
+    if length + adding > limit:
+        raise ValidationFailed(
+            f"queue: adding {adding} plan(s) would make the queue {length + adding} long; at most {limit} are allowed.",
+            field="queue",
+            suggestion="Work through the queue (9plan_queue_pull) before adding more; nothing was changed.",
+        )
+
+
+def _write_file(undo: list, plan: Plan) -> None:
+    path = planfiles.plan_path(plan.session_id, plan.id)
+    previous = planfiles.read_plan(plan.session_id, plan.id) if path.exists() else None
+    planfiles.write_plan(plan.session_id, plan.id, plan.sections())
+    if previous is None:
+        undo.append(lambda: path.unlink(missing_ok=True))
+    else:
+        undo.append(lambda: planfiles.write_atomic(path, previous))
+
+
+def compose_append(stored: str, fragment: str) -> str:
+    """SPEC §8: stored notes without trailing whitespace, a blank line, then the fragment
+    without its leading whitespace-only lines. Interior characters are never touched."""
+    head = stored.rstrip()
+    lines = fragment.splitlines(keepends=True)
+    while lines and lines[0].strip() == "":
+        lines.pop(0)
+    tail = "".join(lines)
+    return tail if head == "" else f"{head}\n\n{tail}"
+
+
+def _absorb_file(plan: Plan, actor: str) -> None:
+    """Keep what the agent wrote in the plan file: the database takes the file's sections.
+
+    A missing or unreadable file leaves the database copy as it is. A section whose
+    heading was removed keeps its database text (its lines went to the section above,
+    so nothing is lost either way); text above the first heading joins the Notes.
+    """
+    text = planfiles.read_plan(plan.session_id, plan.id)
+    if text is None:
+        log.warning("plan file missing; keeping the database copy", extra={"session": plan.session_id, "plan": plan.id})
+        return
+    text = text.replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
+    parsed = planfiles.parse(text)
+    changed = []
+    for name in SECTIONS:
+        if name not in parsed.sections:
+            continue
+        new = parsed.sections[name]
+        if name == "goal" and validation.is_blank(new):
+            continue  # a plan always keeps a goal
+        if new != getattr(plan, name).strip("\n"):
+            setattr(plan, name, new)
+            changed.append(name)
+    if parsed.preamble:
+        plan.notes = compose_append(plan.notes, parsed.preamble)
+        changed.append("preamble")
+    if changed:
+        _event(plan.session, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
+
+
+def _touch(plan: Plan) -> None:
+    plan.version += 1
+    plan.updated_at = timezone.now()
+
+
+def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
+    get = fields.get if isinstance(fields, dict) else lambda k: getattr(fields, k)
+    checked = PlanInput(
+        context=validation.text(prefix + "context", get("context"), required=True),
+        goal=validation.text(prefix + "goal", get("goal"), required=True),
+        approach=validation.text(prefix + "approach", get("approach"), required=True),
+        success_criteria=validation.text(prefix + "success_criteria", get("success_criteria"), required=True),
+        inputs=validation.text(prefix + "inputs", get("inputs"), required=False),
+        outputs=validation.text(prefix + "outputs", get("outputs"), required=False),
+    )
+    validation.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
+    return checked
+
+
+def _new_plan_id() -> str:
+    for _ in range(ID_ATTEMPTS):
+        candidate = new_plan_id()
+        if not Plan.objects.filter(id=candidate).exists():
+            return candidate
+        log.warning("plan id collision; drawing another", extra={"plan": candidate})
+    raise DatabaseFailed("Could not find a free plan id after several attempts.")
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+def session_create(*, task_description: str | None = None, actor: str = "agent") -> Session:
+    """Creates a session with a fresh three-word name and its plans folder."""
+    if task_description is not None:
+        task_description = validation.text("task_description", task_description, required=False) or None
+    with _write():
+        for _ in range(ID_ATTEMPTS):
+            name = new_session_name()
+            if not Session.objects.filter(name=name).exists():
+                break
+            log.warning("session name collision; drawing another", extra={"session": name})
+        else:
+            raise DatabaseFailed("Could not find a free session name after several attempts.")
+        session = Session.objects.create(name=name, task_description=task_description)
+        planfiles.ensure_session_dir(name)
+        _event(session, Event.Kind.SESSION_CREATED, actor, task_description=task_description)
+    log.info("session created", extra={"session": name})
+    return session
+
+
+# --- queue ------------------------------------------------------------------------------
+
+
+def plan_enqueue(
+    *,
+    session_name: str,
+    context: str,
+    goal: str,
+    approach: str,
+    success_criteria: str,
+    inputs: str | None = None,
+    outputs: str | None = None,
+    position: str | None = None,
+    actor: str = "agent",
+) -> Plan:
+    """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
+    fields = dict(
+        context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
+    )
+    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, actor=actor)[0]
+
+
+def plan_enqueue_many(
+    *,
+    session_name: str,
+    plans: list[dict] | list[PlanInput],
+    position: str | None = None,
+    actor: str = "agent",
+) -> list[Plan]:
+    """Adds several plans that keep the given order, at the front or the back; all or none."""
+    from django.conf import settings
+
+    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    if not isinstance(plans, list) or not plans:
+        raise ValidationFailed("plans must be a non-empty list of plans.", field="plans")
+    if len(plans) > settings.NINEPLAN_MAX_BATCH:
+        raise ValidationFailed(
+            f"plans has {len(plans)} entries; at most {settings.NINEPLAN_MAX_BATCH} are allowed in one call.",
+            field="plans",
+        )
+    prefix = (lambda i: f"plans[{i}].") if len(plans) > 1 else (lambda i: "")
+    checked = []
+    for i, p in enumerate(plans):
+        if not isinstance(p, (dict, PlanInput)):
+            raise ValidationFailed(f"plans[{i}] must be an object with the plan's sections.", field=f"plans[{i}]")
+        checked.append(_plan_input(p, prefix(i)))
+    created: list[Plan] = []
+    with _write() as undo:
+        session = _lock_session(session_name)
+        _check_queue_room(session, len(checked))
+        # Front insertion reverses order (A, B, C at the front gives C, B, A), so a batch
+        # going to the front is inserted last-first: it then reads A, B, C at the front.
+        order = list(reversed(checked)) if position == "front" else checked
+        now = timezone.now()
+        for item in order:
+            plan = Plan.objects.create(
+                id=_new_plan_id(),
+                session=session,
+                status=Plan.Status.QUEUED,
+                queue_position=_next_position(session, position),
+                created_at=now,
+                updated_at=now,
+                **vars(item),
+            )
+            _event(session, Event.Kind.PLAN_CREATED, actor, plan, position=position)
+            _write_file(undo, plan)
+            created.append(plan)
+    if position == "front":
+        created.reverse()
+    for plan in created:
+        log.info("plan added", extra={"session": session.name, "plan": plan.id, "position": position})
+    return created
+
+
+def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
+    """Makes the front plan active; exactly one caller wins when several race."""
+    with _write():
+        session = _lock_session(session_name)
+        active = Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).values_list("id", flat=True).first()
+        if active is not None:
+            raise PlanAlreadyActive(
+                f"Plan {active} is already active in session '{session.name}'; only one plan is worked at a time."
+            )
+        plan = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position").first()
+        if plan is None:
+            raise QueueEmpty("Task complete! 🎉 The queue is empty.")
+        # Compare-and-set: the claim holds only if the plan is still queued; the unique
+        # "one active plan" constraint is the last line if two writers ever got here.
+        now = timezone.now()
+        try:
+            claimed = Plan.objects.filter(id=plan.id, status=Plan.Status.QUEUED).update(
+                status=Plan.Status.ACTIVE, queue_position=None, updated_at=now
+            )
+        except IntegrityError:
+            raise PlanAlreadyActive(f"Another plan became active in session '{session.name}'.") from None
+        if claimed != 1:
+            raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
+        plan.status, plan.queue_position, plan.updated_at = Plan.Status.ACTIVE, None, now
+        _event(session, Event.Kind.PLAN_PULLED, actor, plan)
+    if planfiles.read_plan(session.name, plan.id) is None:
+        planfiles.write_plan(session.name, plan.id, plan.sections())
+    log.info("plan pulled", extra={"session": session.name, "plan": plan.id})
+    return plan
+
+
+def plan_defer(
+    *, session_name: str, reason: str, position: str | None = None, actor: str = "agent"
+) -> Plan:
+    """Returns the active plan to the queue with the timestamped reason in its Notes."""
+    reason = validation.text("reason", reason, required=True)
+    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    with _write() as undo:
+        session = _lock_session(session_name)
+        plan = _active_plan(session)
+        _absorb_file(plan, actor)
+        stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
+        plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
+        validation.plan_size(plan.sections(), field="reason")
+        plan.status = Plan.Status.QUEUED
+        plan.queue_position = _next_position(session, position)
+        _touch(plan)
+        plan.save()
+        _event(session, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
+        _write_file(undo, plan)
+    log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
+    return plan
+
+
+def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Plan:
+    """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
+    search, then deletes the file."""
+    outcome = validation.text("outcome", outcome, required=True)
+    with _write():
+        session = _lock_session(session_name)
+        plan = _active_plan(session)
+        _absorb_file(plan, actor)
+        plan.outcome = outcome
+        validation.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
+        plan.status = Plan.Status.COMPLETED
+        plan.completed_at = timezone.now()
+        _touch(plan)
+        plan.save()
+        _event(session, Event.Kind.PLAN_COMPLETED, actor, plan)
+    planfiles.delete_plan(session.name, plan.id)
+    log.info("plan completed", extra={"session": session.name, "plan": plan.id})
+    return plan
+
+
+def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Plan:
+    """Discards the active plan (never searchable); keeps the file's edits, deletes the file."""
+    reason = validation.text("reason", reason, required=True)
+    with _write():
+        session = _lock_session(session_name)
+        plan = _discard(session, _active_plan(session), reason, actor)
+    planfiles.delete_plan(session.name, plan.id)
+    log.info("plan discarded", extra={"session": session.name, "plan": plan.id})
+    return plan
+
+
+def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
+    _absorb_file(plan, actor)
+    plan.discard_reason = reason
+    plan.status = Plan.Status.DISCARDED
+    plan.queue_position = None
+    plan.discarded_at = timezone.now()
+    _touch(plan)
+    plan.save()
+    _event(session, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
+    return plan
+
+
+def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: str = "agent") -> Plan:
+    """Appends to (or replaces) the active plan's Notes inside the serialized region, so
+    concurrent appends all survive. Not idempotent: a retried append appends twice."""
+    mode = validation.choice("mode", mode, validation.NOTE_MODES, default="append")
+    text = validation.text("text", text, required=True, max_chars=10**9)
+    with _write() as undo:
+        session = _lock_session(session_name)
+        plan = _active_plan(session)
+        _absorb_file(plan, actor)
+        notes = compose_append(plan.notes, text) if mode == "append" else text
+        # Limits apply to the composed result, and report its size (SPEC §8).
+        validation.text("notes", notes, required=False)
+        validation.plan_size({**plan.sections(), "notes": notes}, field="notes")
+        plan.notes = notes
+        _touch(plan)
+        plan.save()
+        _event(session, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
+        _write_file(undo, plan)
+    log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
+    return plan
+
+
+# --- staff interventions (admin) ---------------------------------------------------------
+
+
+def _lock_plan(session: Session, plan_id: object) -> Plan:
+    plan_id = validation.plan_id(plan_id)
+    try:
+        return Plan.objects.get(session=session, id=plan_id)
+    except Plan.DoesNotExist:
+        raise PlanNotFound(f"No plan {plan_id} in session '{session.name}'.") from None
+
+
+def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Plan:
+    """Moves a queued plan to the front or back of its queue."""
+    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    with _write():
+        session = _lock_session(session_name)
+        plan = _lock_plan(session, plan_id)
+        if plan.status != Plan.Status.QUEUED:
+            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
+        new_position = _next_position(session, position)
+        Plan.objects.filter(id=plan.id).update(queue_position=new_position, updated_at=timezone.now())
+        plan.queue_position = new_position
+        _event(session, Event.Kind.PLAN_MOVED, actor, plan, position=position)
+    return plan
+
+
+def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Plan:
+    """Returns an active plan to the queue without a reason from the agent (staff action)."""
+    position = validation.choice("position", position, validation.POSITIONS, default="front")
+    with _write() as undo:
+        session = _lock_session(session_name)
+        plan = _lock_plan(session, plan_id)
+        if plan.status != Plan.Status.ACTIVE:
+            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
+        _absorb_file(plan, actor)
+        plan.status = Plan.Status.QUEUED
+        plan.queue_position = _next_position(session, position)
+        _touch(plan)
+        plan.save()
+        _event(session, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
+        _write_file(undo, plan)
+    return plan
+
+
+def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Plan:
+    """Discards a queued or active plan chosen by id (staff action)."""
+    reason = validation.text("reason", reason, required=True)
+    with _write():
+        session = _lock_session(session_name)
+        plan = _lock_plan(session, plan_id)
+        if not plan.is_open:
+            raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
+        plan = _discard(session, plan, reason, actor)
+    planfiles.delete_plan(session.name, plan.id)
+    return plan

@@ -1,0 +1,101 @@
+"""Input checks shared by every edge. Each failure names the field and what is accepted."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from django.conf import settings
+
+from sessions_app.errors import ValidationFailed
+from sessions_app.identifiers import is_plan_id, is_session_name
+
+POSITIONS = ("front", "back")
+NOTE_MODES = ("append", "replace")
+
+
+def is_blank(value: str) -> bool:
+    # "Empty" means Unicode White_Space only (NEL, NBSP, ideographic space...), not " \t\r\n".
+    return value == "" or value.isspace()
+
+
+def text(
+    field: str,
+    value: object,
+    *,
+    required: bool,
+    max_chars: int | None = None,
+) -> str:
+    if value is None:
+        if required:
+            raise ValidationFailed(f"{field} is required: give a non-empty string.", field=field)
+        return ""
+    if not isinstance(value, str):
+        raise ValidationFailed(f"{field} must be a string, not {type(value).__name__}.", field=field)
+    if "\x00" in value:
+        raise ValidationFailed(f"{field} contains a NUL character (U+0000), which cannot be stored.", field=field)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationFailed(
+            f"{field} contains a lone surrogate code point, which is not valid Unicode text.", field=field
+        ) from None
+    if required and is_blank(value):
+        raise ValidationFailed(f"{field} is empty or only whitespace: give some text.", field=field)
+    limit = settings.NINEPLAN_MAX_FIELD_CHARS if max_chars is None else max_chars
+    if len(value) > limit:
+        raise ValidationFailed(
+            f"{field} is {len(value)} characters; at most {limit} are allowed.",
+            field=field,
+            suggestion="Shorten the text (move detail into the plan file's Notes) and call again; nothing was changed.",
+        )
+    return value
+
+
+def choice(field: str, value: object, choices: Iterable[str], *, default: str) -> str:
+    options = tuple(choices)
+    if value is None:
+        return default
+    # Matched exactly: "Front" or "BACK" is an error, never silently the default.
+    if not isinstance(value, str) or value not in options:
+        accepted = " or ".join(f"'{c}'" for c in options)
+        raise ValidationFailed(f"{field} must be exactly {accepted} (lowercase); got {value!r}.", field=field)
+    return value
+
+
+def session_name(value: object, field: str = "session_name") -> str:
+    if not is_session_name(value):
+        raise ValidationFailed(
+            f"{field} {value!r} is not a session name: expected three lowercase words joined by '-', "
+            "like 'brave-amber-otter'.",
+            field=field,
+        )
+    return value  # type: ignore[return-value]
+
+
+def plan_id(value: object, field: str = "plan_id") -> str:
+    if not is_plan_id(value):
+        raise ValidationFailed(
+            f"{field} {value!r} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
+            field=field,
+        )
+    return value  # type: ignore[return-value]
+
+
+def positive_int(field: str, value: object, *, default: int, maximum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > maximum:
+        raise ValidationFailed(f"{field} must be a whole number from 1 to {maximum}; got {value!r}.", field=field)
+    return value
+
+
+def plan_size(sections: dict[str, str], *, field: str = "plan") -> None:
+    """The whole plan's text stays under NINEPLAN_MAX_PLAN_CHARS (checked on the composed result)."""
+    size = sum(len(v or "") for v in sections.values())
+    limit = settings.NINEPLAN_MAX_PLAN_CHARS
+    if size > limit:
+        raise ValidationFailed(
+            f"{field}: the plan's text would be {size} characters; at most {limit} are allowed.",
+            field=field,
+            suggestion="Write less, or split the work into several plans; nothing was changed.",
+        )

@@ -1,0 +1,15 @@
+"""Settings for the test suite: 9plan's own, with a private data directory per run.
+
+The environment is set before nineplan.settings reads it, so a test run never touches a
+user's real database, secret key or plan files.
+"""
+
+import os
+import tempfile
+
+_run_dir = tempfile.mkdtemp(prefix="nineplan-tests-")
+os.environ["NINEPLAN_SESSIONS_PATH"] = os.path.join(_run_dir, "sessions")
+os.environ.setdefault("NINEPLAN_LOG_LEVEL", "warn")
+os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-a-secret")
+
+from nineplan.settings import *  # noqa: E402,F401,F403
