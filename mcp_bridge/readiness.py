@@ -40,6 +40,11 @@ def prepare_database() -> None:
             if attempt == 2:
                 raise
             log.warning("migrate raced another process; retrying")
+    # What a killed process left behind is put right before the first tool call.
+    from sessions_app import repair
+
+    for action in repair.repair_all(apply=True):
+        log.warning("start-up repair", extra={"session": action.session, "action": action.kind, "file": action.target})
     close_old_connections()
 
 

@@ -7,10 +7,11 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate
+        from django.db.models.signals import post_migrate, pre_migrate
 
-        from sessions_app import search
+        from sessions_app import backup, search
 
         # A later migration that rebuilds the plan table on SQLite drops its triggers
         # without a word; re-creating them after every migrate keeps search in sync.
         post_migrate.connect(search.ensure_index_after_migrate, sender=self)
+        pre_migrate.connect(backup.backup_before_data_migration, sender=self)

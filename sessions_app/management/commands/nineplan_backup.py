@@ -1,0 +1,20 @@
+"""`manage.py nineplan_backup`: a consistent copy of the database and plan files."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.core.management.base import BaseCommand
+
+from sessions_app.backup import backup_create, default_backup_dir
+
+
+class Command(BaseCommand):
+    help = "Write a consistent copy of the 9plan database and plan files (safe while agents work)."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--output", type=Path, help=f"folder to write into (default: {default_backup_dir()})")
+
+    def handle(self, *args, output=None, **options):
+        path = backup_create(destination=output, progress=lambda msg: self.stderr.write(msg))
+        self.stdout.write(f"Backup written to {path}")

@@ -1,0 +1,33 @@
+"""`manage.py nineplan_repair`: show (default) or apply the repairs a crash calls for."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app import repair
+from sessions_app.identifiers import is_session_name
+
+
+class Command(BaseCommand):
+    help = (
+        "Check plan files against the database and list the repairs a crash calls for; "
+        "with --apply, carry them out (each one is written to the event log). Dry run by default."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--apply", action="store_true", help="carry out the repairs (default: only list them)")
+        parser.add_argument("--session", help="only this session (three-word name)")
+
+    def handle(self, *args, apply=False, session=None, **options):
+        if session is not None and not is_session_name(session):
+            raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
+        actions = repair.repair_all(apply=apply, session_name=session)
+        verb = "repaired" if apply else "would repair"
+        for action in actions:
+            self.stdout.write(f"{verb}: {action}")
+        if not actions:
+            self.stdout.write("Nothing to repair.")
+        elif not apply:
+            self.stdout.write(f"{len(actions)} repair(s) found; run again with --apply to carry them out.")
+        else:
+            self.stdout.write(f"{len(actions)} repair(s) done.")
