@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 import os
 import tempfile
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -23,6 +24,9 @@ log = logging.getLogger("nineplan.planfiles")
 
 HEADINGS = {f"# {title}": name for name, title in SECTION_TITLES.items()}
 TEMP_PREFIX = ".tmp-"
+# A younger temporary file may be a write in progress in another process: it is neither
+# reported nor removed until it is this old.
+TEMP_FILE_GRACE_SECONDS = 60
 PRESERVED_DIR = "preserved"
 
 
@@ -48,10 +52,24 @@ def plan_path(session_name: str, plan_id: str) -> Path:
     return plans_dir(session_name) / f"{plan_id}.txt"
 
 
+def _heading_like(line: str) -> bool:
+    """A heading, or a heading behind any number of escaping backslashes."""
+    return line.lstrip("\\").rstrip() in HEADINGS
+
+
+def _escape(body: str) -> str:
+    # A body line that reads as a heading ("# Goal" in an agent's Notes) would start a
+    # section when read back and move or drop the agent's text. It gets one more leading
+    # backslash on the way out and loses one on the way in, so any text survives.
+    if "# " not in body:
+        return body
+    return "\n".join("\\" + line if _heading_like(line) else line for line in body.split("\n"))
+
+
 def render(sections: dict[str, str]) -> str:
     parts = []
     for name in SECTIONS:
-        body = (sections.get(name) or "").strip("\n")
+        body = _escape((sections.get(name) or "").strip("\r\n"))
         parts.append(f"# {SECTION_TITLES[name]}\n{body}\n" if body else f"# {SECTION_TITLES[name]}\n")
     return "\n".join(parts)
 
@@ -67,14 +85,17 @@ def parse(text: str) -> ParsedFile:
     """Split a plan file into its sections, losing nothing.
 
     Only a line that is exactly one of the seven headings starts a section, so a
-    Markdown heading inside a section ("# Step 1") stays text. A heading that appears
-    twice gets both bodies, joined by a blank line.
+    Markdown heading inside a section ("# Step 1") stays text, and "\\# Goal" is the text
+    "# Goal" (see ``_escape``). A heading that appears twice gets both bodies, joined by a
+    blank line.
     """
     parsed = ParsedFile()
     current: str | None = None
     buffers: dict[str, list[str]] = {}
     preamble: list[str] = []
-    for line in text.splitlines():
+    # Lines end at "\n" only: str.splitlines() would also break at form feeds, NEL and
+    # U+2028, and a round trip through the file would then rewrite the agent's text.
+    for line in text.split("\n"):
         name = HEADINGS.get(line.rstrip())
         if name is not None:
             current = name
@@ -83,8 +104,10 @@ def parse(text: str) -> ParsedFile:
             else:
                 buffers[name] = []
             continue
+        if line.startswith("\\") and _heading_like(line):
+            line = line[1:]
         (buffers[current] if current is not None else preamble).append(line)
-    parsed.sections = {name: "\n".join(lines).strip("\n") for name, lines in buffers.items()}
+    parsed.sections = {name: "\n".join(lines).strip("\r\n") for name, lines in buffers.items()}
     parsed.preamble = "\n".join(preamble).strip()
     return parsed
 
@@ -121,7 +144,9 @@ def read_plan(session_name: str, plan_id: str) -> str | None:
     """The file's text, or None when it is missing or unreadable (the database copy stands)."""
     path = plan_path(session_name, plan_id)
     try:
-        return path.read_text(encoding="utf-8", errors="replace")
+        # newline="" keeps a "\r" in the text as it was written, not turned into "\n".
+        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
+            return fh.read()
     except FileNotFoundError:
         return None
     except (OSError, UnicodeError) as exc:
@@ -142,7 +167,7 @@ def list_plan_files(session_name: str) -> list[str]:
     """Plan ids that have a file in the session's plans folder (temp files excluded)."""
     try:
         names = os.listdir(plans_dir(session_name))
-    except FileNotFoundError:
+    except (FileNotFoundError, NotADirectoryError):
         return []
     ids = []
     for name in names:
@@ -152,11 +177,22 @@ def list_plan_files(session_name: str) -> list[str]:
     return sorted(ids)
 
 
-def list_temp_files(session_name: str) -> list[Path]:
+def list_temp_files(session_name: str, *, min_age: float = 0) -> list[Path]:
+    """Temporary files in the session's plans folder, those at least ``min_age`` seconds old."""
+    now = time.time()
+    found = []
     try:
-        return sorted(p for p in plans_dir(session_name).iterdir() if p.name.startswith(TEMP_PREFIX))
-    except FileNotFoundError:
+        candidates = [p for p in plans_dir(session_name).iterdir() if p.name.startswith(TEMP_PREFIX)]
+    except (FileNotFoundError, NotADirectoryError):
         return []
+    for path in candidates:
+        try:
+            age = now - path.stat().st_mtime
+        except FileNotFoundError:
+            continue  # its write finished (renamed) or was cleaned up meanwhile
+        if age >= min_age:
+            found.append(path)
+    return sorted(found)
 
 
 def ensure_session_dir(session_name: str) -> Path:

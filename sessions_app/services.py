@@ -66,10 +66,40 @@ def _write() -> Iterator[list[Callable[[], None]]]:
     except DatabaseError as exc:
         _run(undo)
         log.error("database error", extra={"error": str(exc)})
-        raise DatabaseFailed(f"The database refused the change: {exc}.") from exc
+        raise _database_failed(exc) from exc
     except BaseException:
         _run(undo)
         raise
+
+
+# PostgreSQL's codes for a transaction that lost to a concurrent one (serialization
+# failure, deadlock) and for a wait that was cut short (lock timeout, statement timeout).
+COLLIDED = {"40001", "40P01"}
+WAITED_TOO_LONG = {"55P03", "57014"}
+
+
+def _database_failed(exc: DatabaseError) -> DatabaseFailed:
+    """A clear error for a refused write; the whole transaction was rolled back by then."""
+    text = str(exc).strip()
+    reason = text.splitlines()[0] if text else type(exc).__name__
+    state = getattr(exc.__cause__, "sqlstate", None)
+    if state in COLLIDED:
+        return DatabaseFailed(
+            f"The change collided with a concurrent change to the same session and was rolled back ({reason}).",
+            suggestion="Retry the call: nothing of it was saved, so retrying is safe.",
+        )
+    if state in WAITED_TOO_LONG or "locked" in reason:
+        return DatabaseFailed(
+            f"The database was busy with other writers for too long and the change was rolled back ({reason}).",
+            suggestion="Retry the call in a moment: nothing of it was saved.",
+        )
+    if isinstance(exc, IntegrityError):
+        return DatabaseFailed(
+            f"The change would break a rule of the database and was rolled back ({reason}).",
+            suggestion="Check the session with 9plan_session_resume or 9plan_admin_validate, then retry if "
+            "the change is still needed: nothing of it was saved.",
+        )
+    return DatabaseFailed(f"The database refused the change and it was rolled back ({reason}).")
 
 
 def _run(steps: list[Callable[[], None]]) -> None:
@@ -139,10 +169,12 @@ def compose_append(stored: str, fragment: str) -> str:
     """SPEC §8: stored notes without trailing whitespace, a blank line, then the fragment
     without its leading whitespace-only lines. Interior characters are never touched."""
     head = stored.rstrip()
-    lines = fragment.splitlines(keepends=True)
-    while lines and lines[0].strip() == "":
-        lines.pop(0)
-    tail = "".join(lines)
+    # A line ends at "\n" (so "\r\n" too), as seed 004 defines it; splitlines() would also
+    # break at NEL or U+2028 and drop them from the start of the first real line.
+    start = 0
+    while (end := fragment.find("\n", start)) != -1 and fragment[start:end].strip() == "":
+        start = end + 1
+    tail = fragment[start:]
     return tail if head == "" else f"{head}\n\n{tail}"
 
 
@@ -166,7 +198,7 @@ def _absorb_file(plan: Plan, actor: str) -> None:
         new = parsed.sections[name]
         if name == "goal" and validation.is_blank(new):
             continue  # a plan always keeps a goal
-        if new != getattr(plan, name).strip("\n"):
+        if new != getattr(plan, name).strip("\r\n"):
             setattr(plan, name, new)
             changed.append(name)
     if parsed.preamble:
@@ -302,7 +334,7 @@ def plan_enqueue_many(
 
 def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
     """Makes the front plan active; exactly one caller wins when several race."""
-    with _write():
+    with _write() as undo:
         session = _lock_session(session_name)
         active = Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).values_list("id", flat=True).first()
         if active is not None:
@@ -325,8 +357,10 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
             raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
         plan.status, plan.queue_position, plan.updated_at = Plan.Status.ACTIVE, None, now
         _event(session, Event.Kind.PLAN_PULLED, actor, plan)
-    if planfiles.read_plan(session.name, plan.id) is None:
-        planfiles.write_plan(session.name, plan.id, plan.sections())
+        # Restored inside the transaction: if the file cannot be written the pull is
+        # undone, rather than reporting an error for a plan that is now active anyway.
+        if planfiles.read_plan(session.name, plan.id) is None:
+            _write_file(undo, plan)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id})
     return plan
 

@@ -1,0 +1,98 @@
+"""Fixtures for the service-layer tests: snapshots of everything a call could change, and
+a guard asserting that a rejected call changed none of it."""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+from sessions_app import services
+from sessions_app.errors import NineplanError
+from sessions_app.models import Event, Plan, Session
+from sessions_app.search import FTS_TABLE
+from tests.conftest import plan_fields
+
+
+def plan_file(sessions_dir: Path, plan: Plan) -> Path:
+    return sessions_dir / plan.session_id / "plans" / f"{plan.id}.txt"
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under root with its bytes (None for a directory)."""
+    found: dict[str, bytes | None] = {}
+    for path in sorted(root.rglob("*")):
+        key = str(path.relative_to(root))
+        found[key] = None if path.is_dir() else path.read_bytes()
+    return found
+
+
+def db_rows() -> dict[str, list]:
+    rows = {
+        "sessions": list(Session.objects.order_by("name").values()),
+        "plans": list(Plan.objects.order_by("id").values()),
+        "events": list(Event.objects.order_by("id").values()),
+    }
+    if connection.vendor == "sqlite":
+        with connection.cursor() as cur:
+            cur.execute(f"SELECT plan_id, goal, outcome FROM {FTS_TABLE} ORDER BY plan_id")
+            rows["fts"] = cur.fetchall()
+    return rows
+
+
+def events(plan: Plan) -> list[tuple[str, str]]:
+    return list(Event.objects.filter(plan_id=plan.id).order_by("id").values_list("kind", "actor"))
+
+
+@pytest.fixture
+def snapshot(tmp_path):
+    """Database rows, every file of this test's temp tree, and the names next to it (where
+    a path-traversal write would land)."""
+
+    def take() -> dict:
+        return {"db": db_rows(), "files": tree(tmp_path), "beside": sorted(p.name for p in tmp_path.parent.iterdir())}
+
+    return take
+
+
+@pytest.fixture
+def rejects(snapshot):
+    """`with rejects("VALIDATION_ERROR", field="goal"):` — the call raises that category,
+    names the field, and leaves the database and the file system exactly as they were."""
+
+    @contextmanager
+    def check(category: str, *, field: str | None = None, match: str | None = None):
+        before = snapshot()
+        with pytest.raises(NineplanError) as info:
+            yield info
+        error = info.value
+        assert error.category == category, error.message
+        if field is not None:
+            assert error.field == field, error.message
+        if match is not None:
+            assert match in error.message
+        assert error.suggestion
+        assert snapshot() == before
+
+    return check
+
+
+@pytest.fixture
+def active(session, make_plan):
+    """A session whose only plan has been pulled."""
+    make_plan(session)
+    return services.plan_pull(session_name=session.name)
+
+
+@pytest.fixture
+def complete_plan(db):
+    """Runs one plan through add, pull and complete; returns the completed plan."""
+
+    def run(session: Session, outcome: str = "Done.", **overrides) -> Plan:
+        services.plan_enqueue(session_name=session.name, position="front", **plan_fields(**overrides))
+        services.plan_pull(session_name=session.name)
+        return services.plan_complete(session_name=session.name, outcome=outcome)
+
+    return run

@@ -1,0 +1,181 @@
+"""Reads: history_get, the plan's text, and admin_validate's invariant checks."""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from sessions_app import planfiles, queries, services
+from sessions_app.models import Plan
+from sessions_app.queries import INVARIANTS
+from tests.sessions_app.conftest import plan_file
+
+
+@pytest.mark.django_db
+def test_history_get_returns_the_completed_plan_in_full(session, complete_plan):
+    done = complete_plan(session, outcome="Invoice model added", inputs="schema.sql")
+
+    plan = queries.history_get(session_name=session.name, plan_id=done.id)
+
+    assert plan.id == done.id
+    assert (plan.goal, plan.inputs, plan.outcome, plan.status) == (
+        "Model invoices",
+        "schema.sql",
+        "Invoice model added",
+        "completed",
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["queued", "active"])
+def test_history_get_of_an_open_plan_is_not_found(session, make_plan, rejects, status):
+    plan = make_plan(session)
+    if status == "active":
+        services.plan_pull(session_name=session.name)
+    with rejects("PLAN_NOT_FOUND", match=f"is {status}, not completed"):
+        queries.history_get(session_name=session.name, plan_id=plan.id)
+
+
+@pytest.mark.django_db
+def test_history_get_does_not_cross_sessions(session, complete_plan, rejects):
+    other = services.session_create()
+    theirs = complete_plan(other)
+    with rejects("PLAN_NOT_FOUND"):
+        queries.history_get(session_name=session.name, plan_id=theirs.id)
+
+
+@pytest.mark.django_db
+def test_plan_file_text_falls_back_to_the_database(session, active, sessions_dir):
+    path = plan_file(sessions_dir, active)
+    path.write_text(path.read_text() + "agent text\n")
+    assert queries.plan_file_text(active).endswith("agent text\n")
+
+    path.unlink()
+    assert queries.plan_file_text(active) == planfiles.render(Plan.objects.get(id=active.id).sections())
+
+
+# --- admin_validate ---------------------------------------------------------------------
+
+
+def age(path) -> None:
+    """Make a temporary file look abandoned rather than a write in progress."""
+    old = time.time() - 3600
+    os.utime(path, (old, old))
+
+
+@pytest.mark.django_db
+def test_a_clean_session_is_valid(session, make_plan, complete_plan):
+    complete_plan(session)
+    make_plan(session)
+    make_plan(session, position="front")
+    services.plan_pull(session_name=session.name)
+
+    result = queries.admin_validate(session.name)
+
+    assert result.valid is True
+    assert result.invariants == dict.fromkeys(INVARIANTS, True)
+    assert result.issues == []
+
+
+@pytest.mark.django_db
+def test_an_empty_session_is_valid(session):
+    assert queries.admin_validate(session.name).valid is True
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("status", ["queued", "active"])
+def test_it_reports_a_missing_plan_file(session, make_plan, sessions_dir, status):
+    plan = make_plan(session)
+    other = make_plan(session)
+    if status == "active":
+        services.plan_pull(session_name=session.name)
+    plan_file(sessions_dir, plan).unlink()
+
+    result = queries.admin_validate(session.name)
+
+    assert result.valid is False
+    assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "files_match_database": False}
+    assert len(result.issues) == 1
+    assert plan.id in result.issues[0] and status in result.issues[0]
+    assert other.id not in result.issues[0]
+    assert not plan_file(sessions_dir, plan).exists()  # a check never repairs
+
+
+@pytest.mark.django_db
+def test_it_reports_an_orphan_file(session, make_plan, complete_plan, sessions_dir):
+    make_plan(session)
+    done = complete_plan(session)
+    orphan = plan_file(sessions_dir, done)
+    orphan.write_text("# Context\nleft behind\n")
+
+    result = queries.admin_validate(session.name)
+
+    assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "no_orphaned_files": False}
+    assert len(result.issues) == 1
+    assert f"{done.id}.txt" in result.issues[0]
+    assert orphan.read_text() == "# Context\nleft behind\n"
+
+
+@pytest.mark.django_db
+def test_it_reports_a_file_for_a_plan_that_never_existed(session, sessions_dir):
+    (sessions_dir / session.name / "plans" / "zzzzz.txt").write_text("stray")
+
+    result = queries.admin_validate(session.name)
+
+    assert result.invariants["no_orphaned_files"] is False
+    assert result.issues == [result.issues[0]] and "zzzzz.txt" in result.issues[0]
+
+
+@pytest.mark.django_db
+def test_it_reports_a_leftover_temp_file(session, make_plan, sessions_dir):
+    plan = make_plan(session)
+    leftover = sessions_dir / session.name / "plans" / f"{planfiles.TEMP_PREFIX}{plan.id}.txt"
+    leftover.write_text("torn")
+    age(leftover)
+
+    result = queries.admin_validate(session.name)
+
+    assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "no_orphaned_files": False}
+    assert len(result.issues) == 1
+    assert f"{planfiles.TEMP_PREFIX}{plan.id}.txt" in result.issues[0]
+
+
+@pytest.mark.django_db
+def test_a_fresh_temp_file_may_be_a_write_in_progress_and_is_not_reported(session, make_plan, sessions_dir):
+    plan = make_plan(session)
+    (sessions_dir / session.name / "plans" / f"{planfiles.TEMP_PREFIX}{plan.id}.txt").write_text("being written")
+    assert queries.admin_validate(session.name).valid is True
+
+
+@pytest.mark.django_db
+def test_unrelated_files_are_not_reported(session, make_plan, sessions_dir):
+    make_plan(session)
+    (sessions_dir / session.name / "plans" / "README.md").write_text("notes for humans")
+    assert queries.admin_validate(session.name).valid is True
+
+
+@pytest.mark.django_db
+def test_it_reports_every_problem_at_once(session, make_plan, sessions_dir):
+    missing = make_plan(session)
+    make_plan(session)
+    plan_file(sessions_dir, missing).unlink()
+    (sessions_dir / session.name / "plans" / "zzzzz.txt").write_text("stray")
+    (sessions_dir / session.name / "plans" / ".tmp-x.txt").write_text("torn")
+    age(sessions_dir / session.name / "plans" / ".tmp-x.txt")
+
+    result = queries.admin_validate(session.name)
+
+    assert result.invariants == {
+        **dict.fromkeys(INVARIANTS, True),
+        "files_match_database": False,
+        "no_orphaned_files": False,
+    }
+    assert len(result.issues) == 3
+
+
+@pytest.mark.django_db
+def test_validating_an_unknown_session_gives_session_not_found(rejects):
+    with rejects("SESSION_NOT_FOUND"):
+        queries.admin_validate("calm-blue-heron")

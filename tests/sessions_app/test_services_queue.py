@@ -1,0 +1,342 @@
+"""Adding, ordering and pulling plans, and the staff actions on the queue."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+
+from sessions_app import planfiles, services
+from sessions_app.identifiers import PLAN_ID_RE
+from sessions_app.models import Event, Plan
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import events, plan_file
+
+
+def queue_ids(session) -> list[str]:
+    return list(
+        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+    )
+
+
+def positions(session) -> list[int]:
+    return list(
+        Plan.objects.filter(session=session, status="queued")
+        .order_by("queue_position")
+        .values_list("queue_position", flat=True)
+    )
+
+
+# --- enqueue --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_it_adds_a_plan_with_its_row_event_and_file(session, sessions_dir):
+    plan = services.plan_enqueue(
+        session_name=session.name,
+        actor="tester",
+        **plan_fields(inputs="schema.sql", outputs="billing/models.py"),
+    )
+
+    assert PLAN_ID_RE.fullmatch(plan.id)
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.session_id, stored.status, stored.queue_position) == (session.name, "queued", 0)
+    assert stored.sections() == {
+        "context": "Porting the billing service",
+        "goal": "Model invoices",
+        "inputs": "schema.sql",
+        "outputs": "billing/models.py",
+        "approach": "1. Read the schema\n2. Write the models",
+        "success_criteria": "Migrations apply; tests pass",
+        "notes": "",
+    }
+    assert (stored.outcome, stored.completed_at, stored.version) == ("", None, 1)
+    assert events(plan) == [("plan_created", "tester")]
+    assert Event.objects.get(plan=plan).detail == {"position": "back"}
+    assert plan_file(sessions_dir, plan).read_text() == planfiles.render(stored.sections())
+
+
+@pytest.mark.django_db
+def test_back_appends_and_front_prepends(session, make_plan):
+    a = make_plan(session, goal="A")
+    b = make_plan(session, goal="B", position="back")
+    c = make_plan(session, goal="C", position="front")
+    d = make_plan(session, goal="D")
+
+    assert queue_ids(session) == [c.id, a.id, b.id, d.id]
+    assert positions(session) == [-1, 0, 1, 2]
+
+
+@pytest.mark.django_db
+def test_adding_a_b_c_at_the_front_one_by_one_gives_c_b_a(session, make_plan):
+    a, b, c = (make_plan(session, goal=g, position="front") for g in "ABC")
+
+    assert queue_ids(session) == [c.id, b.id, a.id]
+    assert services.plan_pull(session_name=session.name).id == c.id
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("position", ["front", "back"])
+def test_enqueue_many_keeps_the_given_order(session, make_plan, sessions_dir, position):
+    existing = make_plan(session, goal="Existing")
+
+    added = services.plan_enqueue_many(
+        session_name=session.name,
+        plans=[plan_fields(goal="A"), services.PlanInput(**plan_fields(goal="B")), plan_fields(goal="C")],
+        position=position,
+    )
+
+    assert [p.goal for p in added] == ["A", "B", "C"]
+    ids = [p.id for p in added]
+    expected = ids + [existing.id] if position == "front" else [existing.id] + ids
+    assert queue_ids(session) == expected
+    assert len(set(positions(session))) == 4
+    assert all(plan_file(sessions_dir, p).exists() for p in added)
+    assert Event.objects.filter(session=session, kind="plan_created").count() == 4
+
+
+@pytest.mark.django_db
+def test_enqueue_many_with_one_bad_plan_writes_none(session, make_plan, rejects):
+    make_plan(session)
+    with rejects("VALIDATION_ERROR", field="plans[1].goal"):
+        services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal="A"), plan_fields(goal=" ")])
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    "plans, field",
+    [([], "plans"), ("not a list", "plans"), ({"goal": "x"}, "plans"), ([plan_fields(), "text"], "plans[1]")],
+)
+def test_enqueue_many_rejects_a_malformed_batch(session, rejects, plans, field):
+    with rejects("VALIDATION_ERROR", field=field):
+        services.plan_enqueue_many(session_name=session.name, plans=plans)
+
+
+@pytest.mark.django_db
+def test_enqueue_many_rejects_a_batch_over_the_limit(session, settings, rejects):
+    settings.NINEPLAN_MAX_BATCH = 2
+    with rejects("VALIDATION_ERROR", field="plans", match="at most 2"):
+        services.plan_enqueue_many(session_name=session.name, plans=[plan_fields()] * 3)
+
+
+@pytest.mark.django_db
+def test_it_refuses_to_grow_the_queue_past_its_limit(session, make_plan, settings, rejects):
+    settings.NINEPLAN_MAX_QUEUE_LENGTH = 2
+    make_plan(session)
+    with rejects("VALIDATION_ERROR", field="queue", match="3 long"):
+        services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(), plan_fields()])
+
+
+@pytest.mark.django_db
+def test_it_draws_another_plan_id_on_a_collision(session, make_plan, monkeypatch):
+    first = make_plan(session)
+    drawn = iter([first.id, "zz999"])
+    monkeypatch.setattr(services, "new_plan_id", lambda: next(drawn))
+
+    second = make_plan(session)
+
+    assert second.id == "zz999"
+    assert Plan.objects.count() == 2
+
+
+@pytest.mark.django_db
+def test_it_gives_database_error_when_no_free_plan_id_is_found(session, make_plan, monkeypatch, rejects):
+    taken = make_plan(session)
+    monkeypatch.setattr(services, "new_plan_id", lambda: taken.id)
+    with rejects("DATABASE_ERROR", match="free plan id"):
+        make_plan(session)
+
+
+@pytest.mark.django_db
+def test_enqueue_to_an_unknown_session_gives_session_not_found(rejects):
+    with rejects("SESSION_NOT_FOUND", match="calm-blue-heron"):
+        services.plan_enqueue(session_name="calm-blue-heron", **plan_fields())
+
+
+FAIL_SECOND_PLAN = {
+    "sqlite": [
+        """CREATE TRIGGER test_fail_second_plan BEFORE INSERT ON sessions_app_event
+        WHEN (SELECT count(*) FROM sessions_app_plan WHERE session_name = NEW.session_name) >= 2
+        BEGIN SELECT RAISE(ABORT, 'injected failure'); END"""
+    ],
+    "postgresql": [
+        """CREATE FUNCTION test_fail_second_plan() RETURNS trigger AS $$ BEGIN
+        IF (SELECT count(*) FROM sessions_app_plan WHERE session_name = NEW.session_name) >= 2 THEN
+        RAISE EXCEPTION 'injected failure'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql""",
+        """CREATE TRIGGER test_fail_second_plan BEFORE INSERT ON sessions_app_event
+        FOR EACH ROW EXECUTE FUNCTION test_fail_second_plan()""",
+    ],
+}
+
+
+@pytest.mark.django_db
+def test_a_database_failure_mid_batch_rolls_back_rows_and_files(session, sessions_dir, rejects):
+    # The second plan's event fails after the first plan's file was written: the whole
+    # batch must vanish, files included. The trigger goes with the test's transaction.
+    with connection.cursor() as cur:
+        for statement in FAIL_SECOND_PLAN[connection.vendor]:
+            cur.execute(statement)
+    with rejects("DATABASE_ERROR", match="injected failure"):
+        services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal="A"), plan_fields(goal="B")])
+    assert list((sessions_dir / session.name / "plans").iterdir()) == []
+
+
+@pytest.mark.django_db
+def test_enqueue_into_an_unwritable_plans_folder_gives_file_system_error(session, sessions_dir, make_plan, rejects):
+    make_plan(session)
+    plans = sessions_dir / session.name / "plans"
+    for f in plans.iterdir():
+        f.unlink()
+    plans.rmdir()
+    plans.write_text("a file where the folder should be")
+
+    with rejects("FILE_SYSTEM_ERROR"):
+        services.plan_enqueue(session_name=session.name, **plan_fields(goal="Never added"))
+
+
+# --- pull -------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_pull_takes_the_lowest_position(session, make_plan, sessions_dir):
+    back = make_plan(session, goal="Back")
+    front = make_plan(session, goal="Front", position="front")
+
+    pulled = services.plan_pull(session_name=session.name, actor="tester")
+
+    assert pulled.id == front.id
+    stored = Plan.objects.get(id=front.id)
+    assert (stored.status, stored.queue_position) == ("active", None)
+    assert events(front) == [("plan_created", "agent"), ("plan_pulled", "tester")]
+    assert plan_file(sessions_dir, front).exists()
+    assert queue_ids(session) == [back.id]
+
+
+@pytest.mark.django_db
+def test_pull_while_a_plan_is_active_gives_plan_already_active(session, active, make_plan, rejects):
+    make_plan(session)
+    with rejects("PLAN_ALREADY_ACTIVE", match=active.id):
+        services.plan_pull(session_name=session.name)
+
+
+@pytest.mark.django_db
+def test_pull_from_an_empty_queue_gives_queue_empty(session, rejects):
+    with rejects("QUEUE_EMPTY", match="Task complete! 🎉"):
+        services.plan_pull(session_name=session.name)
+
+
+@pytest.mark.django_db
+def test_pull_from_an_unknown_session_gives_session_not_found(rejects):
+    with rejects("SESSION_NOT_FOUND"):
+        services.plan_pull(session_name="calm-blue-heron")
+
+
+@pytest.mark.django_db
+def test_pull_restores_a_missing_plan_file_from_the_database(session, make_plan, sessions_dir):
+    plan = make_plan(session)
+    plan_file(sessions_dir, plan).unlink()
+
+    services.plan_pull(session_name=session.name)
+
+    assert plan_file(sessions_dir, plan).read_text() == planfiles.render(Plan.objects.get(id=plan.id).sections())
+
+
+@pytest.mark.django_db
+def test_pull_that_cannot_restore_the_file_changes_nothing(session, make_plan, sessions_dir, rejects):
+    make_plan(session)
+    plans = sessions_dir / session.name / "plans"
+    for f in plans.iterdir():
+        f.unlink()
+    plans.rmdir()
+    plans.write_text("a file where the folder should be")
+
+    with rejects("FILE_SYSTEM_ERROR"):
+        services.plan_pull(session_name=session.name)
+
+
+# --- staff actions ----------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_move_puts_a_queued_plan_at_the_front_or_back(session, make_plan):
+    a, b, c = (make_plan(session, goal=g) for g in "ABC")
+
+    moved = services.plan_move(session_name=session.name, plan_id=c.id, position="front", actor="staff:ann")
+    assert moved.queue_position == -1
+    assert queue_ids(session) == [c.id, a.id, b.id]
+
+    services.plan_move(session_name=session.name, plan_id=c.id, position="back", actor="staff:ann")
+    assert queue_ids(session) == [a.id, b.id, c.id]
+    assert events(c)[1:] == [("plan_moved", "staff:ann"), ("plan_moved", "staff:ann")]
+
+
+@pytest.mark.django_db
+def test_move_of_the_active_plan_is_rejected(session, active, rejects):
+    with rejects("VALIDATION_ERROR", field="plan_id", match="only a queued plan"):
+        services.plan_move(session_name=session.name, plan_id=active.id, position="front", actor="staff:ann")
+
+
+@pytest.mark.django_db
+def test_move_of_an_unknown_plan_gives_plan_not_found(session, make_plan, rejects):
+    make_plan(session)
+    with rejects("PLAN_NOT_FOUND", match="zz999"):
+        services.plan_move(session_name=session.name, plan_id="zz999", position="front", actor="staff:ann")
+
+
+@pytest.mark.django_db
+def test_a_plan_of_another_session_is_not_found(session, make_plan, rejects):
+    other = services.session_create()
+    theirs = make_plan(other)
+    with rejects("PLAN_NOT_FOUND"):
+        services.plan_move(session_name=session.name, plan_id=theirs.id, position="front", actor="staff:ann")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("position, expected", [("front", 0), ("back", 2)])
+def test_requeue_returns_the_active_plan_to_the_queue(session, make_plan, sessions_dir, position, expected):
+    for g in "ABC":
+        make_plan(session, goal=g)
+    pulled = services.plan_pull(session_name=session.name)
+    edited = plan_file(sessions_dir, pulled).read_text().replace("# Notes\n", "# Notes\nhalf done\n")
+    plan_file(sessions_dir, pulled).write_text(edited)
+
+    services.plan_requeue(session_name=session.name, plan_id=pulled.id, position=position, actor="staff:ann")
+
+    stored = Plan.objects.get(id=pulled.id)
+    assert stored.status == "queued"
+    assert queue_ids(session).index(pulled.id) == expected
+    assert stored.notes == "half done"
+    assert "half done" in plan_file(sessions_dir, pulled).read_text()
+    assert events(pulled)[-2:] == [("file_edits_kept", "staff:ann"), ("plan_requeued", "staff:ann")]
+
+
+@pytest.mark.django_db
+def test_requeue_of_a_queued_plan_is_rejected(session, make_plan, rejects):
+    plan = make_plan(session)
+    with rejects("VALIDATION_ERROR", field="plan_id", match="only the active plan"):
+        services.plan_requeue(session_name=session.name, plan_id=plan.id, actor="staff:ann")
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("pull", [False, True])
+def test_discard_any_discards_a_queued_or_active_plan(session, make_plan, sessions_dir, pull):
+    plan = make_plan(session)
+    keep = make_plan(session)
+    if pull:
+        services.plan_pull(session_name=session.name)
+
+    services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="duplicate", actor="staff:ann")
+
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.status, stored.queue_position, stored.discard_reason) == ("discarded", None, "duplicate")
+    assert stored.discarded_at is not None
+    assert not plan_file(sessions_dir, plan).exists()
+    assert plan_file(sessions_dir, keep).exists()
+    assert events(plan)[-1] == ("plan_discarded", "staff:ann")
+    assert Event.objects.filter(plan=plan, kind="plan_discarded").get().detail == {"reason": "duplicate"}
+
+
+@pytest.mark.django_db
+def test_discard_any_of_a_finished_plan_is_rejected(session, complete_plan, rejects):
+    done = complete_plan(session)
+    with rejects("VALIDATION_ERROR", field="plan_id", match="already completed"):
+        services.plan_discard_any(session_name=session.name, plan_id=done.id, reason="x", actor="staff:ann")
