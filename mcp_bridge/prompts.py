@@ -29,7 +29,8 @@ the order you give.
 
 RECOVERY: every response starts with [Session: name]. After losing context, call
 9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every tool
-also takes session_name, to act on a session other than the current one.
+also takes session_name, to act on a session other than the current one; over HTTP,
+pass it on every call (a stateless connection keeps no current session).
 """
 
 BOOTSTRAP = """\

@@ -11,6 +11,7 @@ from mcp_types import CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, responses, tools
+from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
 
@@ -26,38 +27,69 @@ def _field_name(loc: tuple) -> str:
 class NineplanServer(MCPServer):
     """MCPServer whose argument errors carry a category, like every other 9plan error.
 
-    The SDK rejects arguments of the wrong type before our code runs, with its own text;
-    here they become VALIDATION_ERROR naming the field, in the SPEC §6 format.
+    The SDK rejects arguments of the wrong type before our code runs, with its own text,
+    and quietly drops arguments a tool does not declare; here both become VALIDATION_ERROR
+    naming the field, in the SPEC §6 format, as does an unknown tool name.
     """
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
+        tool = self._tool_manager.get_tool(name)
+        session = _shown_session(self.nineplan_state.get(context), arguments)
+        if tool is None:
+            return responses.error(
+                session,
+                "VALIDATION_ERROR",
+                f"There is no tool named {_clip(name)!r}.",
+                "Use one of the 9plan_* tools from tools/list.",
+                field="name",
+            )
+        # The SDK ignores arguments a tool does not declare; a misspelt optional argument
+        # ("postion") would then silently fall back to its default, so it is refused.
+        accepted = tool.parameters.get("properties", {})
+        unknown = sorted(str(key) for key in (arguments or {}) if key not in accepted)
+        if unknown:
+            names = ", ".join(repr(_clip(k)) for k in unknown[:5])
+            allowed = ", ".join(accepted) or "none"
+            return responses.error(
+                session,
+                "VALIDATION_ERROR",
+                f"Unknown argument(s) {names}: {name} accepts {allowed}.",
+                "Remove or correct the named argument(s) and call again; nothing was changed.",
+                field=_clip(unknown[0]) if len(unknown) == 1 else [_clip(k) for k in unknown[:5]],
+            )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
-            session = self.nineplan_state.get(context)
             if isinstance(exc.__cause__, ValidationError):
-                problems = []
-                for err in exc.__cause__.errors():
-                    field = _field_name(err["loc"])
-                    problems.append(f"{field}: {err['msg'].lower()}")
-                fields = sorted({_field_name(err["loc"]) for err in exc.__cause__.errors()})
+                errors = exc.__cause__.errors()
+                problems = [f"{_clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
+                fields = sorted({_clip(_field_name(err["loc"])) for err in errors})
                 return responses.error(
                     session,
                     "VALIDATION_ERROR",
-                    "Invalid arguments: " + "; ".join(problems[:10]) + ".",
+                    "Invalid arguments: " + "; ".join(problems) + ".",
                     "Correct the named argument(s) as the tool's schema describes and call again; nothing was changed.",
                     field=fields[0] if len(fields) == 1 else fields,
                 )
-            known = sorted(t.name for t in self._tool_manager.list_tools())
-            if name not in known:
-                return responses.error(
-                    session,
-                    "VALIDATION_ERROR",
-                    f"There is no tool named {name!r}.",
-                    "Use one of the 9plan_* tools from tools/list.",
-                    field="name",
-                )
-            return responses.error(session, "VALIDATION_ERROR", str(exc), "Check the arguments and call again.")
+            log.error("tool raised outside the error mapper", extra={"tool": name, "session": session}, exc_info=exc)
+            return responses.error(
+                session,
+                "DATABASE_ERROR",
+                "The operation failed and was rolled back.",
+                "Retry the call; if it keeps failing, run 9plan_admin_validate and check the server log.",
+            )
+
+
+def _clip(value: object, limit: int = 60) -> str:
+    # Names echoed back from the caller are cut short, so a hostile argument cannot make
+    # an error response outgrow the context budget.
+    text = str(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _shown_session(current: str | None, arguments: dict[str, Any] | None) -> str | None:
+    requested = (arguments or {}).get("session_name")
+    return requested if is_session_name(requested) else current
 
 
 def build_server() -> NineplanServer:
@@ -77,5 +109,7 @@ def build_server() -> NineplanServer:
             ),
             structured_output=False,
         )
+        # Advertise what call_tool enforces: no arguments beyond the declared ones.
+        server._tool_manager.get_tool(name).parameters["additionalProperties"] = False
     server.prompt(name="bootstrap", title="Set up a 9plan session")(prompts.bootstrap)
     return server

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from typing import Annotated, Any
 
@@ -26,40 +27,73 @@ from sessions_app.models import Plan
 
 log = logging.getLogger("nineplan.mcp")
 ACTOR = "agent"
-LIST_CAP = 10
-QUEUE_CAP = 15
+# Every answer but a plan's own text stays under 2 KB of UTF-8 (SPEC §10), whatever the
+# session holds: lists are capped (with a count of the rest) and long texts become short
+# snippets measured in encoded bytes, since one emoji costs four.
+LIST_CAP = 8
+BATCH_CAP = 15
+ISSUE_CAP = 6
+SEARCH_BYTES = 1500
 
 
 class ConnectionState:
     """The current session of each connection (set by create/resume).
 
-    Over stdio one process is one connection. Over HTTP the MCP session id tells
-    connections apart; a client without one passes ``session_name`` on every call.
+    Over stdio one process is one connection. Over HTTP the MCP session id
+    (``mcp-session-id``, protocol versions with an initialize handshake) tells
+    connections apart. A stateless HTTP request (protocol 2026-07-28, the SDK client's
+    default) carries no such id, so nothing is remembered between its calls: the client
+    passes ``session_name`` on every call. Remembering "the last session" per process
+    instead would hand one agent's session to every other agent of that process.
     """
 
+    # Stateful HTTP sessions come and go (the SDK ends idle ones); the oldest entries are
+    # dropped beyond this many, so a long-running server does not grow without bound.
+    MAX_CONNECTIONS = 10_000
+
     def __init__(self) -> None:
-        self._current: dict[str, str] = {}
+        self._current: OrderedDict[str, str] = OrderedDict()
         self._lock = threading.Lock()
 
     @staticmethod
-    def _key(ctx: Context | None) -> str:
+    def _key(ctx: Context | None) -> str | None:
         try:
             headers = ctx.headers if ctx is not None else None
         except Exception:  # outside a request (in-process calls) there are no headers
             headers = None
-        if headers:
-            sid = headers.get("mcp-session-id")
-            if sid:
-                return f"http:{sid}"
-        return "local"
+        if headers is None:
+            return "local"
+        sid = headers.get("mcp-session-id")
+        return f"http:{sid}" if sid else None
+
+    def remembers(self, ctx: Context | None) -> bool:
+        """Whether this connection keeps a current session between calls."""
+        return self._key(ctx) is not None
 
     def get(self, ctx: Context | None) -> str | None:
+        key = self._key(ctx)
+        if key is None:
+            return None
         with self._lock:
-            return self._current.get(self._key(ctx))
+            name = self._current.get(key)
+            if name is not None:
+                self._current.move_to_end(key)
+            return name
 
     def set(self, ctx: Context | None, name: str) -> None:
+        key = self._key(ctx)
+        if key is None:
+            return
         with self._lock:
-            self._current[self._key(ctx)] = name
+            self._current[key] = name
+            self._current.move_to_end(key)
+            while len(self._current) > self.MAX_CONNECTIONS:
+                self._current.popitem(last=False)
+
+
+STATELESS_HINT = (
+    " This connection keeps no current session (stateless HTTP): pass session_name='{name}' on every call."
+)
 
 
 def _state(ctx: Context) -> ConnectionState:
@@ -81,6 +115,13 @@ def _run(
         close_old_connections()
         if needs_session:
             if requested is None:
+                if not _state(ctx).remembers(ctx):
+                    raise NoSessionSelected(
+                        "No session_name was given, and this connection keeps no current session between "
+                        "calls (stateless HTTP), so every call must name its session.",
+                        suggestion="Pass session_name (e.g. 'brave-amber-otter') on this and every call; "
+                        "9plan_admin_sessions lists the sessions.",
+                    )
                 raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
             validation.session_name(requested)
         return body(requested)
@@ -122,7 +163,30 @@ def _queue_place(plan: Plan) -> int:
 
 
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
-    return [{"id": p.id, "goal": queries.snippet(p.goal, 80), key: i + 1} for i, p in enumerate(rows)]
+    return [{"id": p.id, "goal": _short(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
+
+
+def _json_cost(text: str) -> int:
+    return len(responses.dumps(text).encode()) - 2
+
+
+def _short(text: str | None, max_bytes: int) -> str | None:
+    """A one-line snippet whose JSON encoding takes at most ``max_bytes`` bytes."""
+    text = queries.snippet(text, max_bytes)
+    if text is None or len(responses.dumps(text).encode()) - 2 <= max_bytes:
+        return text
+    budget = max_bytes - _json_cost("…")
+    # A prefix's JSON cost grows with its length, so the longest prefix within the budget
+    # is found by bisection: a few encodings, not one per character (that took ~20 ms of
+    # a 9plan_history_search answer).
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _json_cost(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[:low].rstrip() + "…"
 
 
 # --- sessions ---------------------------------------------------------------------------
@@ -142,11 +206,10 @@ def session_create(
     def body(_: str | None) -> CallToolResult:
         session = services.session_create(task_description=task_description, actor=ACTOR)
         _state(ctx).set(ctx, session.name)
-        return responses.ok(
-            session.name,
-            "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull.",
-            {"session_path": queries.session_path(session.name)},
-        )
+        summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
+        if not _state(ctx).remembers(ctx):
+            summary += STATELESS_HINT.format(name=session.name)
+        return responses.ok(session.name, summary, {"session_path": queries.session_path(session.name)})
 
     return _run(ctx, None, body, needs_session=False)
 
@@ -161,21 +224,23 @@ def session_resume(
     Example: {"session_name": "brave-amber-otter"}"""
 
     def body(name: str | None) -> CallToolResult:
-        state = queries.session_state(name, limit=QUEUE_CAP)
+        state = queries.session_state(name, limit=LIST_CAP)
         _state(ctx).set(ctx, state.session.name)
         active = state.active
         data = {
             "session_path": queries.session_path(state.session.name),
-            "task_description": queries.snippet(state.session.task_description, 300),
+            "task_description": _short(state.session.task_description, 200),
             "queue": _queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": queries.snippet(active.goal, 200), "file_path": queries.plan_path(active)},
+            else {"id": active.id, "goal": _short(active.goal, 120), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
         }
         hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        if not _state(ctx).remembers(ctx):
+            hint += STATELESS_HINT.format(name=state.session.name)
         return responses.ok(state.session.name, f"Session resumed. {hint}", data)
 
     if session_name is None or not isinstance(session_name, str):
@@ -255,7 +320,7 @@ def queue_add_batch(
         first = _queue_place(created[0])
         data = {
             "plans": [
-                {"plan_id": p.id, "queue_position": first + i} for i, p in enumerate(created[:QUEUE_CAP])
+                {"plan_id": p.id, "queue_position": first + i} for i, p in enumerate(created[:BATCH_CAP])
             ],
             "added": len(created),
             "plans_dir": str(planfiles.plans_dir(name)),
@@ -334,7 +399,7 @@ def plan_complete(
             "plan_id": plan.id,
             "queue_length": state.queue_length,
             "completed_count": state.completed_count,
-            "next": None if nxt is None else {"id": nxt.id, "goal": queries.snippet(nxt.goal, 120)},
+            "next": None if nxt is None else {"id": nxt.id, "goal": _short(nxt.goal, 120)},
         }
         hint = "Next: 9plan_queue_pull." if nxt else "The queue is empty: task complete! 🎉"
         return responses.ok(name, f"Plan completed. {hint}", data)
@@ -408,11 +473,13 @@ def history_search(
     def body(name: str | None) -> CallToolResult:
         limit = validation.positive_int("max_results", max_results, default=5, maximum=8)
         hits = queries.history_search(query, session_name=name, max_results=limit)
+        # More results get shorter snippets, so the answer's size does not grow with them.
+        each = SEARCH_BYTES // max(1, len(hits)) - 60
         results = [
             {
                 "id": h.plan.id,
-                "goal": queries.snippet(h.plan.goal, 100),
-                "outcome": queries.snippet(h.plan.outcome, 140),
+                "goal": _short(h.plan.goal, each * 2 // 5),
+                "outcome": _short(h.plan.outcome, each * 3 // 5),
                 "relevance_rank": h.rank,
             }
             for h in hits
@@ -433,7 +500,13 @@ def history_get(
 
     def body(name: str | None) -> CallToolResult:
         plan = queries.history_get(session_name=name, plan_id=plan_id)
-        data = {"plan_id": plan.id, **plan.sections(), "outcome": plan.outcome, "completed_at": plan.completed_at}
+        data = {
+            "plan_id": plan.id,
+            **plan.sections(),
+            "outcome": plan.outcome,
+            # A string here, so the text and the structured content spell the time alike.
+            "completed_at": plan.completed_at.isoformat(timespec="seconds") if plan.completed_at else None,
+        }
         return responses.ok(name, "Completed plan.", data)
 
     return _run(ctx, session_name, body)
@@ -452,26 +525,28 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         data = {
             "valid": result.valid,
             "invariants": result.invariants,
-            "issues": [queries.snippet(i, 200) for i in result.issues[:LIST_CAP]],
-            "issues_more": max(0, len(result.issues) - LIST_CAP),
+            "issues": [_short(i, 160) for i in result.issues[:ISSUE_CAP]],
+            "issues_more": max(0, len(result.issues) - ISSUE_CAP),
         }
         return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
 
     return _run(ctx, session_name, body)
 
 
-def admin_sessions(ctx: Context) -> CallToolResult:
+def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     """List the sessions on this server, newest first, with queue length, completed count
     and whether a plan is active. Use it to find a session name to resume.
     Example: {}"""
 
-    def body(_: str | None) -> CallToolResult:
+    def body(name: str | None) -> CallToolResult:
+        if name is not None:
+            queries.get_session(name)  # a named session must exist; the list is the same
         sessions, total = queries.session_list(limit=LIST_CAP)
         rows = [
             {
                 "name": s.name,
                 "created": s.created_at.isoformat(timespec="seconds"),
-                "task_description": queries.snippet(s.task_description, 60),
+                "task_description": _short(s.task_description, 40),
                 "queue_length": s.queue_length,
                 "completed_count": s.completed_count,
                 "has_active_plan": s.has_active_plan,
@@ -479,9 +554,9 @@ def admin_sessions(ctx: Context) -> CallToolResult:
             for s in sessions
         ]
         data = {"sessions": rows, "total": total, "more": total - len(rows)}
-        return responses.ok(_state(ctx).get(ctx), f"{total} session(s).", data)
+        return responses.ok(name, f"{total} session(s).", data)
 
-    return _run(ctx, None, body, needs_session=False)
+    return _run(ctx, session_name, body, needs_session=False)
 
 
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
@@ -495,14 +570,14 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
         validation_result = queries.admin_validate(name)
         active = state.active
         data = {
-            "task_description": queries.snippet(state.session.task_description, 200),
+            "task_description": _short(state.session.task_description, 150),
             "queue": _queue_entries(state.queue, key="position"),
             "queue_length": state.queue_length,
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": queries.snippet(active.goal, 120), "file_path": queries.plan_path(active)},
+            else {"id": active.id, "goal": _short(active.goal, 100), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
-            "plan_files": files[:LIST_CAP * 2],
+            "plan_files": files[:LIST_CAP],
             "plan_files_count": len(files),
             "file_db_match": validation_result.invariants["files_match_database"]
             and validation_result.invariants["no_orphaned_files"],

@@ -13,6 +13,13 @@ POSITIONS = ("front", "back")
 NOTE_MODES = ("append", "replace")
 
 
+def _shown(value: object, limit: int = 40) -> str:
+    # The rejected value is echoed cut short: a huge bad value must not make the error
+    # message (and the agent's context) huge.
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def is_blank(value: str) -> bool:
     # "Empty" means Unicode White_Space only (NEL, NBSP, ideographic space...), not " \t\r\n".
     return value == "" or value.isspace()
@@ -58,14 +65,14 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str) -
     # Matched exactly: "Front" or "BACK" is an error, never silently the default.
     if not isinstance(value, str) or value not in options:
         accepted = " or ".join(f"'{c}'" for c in options)
-        raise ValidationFailed(f"{field} must be exactly {accepted} (lowercase); got {value!r}.", field=field)
+        raise ValidationFailed(f"{field} must be exactly {accepted} (lowercase); got {_shown(value)}.", field=field)
     return value
 
 
 def session_name(value: object, field: str = "session_name") -> str:
     if not is_session_name(value):
         raise ValidationFailed(
-            f"{field} {value!r} is not a session name: expected three lowercase words joined by '-', "
+            f"{field} {_shown(value)} is not a session name: expected three lowercase words joined by '-', "
             "like 'brave-amber-otter'.",
             field=field,
         )
@@ -75,7 +82,7 @@ def session_name(value: object, field: str = "session_name") -> str:
 def plan_id(value: object, field: str = "plan_id") -> str:
     if not is_plan_id(value):
         raise ValidationFailed(
-            f"{field} {value!r} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
+            f"{field} {_shown(value)} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
             field=field,
         )
     return value  # type: ignore[return-value]
@@ -85,7 +92,7 @@ def positive_int(field: str, value: object, *, default: int, maximum: int) -> in
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > maximum:
-        raise ValidationFailed(f"{field} must be a whole number from 1 to {maximum}; got {value!r}.", field=field)
+        raise ValidationFailed(f"{field} must be a whole number from 1 to {maximum}; got {_shown(value)}.", field=field)
     return value
 
 

@@ -1,0 +1,204 @@
+"""`manage.py mcp` as a real subprocess on a fresh data directory, driven over stdio by the
+SDK's client: a whole session, then compaction recovery from a new process.
+
+The server is started through a small tee that copies everything the server writes to
+stdout into a file, so the test can check that stdout carried JSON-RPC and nothing else.
+These tests use their own data directory, never the test database.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+from pathlib import Path
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from tests.conftest import MANAGE, PYTHON, REPO
+from tests.mcp_bridge.helpers import body_of, error, ok, plan_args
+
+pytestmark = pytest.mark.slow
+
+# Copies the server's stdout to a file line by line while passing it on; the server's
+# stdin is inherited, so the client's EOF reaches the server directly.
+TEE = """
+import subprocess, sys
+out_path, err_path, *command = sys.argv[1:]
+with open(out_path, "ab") as copy, open(err_path, "ab") as err:
+    child = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=err)
+    for line in iter(child.stdout.readline, b""):
+        copy.write(line)
+        copy.flush()
+        sys.stdout.buffer.write(line)
+        sys.stdout.buffer.flush()
+    sys.exit(child.wait())
+"""
+
+LOG_KEYS = {"time", "level", "logger", "msg"}
+
+
+def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a user's shell: no test settings, 9plan pointed at ``data_dir``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_")) and k != "DATABASE_URL"
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="nineplan.settings",
+        NINEPLAN_SESSIONS_PATH=str(data_dir / "sessions"),
+        DATABASE_URL=f"sqlite:///{data_dir / 'db.sqlite3'}",
+        NINEPLAN_LOG_LEVEL="info",
+        PYTHONUNBUFFERED="1",
+    )
+    env.update(extra)
+    return env
+
+
+def teed_server(data_dir: Path, stdout_copy: Path, stderr_log: Path) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=PYTHON,
+        args=["-c", TEE, str(stdout_copy), str(stderr_log), PYTHON, MANAGE, "mcp"],
+        env=server_env(data_dir),
+        cwd=str(REPO),
+    )
+
+
+def assert_only_json_rpc(stdout_copy: Path) -> list[dict]:
+    raw = stdout_copy.read_bytes()
+    assert raw.endswith(b"\n")
+    messages = []
+    for line in raw.decode("utf-8").split("\n")[:-1]:
+        message = json.loads(line)
+        assert message["jsonrpc"] == "2.0", line
+        assert ("method" in message) or ("id" in message and ("result" in message) != ("error" in message)), line
+        messages.append(message)
+    return messages
+
+
+def assert_json_logs(stderr_log: Path) -> list[dict]:
+    entries = []
+    for line in stderr_log.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        entry = json.loads(line)
+        assert LOG_KEYS <= set(entry), line
+        assert entry["level"] in {"debug", "info", "warn", "error"}, line
+        entries.append(entry)
+    return entries
+
+
+@pytest.mark.anyio
+async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_path):
+    data_dir = tmp_path / "data"
+    stdout_copy, stderr_log = tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
+    params = teed_server(data_dir, stdout_copy, stderr_log)
+    assert not data_dir.exists()
+
+    with anyio.fail_after(180):  # a hung server fails the test instead of the whole run
+        async with Client(params) as client:
+            assert "9plan_queue_pull" in client.instructions
+            assert len((await client.list_tools()).tools) == 14
+
+            r = await client.call_tool("9plan_session_create", {"task_description": "Build a note keeper"})
+            name = r.structured_content["session_name"]
+            ok(r, name)
+            plans = data_dir / "sessions" / name / "plans"
+            assert plans.is_dir()
+
+            a = ok(await client.call_tool("9plan_queue_add", plan_args(goal="Write the storage layer")), name)["plan_id"]
+            batch = ok(
+                await client.call_tool(
+                    "9plan_queue_add_batch",
+                    {
+                        "plans": [plan_args(goal="Design the note schema"), plan_args(goal="Write the CLI")],
+                        "position": "front",
+                    },
+                ),
+                name,
+            )
+            b, c = (p["plan_id"] for p in batch["plans"])
+
+            r = await client.call_tool("9plan_queue_pull", {})
+            assert ok(r, name)["plan_id"] == b
+            assert "# Goal\nDesign the note schema\n" in body_of(r)
+            ok(await client.call_tool("9plan_plan_note", {"text": "Notes have a title and tags."}), name)
+            path = plans / f"{b}.txt"
+            path.write_text(path.read_text(encoding="utf-8") + "\nEdited in the file: tags are lowercase.\n", encoding="utf-8")
+            ok(await client.call_tool("9plan_plan_defer", {"reason": "Waiting on the tag format"}), name)
+
+            assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == c
+            ok(await client.call_tool("9plan_plan_complete", {"outcome": "CLI in notekeeper/cli.py with add and list"}), name)
+            assert not (plans / f"{c}.txt").exists()
+
+            assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == a
+            ok(await client.call_tool("9plan_plan_discard", {"reason": "The CLI stores notes itself"}), name)
+
+            hits = ok(await client.call_tool("9plan_history_search", {"query": "notekeeper cli"}), name)["results"]
+            assert [h["id"] for h in hits] == [c]
+            got = ok(await client.call_tool("9plan_history_get", {"plan_id": c}), name)
+            assert got["outcome"] == "CLI in notekeeper/cli.py with add and list"
+            error(await client.call_tool("9plan_history_get", {"plan_id": a}), "PLAN_NOT_FOUND", name)
+
+            # Leave the deferred plan active, as if the agent's context were lost mid-work.
+            assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == b
+            assert ok(await client.call_tool("9plan_admin_validate", {}), name)["valid"] is True
+
+        first_run = len(assert_only_json_rpc(stdout_copy))
+
+        # A new process knows nothing of the old connection: recovery is by name. This
+        # client uses the initialize handshake that older clients still send.
+        async with Client(params, mode="legacy") as client:
+            error(await client.call_tool("9plan_admin_state", {}), "NO_SESSION_SELECTED", None)
+            sessions = ok(await client.call_tool("9plan_admin_sessions", {}), None)["sessions"]
+            assert [s["name"] for s in sessions] == [name]
+            state = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+            assert state["active_plan"]["id"] == b
+            assert (state["queue"], state["completed_count"]) == ([], 1)
+            assert state["task_description"] == "Build a note keeper"
+            ok(await client.call_tool("9plan_plan_complete", {"outcome": "Schema: title, body, lowercase tags"}), name)
+            notes = ok(await client.call_tool("9plan_history_get", {"plan_id": b}), name)["notes"]
+            for fragment in ["Notes have a title and tags.", "Edited in the file: tags are lowercase.", "Waiting on the tag format"]:
+                assert fragment in notes
+            error(await client.call_tool("9plan_queue_pull", {}), "QUEUE_EMPTY", name)
+            assert ok(await client.call_tool("9plan_admin_validate", {}), name)["valid"] is True
+
+    messages = assert_only_json_rpc(stdout_copy)
+    assert len(messages) > first_run
+    assert any("result" in m and "serverInfo" in m["result"] for m in messages[first_run:])  # the handshake
+    assert list(plans.iterdir()) == []
+    assert (data_dir / "db.sqlite3").is_file()
+
+    logs = assert_json_logs(stderr_log)
+    assert any(entry.get("session") == name and entry["msg"] == "plan completed" for entry in logs)
+    assert not [entry for entry in logs if entry["level"] == "error"]
+
+
+@pytest.mark.parametrize(
+    ("variable", "value", "accepted"),
+    [
+        ("NINEPLAN_LOG_LEVEL", "loud", "debug|info|warn|error"),
+        ("NINEPLAN_TRANSPORT", "ftp", "stdio|http"),
+        ("NINEPLAN_HTTP_PORT", "abc", "whole number"),
+    ],
+)
+def test_bad_configuration_stops_the_server_before_it_speaks(tmp_path, variable, value, accepted):
+    data_dir = tmp_path / "data"
+    result = subprocess.run(
+        [PYTHON, MANAGE, "mcp"],
+        env=server_env(data_dir, **{variable: value}),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        timeout=120,
+    )
+    assert result.returncode != 0
+    assert result.stdout == b""
+    message = result.stderr.decode()
+    assert variable in message and repr(value) in message and accepted in message, message
+    assert "Traceback" not in message
+    # Nothing was initialised from a configuration that was refused.
+    assert not data_dir.exists()
