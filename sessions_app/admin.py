@@ -1,9 +1,81 @@
-from django.contrib import admin
+"""The reviewer admin: sessions, queues, plans, history, timelines and invariant checks.
 
-from sessions_app.models import Event, Plan, Session
+Reviewers read; a few staff (``change_plan`` permission) may discard, move or requeue a
+plan. Every such change is a call to a service with the staff user as the actor; the
+generic add/change/delete forms are switched off for every model, so nothing edits a
+plan's status, position or text behind the services' back.
+"""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin, messages
+from django.contrib.admin import helpers
+from django.contrib.admin.utils import unquote
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
+
+from sessions_app import admin_queries, admin_render, queries, services
+from sessions_app.admin_roles import actor_for, can_intervene
+from sessions_app.errors import NineplanError, SessionNotFound
+from sessions_app.identifiers import is_plan_id, is_session_name
+from sessions_app.models import SECTION_TITLES, SECTIONS, Event, Plan, Session
+
+admin.site.site_header = "9plan review"
+admin.site.site_title = "9plan"
+admin.site.index_title = "Sessions, plans and history"
+
+# Messages shown after a staff action; tests assert on them.
+MOVED = "Moved plan {plan} to the {position} of the queue."
+REQUEUED = "Returned plan {plan} to the {position} of the queue."
+DISCARDED = "Discarded plan {plan}."
+FAILED = "Plan {plan}: {category}: {message}"
+
+INVARIANT_LABELS = {
+    "single_active_plan": "At most one active plan",
+    "queue_order_preserved": "Queue positions unique and ordered",
+    "files_match_database": "Every queued or active plan has its file",
+    "no_orphaned_files": "No plan file without a plan",
+    "search_index_in_sync": "Search index holds every completed plan",
+}
+SEARCH_RESULTS_DEFAULT = 20
+SEARCH_RESULTS_MAX = 50
 
 
-class ReadOnlyAdmin(admin.ModelAdmin):
+def _session_url(name: str) -> str:
+    return reverse("admin:sessions_app_session_change", args=[name])
+
+
+def _plan_url(plan_id: str) -> str:
+    return reverse("admin:sessions_app_plan_change", args=[plan_id])
+
+
+def _detail_text(detail: dict) -> str:
+    if not isinstance(detail, dict):
+        return ""
+    parts = []
+    for key, value in detail.items():
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key}: {value}")
+    return queries.snippet("; ".join(parts), 240) or ""
+
+
+def _timeline(events: list[Event]) -> list[dict]:
+    rows = []
+    for event in events:
+        channel, who = admin_render.actor_label(event.actor)
+        rows.append({"event": event, "channel": channel, "who": who, "detail": _detail_text(event.detail)})
+    return rows
+
+
+class NineplanAdmin(admin.ModelAdmin):
+    """Read-only generic admin; the only writes are the service-backed staff actions."""
+
     # State changes go through the services; the generic forms must not bypass them.
     def has_add_permission(self, request):
         return False
@@ -14,21 +86,362 @@ class ReadOnlyAdmin(admin.ModelAdmin):
     def has_delete_permission(self, request, obj=None):
         return False
 
+    def has_intervene_permission(self, request, obj=None):
+        return can_intervene(request.user)
+
+    def changelist_view(self, request, extra_context=None):
+        # A list page's only POST is an admin action. Without an action this user may run,
+        # refuse it outright instead of re-rendering the list as if nothing was asked.
+        if request.method == "POST" and not self.get_actions(request):
+            raise PermissionDenied
+        return super().changelist_view(request, extra_context)
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method not in ("GET", "HEAD"):
+            raise PermissionDenied
+        return super().change_view(request, object_id, form_url, extra_context)
+
+    def page_context(self, request, **extra) -> dict:
+        return {
+            **self.admin_site.each_context(request),
+            "opts": self.opts,
+            "app_label": self.opts.app_label,
+            "has_view_permission": self.has_view_permission(request),
+            **extra,
+        }
+
+
+# --- sessions ---------------------------------------------------------------------------
+
+
+class YesNoFilter(admin.SimpleListFilter):
+    expression = None
+
+    def lookups(self, request, model_admin):
+        return (("yes", "Yes"), ("no", "No"))
+
+    def queryset(self, request, queryset):
+        if self.value() == "yes":
+            return queryset.filter(self.expression())
+        if self.value() == "no":
+            return queryset.filter(~self.expression())
+        return queryset
+
+
+class ActivePlanFilter(YesNoFilter):
+    title = "active plan"
+    parameter_name = "active"
+    expression = staticmethod(admin_queries.has_active_plan)
+
+
+class QueuedWorkFilter(YesNoFilter):
+    title = "queued work"
+    parameter_name = "queued"
+    expression = staticmethod(admin_queries.has_queued_work)
+
 
 @admin.register(Session)
-class SessionAdmin(ReadOnlyAdmin):
-    list_display = ("name", "task_description", "created_at")
+class SessionAdmin(NineplanAdmin):
+    list_display = (
+        "name",
+        "task",
+        "created_at",
+        "queue_length",
+        "active_plan",
+        "completed_count",
+        "discarded_count",
+        "last_activity",
+    )
     search_fields = ("name", "task_description")
+    list_filter = (ActivePlanFilter, QueuedWorkFilter, ("created_at", admin.DateFieldListFilter))
+    ordering = ("-created_at", "name")
+    list_per_page = 50
+    change_list_template = "admin/sessions_app/session/change_list.html"
+
+    def get_queryset(self, request):
+        return admin_queries.annotate_sessions(super().get_queryset(request))
+
+    @admin.display(description="task", ordering="task_description")
+    def task(self, obj):
+        return queries.snippet(obj.task_description, 100) or "—"
+
+    @admin.display(description="queue", ordering="queue_length")
+    def queue_length(self, obj):
+        return obj.queue_length
+
+    @admin.display(description="active plan", ordering="active_plan_goal")
+    def active_plan(self, obj):
+        if not obj.active_plan_id:
+            return "—"
+        return format_html(
+            '<a href="{}">{}</a> {}', _plan_url(obj.active_plan_id), obj.active_plan_id, queries.snippet(obj.active_plan_goal, 80)
+        )
+
+    @admin.display(description="completed", ordering="completed_count")
+    def completed_count(self, obj):
+        return obj.completed_count
+
+    @admin.display(description="discarded", ordering="discarded_count")
+    def discarded_count(self, obj):
+        return obj.discarded_count
+
+    @admin.display(description="last activity", ordering="last_activity")
+    def last_activity(self, obj):
+        return obj.last_activity
+
+    def get_urls(self):
+        search = self.admin_site.admin_view(self.search_view)
+        return [path("search/", search, name="sessions_app_history_search"), *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method not in ("GET", "HEAD"):
+            raise PermissionDenied
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        name = unquote(object_id)
+        if not is_session_name(name):
+            raise Http404("No such session.")
+        try:
+            page = admin_queries.session_page(name)
+        except SessionNotFound:
+            raise Http404("No such session.") from None
+        state = page.state
+        invariants = [
+            {
+                "name": key,
+                "label": INVARIANT_LABELS.get(key, key),
+                "ok": ok,
+                "issues": page.validation.issues_by_invariant.get(key, []),
+            }
+            for key, ok in page.validation.invariants.items()
+        ]
+        context = self.page_context(
+            request,
+            title=f"Session {state.session.name}",
+            session=state.session,
+            queue=list(enumerate(state.queue, start=1)),
+            queue_length=state.queue_length,
+            queue_hidden=state.queue_length - len(state.queue),
+            active=state.active,
+            completed=page.completed,
+            completed_count=state.completed_count,
+            discarded=page.discarded,
+            discarded_count=state.discarded_count,
+            timeline=_timeline(page.events),
+            event_count=page.event_count,
+            chart=admin_render.chart(page.series),
+            valid=page.validation.valid,
+            invariants=invariants,
+            can_intervene=can_intervene(request.user),
+            here=request.get_full_path(),
+        )
+        return TemplateResponse(request, "admin/sessions_app/session_page.html", context)
+
+    def search_view(self, request):
+        if not (request.user.has_perm("sessions_app.view_plan") or request.user.has_perm("sessions_app.change_plan")):
+            raise PermissionDenied
+        if request.method not in ("GET", "HEAD"):
+            return HttpResponseNotAllowed(["GET"])
+        query = request.GET.get("q", "")
+        session_name = request.GET.get("session", "").strip()
+        try:
+            limit = min(max(int(request.GET.get("n", SEARCH_RESULTS_DEFAULT)), 1), SEARCH_RESULTS_MAX)
+        except ValueError:
+            limit = SEARCH_RESULTS_DEFAULT
+        results, error = [], None
+        if query.strip():
+            try:
+                hits = queries.history_search(query, session_name=session_name or None, max_results=limit)
+            except NineplanError as exc:
+                error = f"{exc.category}: {exc.message}"
+            else:
+                pattern = admin_render.match_pattern(query)
+                for hit in hits:
+                    plan = hit.plan
+                    elsewhere = None
+                    if not (admin_render.has_match(plan.goal, pattern) or admin_render.has_match(plan.outcome, pattern)):
+                        for name in ("context", "inputs", "outputs"):
+                            if admin_render.has_match(getattr(plan, name), pattern):
+                                elsewhere = (SECTION_TITLES[name], admin_render.highlight(getattr(plan, name), pattern))
+                                break
+                    results.append(
+                        {
+                            "hit": hit,
+                            "plan": plan,
+                            "goal": admin_render.highlight(plan.goal, pattern),
+                            "outcome": admin_render.highlight(plan.outcome, pattern),
+                            "elsewhere": elsewhere,
+                        }
+                    )
+        context = self.page_context(
+            request,
+            title="History search",
+            query=query,
+            session_name=session_name,
+            limit=limit,
+            results=results,
+            error=error,
+            searched=bool(query.strip()),
+        )
+        return TemplateResponse(request, "admin/sessions_app/history_search.html", context)
+
+
+# --- plans ------------------------------------------------------------------------------
+
+
+class DiscardForm(forms.Form):
+    reason = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3, "cols": 60}),
+        help_text="Recorded in the plan's history and the event log.",
+    )
 
 
 @admin.register(Plan)
-class PlanAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "status", "queue_position", "goal", "updated_at")
-    list_filter = ("status",)
-    search_fields = ("id", "goal")
+class PlanAdmin(NineplanAdmin):
+    list_display = ("id", "session_link", "status", "queue_position", "goal_snippet", "created_at", "updated_at")
+    list_filter = ("status", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=id", "goal", "=session__name")
+    ordering = ("session", "queue_position", "created_at")
+    list_per_page = 100
+    actions = ("move_to_front", "move_to_back", "requeue_plans", "discard_plans")
+
+    @admin.display(description="session", ordering="session")
+    def session_link(self, obj):
+        return format_html('<a href="{}">{}</a>', _session_url(obj.session_id), obj.session_id)
+
+    @admin.display(description="goal")
+    def goal_snippet(self, obj):
+        return queries.snippet(obj.goal, 100)
+
+    def get_urls(self):
+        act = self.admin_site.admin_view(self.action_view)
+        return [path("<path:object_id>/act/<str:action>/", act, name="sessions_app_plan_act"), *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        if request.method not in ("GET", "HEAD"):
+            raise PermissionDenied
+        if not self.has_view_permission(request):
+            raise PermissionDenied
+        plan_id = unquote(object_id)
+        plan = Plan.objects.filter(id=plan_id).first() if is_plan_id(plan_id) else None
+        if plan is None:
+            raise Http404("No such plan.")
+        events, event_count = admin_queries.plan_events(plan)
+        context = self.page_context(
+            request,
+            title=f"Plan {plan.id}",
+            plan=plan,
+            place=admin_queries.queue_place(plan),
+            sections=[(SECTION_TITLES[name], admin_render.markdown(getattr(plan, name))) for name in SECTIONS],
+            outcome=admin_render.markdown(plan.outcome),
+            discard_reason=admin_render.markdown(plan.discard_reason),
+            file=admin_queries.plan_file_check(plan),
+            timeline=_timeline(events),
+            event_count=event_count,
+            can_intervene=can_intervene(request.user),
+        )
+        return TemplateResponse(request, "admin/sessions_app/plan_page.html", context)
+
+    # --- staff actions: each one is a service call, recorded with the staff user as actor ---
+
+    def _run(self, request, plan_id: str, session_name: str, action: str, fields: dict) -> bool:
+        actor = actor_for(request.user)
+        try:
+            if action == "move":
+                plan = services.plan_move(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
+                text = MOVED.format(plan=plan.id, position=fields["position"])
+            elif action == "requeue":
+                plan = services.plan_requeue(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
+                text = REQUEUED.format(plan=plan.id, position=fields["position"])
+            else:
+                plan = services.plan_discard_any(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
+                text = DISCARDED.format(plan=plan.id)
+        except NineplanError as exc:
+            self.message_user(
+                request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
+            )
+            return False
+        self.message_user(request, text, messages.SUCCESS)
+        return True
+
+    def action_view(self, request, object_id, action):
+        if not self.has_intervene_permission(request):
+            raise PermissionDenied
+        if request.method != "POST":
+            return HttpResponseNotAllowed(["POST"])
+        plan_id = unquote(object_id)
+        if action not in ("move", "requeue", "discard") or not is_plan_id(plan_id):
+            raise Http404("No such plan or action.")
+        session_name = Plan.objects.filter(id=plan_id).values_list("session_id", flat=True).first()
+        if session_name is None:
+            raise Http404("No such plan.")
+        # Values are passed on as sent: the services match them exactly and name what is accepted.
+        if action == "discard":
+            fields = {"reason": request.POST.get("reason", "")}
+        else:
+            fields = {"position": request.POST.get("position", "")}
+        self._run(request, plan_id, session_name, action, fields)
+        target = request.POST.get("next", "")
+        if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+            target = _plan_url(plan_id)
+        return HttpResponseRedirect(target)
+
+    def _each(self, request, queryset, action: str, fields: dict) -> None:
+        for plan_id, session_name in queryset.values_list("id", "session_id"):
+            self._run(request, plan_id, session_name, action, fields)
+
+    @admin.action(description="Move selected queued plans to the front", permissions=["intervene"])
+    def move_to_front(self, request, queryset):
+        # Each move to the front lands before the previous one, so go last-first to keep
+        # the selected plans in their queue order.
+        self._each(request, queryset.order_by("-queue_position"), "move", {"position": "front"})
+
+    @admin.action(description="Move selected queued plans to the back", permissions=["intervene"])
+    def move_to_back(self, request, queryset):
+        self._each(request, queryset.order_by("queue_position"), "move", {"position": "back"})
+
+    @admin.action(description="Return selected active plans to the front of their queue", permissions=["intervene"])
+    def requeue_plans(self, request, queryset):
+        self._each(request, queryset.order_by("id"), "requeue", {"position": "front"})
+
+    @admin.action(description="Discard selected plans…", permissions=["intervene"])
+    def discard_plans(self, request, queryset):
+        form = DiscardForm(request.POST if "confirm" in request.POST else None)
+        if form.is_bound and form.is_valid():
+            self._each(request, queryset.order_by("id"), "discard", {"reason": form.cleaned_data["reason"]})
+            return None
+        context = self.page_context(
+            request,
+            title="Discard plans",
+            plans=list(queryset.order_by("session", "queue_position", "id").only("id", "session_id", "status", "goal")),
+            form=form,
+            action_name="discard_plans",
+            action_checkbox_name=helpers.ACTION_CHECKBOX_NAME,
+        )
+        return TemplateResponse(request, "admin/sessions_app/plan/discard_confirmation.html", context)
+
+
+# --- events -----------------------------------------------------------------------------
 
 
 @admin.register(Event)
-class EventAdmin(ReadOnlyAdmin):
-    list_display = ("id", "session", "plan", "kind", "actor", "created_at")
-    list_filter = ("kind",)
+class EventAdmin(NineplanAdmin):
+    list_display = ("id", "created_at", "session_link", "plan_link", "kind", "actor", "detail_text")
+    list_filter = ("kind", ("created_at", admin.DateFieldListFilter))
+    search_fields = ("=session__name", "=plan__id", "actor")
+    ordering = ("-id",)
+    list_per_page = 100
+
+    @admin.display(description="session", ordering="session")
+    def session_link(self, obj):
+        return format_html('<a href="{}">{}</a>', _session_url(obj.session_id), obj.session_id)
+
+    @admin.display(description="plan", ordering="plan")
+    def plan_link(self, obj):
+        if not obj.plan_id:
+            return "—"
+        return format_html('<a href="{}">{}</a>', _plan_url(obj.plan_id), obj.plan_id)
+
+    @admin.display(description="detail")
+    def detail_text(self, obj):
+        return _detail_text(obj.detail)

@@ -1,0 +1,167 @@
+"""Reads behind the admin pages. Like sessions_app.queries they never write, and each page
+costs a fixed number of queries however many sessions, plans and events there are."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Count, Exists, IntegerField, Max, OuterRef, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
+
+from sessions_app import planfiles, queries
+from sessions_app.models import SECTIONS, Event, Plan, Session
+
+QUEUE_SHOWN = 200
+HISTORY_SHOWN = 50
+EVENTS_SHOWN = 100
+PLAN_EVENTS_SHOWN = 200
+
+
+def _plan_count(status: str) -> Coalesce:
+    # A correlated subquery per column rather than joins: joining plans and events in one
+    # GROUP BY would multiply the counts, and each subquery uses the (session, status) index.
+    per_session = (
+        Plan.objects.filter(session=OuterRef("pk"), status=status)
+        .order_by()
+        .values("session")
+        .annotate(n=Count("pk"))
+        .values("n")
+    )
+    return Coalesce(Subquery(per_session, output_field=IntegerField()), Value(0))
+
+
+def has_active_plan() -> Exists:
+    return Exists(Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE))
+
+
+def has_queued_work() -> Exists:
+    return Exists(Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.QUEUED))
+
+
+def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
+    """Sessions with the columns of the sessions list, all computed in the one list query."""
+    active = Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE)
+    last_event = (
+        Event.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(at=Max("created_at")).values("at")
+    )
+    return qs.annotate(
+        queue_length=_plan_count(Plan.Status.QUEUED),
+        completed_count=_plan_count(Plan.Status.COMPLETED),
+        discarded_count=_plan_count(Plan.Status.DISCARDED),
+        active_plan_id=Subquery(active.values("id")[:1]),
+        active_plan_goal=Subquery(active.values("goal")[:1]),
+        last_activity=Subquery(last_event),
+    )
+
+
+@dataclass
+class SessionPage:
+    state: queries.SessionState
+    completed: list[Plan]
+    discarded: list[Plan]
+    events: list[Event]
+    event_count: int
+    series: list[tuple[datetime, int, int]]
+    validation: queries.Validation
+
+
+def session_page(name: object) -> SessionPage:
+    state = queries.session_state(name, limit=QUEUE_SHOWN)
+    session = state.session
+    history_fields = ("id", "session_id", "goal", "outcome", "discard_reason", "completed_at", "discarded_at")
+    completed = list(
+        Plan.objects.filter(session=session, status=Plan.Status.COMPLETED)
+        .order_by("-completed_at", "-id")
+        .only(*history_fields)[:HISTORY_SHOWN]
+    )
+    discarded = list(
+        Plan.objects.filter(session=session, status=Plan.Status.DISCARDED)
+        .order_by("-discarded_at", "-id")
+        .only(*history_fields)[:HISTORY_SHOWN]
+    )
+    events = Event.objects.filter(session=session)
+    return SessionPage(
+        state=state,
+        completed=completed,
+        discarded=discarded,
+        events=list(events.order_by("-created_at", "-id")[:EVENTS_SHOWN]),
+        event_count=events.count(),
+        series=session_series(session),
+        validation=queries.admin_validate(session.name),
+    )
+
+
+# Queue membership changes by event kind: entering the queue, leaving it.
+_ENTERS_QUEUE = {Event.Kind.PLAN_CREATED, Event.Kind.PLAN_DEFERRED, Event.Kind.PLAN_REQUEUED}
+_LEAVES_QUEUE = {Event.Kind.PLAN_PULLED, Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_DISCARDED}
+
+
+def session_series(session: Session) -> list[tuple[datetime, int, int]]:
+    """(time, queue length, completions so far) after each event that changes either.
+
+    Replayed from the event log, plan by plan, so a discard counts against the queue only
+    when the plan was queued at the time (discarding the active plan leaves it as it was).
+    """
+    rows = (
+        Event.objects.filter(session=session, kind__in=_ENTERS_QUEUE | _LEAVES_QUEUE)
+        .order_by("created_at", "id")
+        .values_list("kind", "plan_id", "created_at")
+    )
+    queued: set[str] = set()
+    done = 0
+    series: list[tuple[datetime, int, int]] = []
+    for kind, plan_id, at in rows.iterator(chunk_size=2000):
+        if kind in _ENTERS_QUEUE:
+            queued.add(plan_id)
+        else:
+            queued.discard(plan_id)
+            if kind == Event.Kind.PLAN_COMPLETED:
+                done += 1
+        series.append((at, len(queued), done))
+    return series
+
+
+def plan_events(plan: Plan) -> tuple[list[Event], int]:
+    events = Event.objects.filter(plan=plan)
+    return list(events.order_by("created_at", "id")[:PLAN_EVENTS_SHOWN]), events.count()
+
+
+@dataclass
+class FileCheck:
+    path: str
+    exists: bool
+    expected: bool
+    differing: list[str]
+
+    @property
+    def matches(self) -> bool:
+        return self.exists == self.expected and not self.differing
+
+
+def plan_file_check(plan: Plan) -> FileCheck:
+    """Whether the plan's file is where the database says it should be, with the same text.
+
+    Both sides go through the file format's parser, so line-ending and trailing-newline
+    differences the format cannot carry do not count as a mismatch.
+    """
+    path = str(planfiles.plan_path(plan.session_id, plan.id))
+    text = planfiles.read_plan(plan.session_id, plan.id)
+    if text is None:
+        return FileCheck(path, exists=False, expected=plan.is_open, differing=[])
+    on_disk = planfiles.parse(text)
+    in_db = planfiles.parse(planfiles.render(plan.sections())).sections
+    differing = [name for name in SECTIONS if on_disk.sections.get(name) != in_db.get(name)]
+    if on_disk.preamble:
+        differing.append("text above the first heading")
+    return FileCheck(path, exists=True, expected=plan.is_open, differing=differing)
+
+
+def queue_place(plan: Plan) -> int | None:
+    """1 for the plan the next pull takes, 2 for the one after, ...; None unless queued."""
+    if plan.status != Plan.Status.QUEUED or plan.queue_position is None:
+        return None
+    ahead = Plan.objects.filter(
+        session_id=plan.session_id, status=Plan.Status.QUEUED, queue_position__lt=plan.queue_position
+    ).count()
+    return ahead + 1

@@ -1,0 +1,208 @@
+"""Turning agent-written text and session data into HTML for the admin.
+
+Everything here treats plan text as hostile: agents write it, and an agent may have read
+a web page that told it to write ``<script>``. Markdown is rendered with raw HTML off and
+the result is cleaned again with an allow-list; search snippets escape the text first and
+add only their own ``<mark>`` tags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+import nh3
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+from markdown_it import MarkdownIt
+
+from sessions_app import search
+
+# html=False makes markdown-it print any HTML in the source as text; its link check
+# already refuses javascript:, vbscript:, file: and data: URLs (except some images).
+_markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
+    ["table", "strikethrough"]
+)
+
+# Defence in depth: even if a Markdown rule ever emitted something unexpected, only these
+# tags and attributes reach the page. No <img>: an agent-chosen image URL would make the
+# reviewer's browser call a server of the agent's choosing.
+ALLOWED_TAGS = {
+    "p", "br", "hr", "h1", "h2", "h3", "h4", "h5", "h6", "strong", "em", "del", "s", "code", "pre",
+    "blockquote", "ul", "ol", "li", "a", "table", "thead", "tbody", "tr", "th", "td",
+}  # fmt: skip
+ALLOWED_ATTRIBUTES = {"a": {"href", "title"}, "ol": {"start"}}
+ALLOWED_URL_SCHEMES = {"http", "https", "mailto"}
+
+
+def markdown(text: str | None) -> SafeString:
+    """Agent Markdown as sanitised HTML (links open nothing on their own and carry no referrer)."""
+    if not text:
+        return mark_safe("")
+    html = _markdown.render(text)
+    clean = nh3.clean(
+        html,
+        tags=ALLOWED_TAGS,
+        attributes=ALLOWED_ATTRIBUTES,
+        url_schemes=ALLOWED_URL_SCHEMES,
+        link_rel="noopener noreferrer nofollow",
+        strip_comments=True,
+    )
+    return mark_safe(clean)  # noqa: S308 - the output of nh3's allow-list cleaner
+
+
+# --- search snippets ---------------------------------------------------------------------
+
+SNIPPET_CHARS = 220
+
+
+def match_pattern(query: str) -> re.Pattern[str] | None:
+    """Matches what the search matched: whole words, the last one also as a prefix."""
+    terms = search.words(query)
+    if not terms:
+        return None
+    whole = [re.escape(t) for t in terms[:-1]]
+    last = re.escape(terms[-1])
+    parts = [rf"\b(?:{'|'.join(whole)})\b"] if whole else []
+    parts.append(rf"\b{last}\w*")
+    return re.compile("|".join(parts), re.IGNORECASE | re.UNICODE)
+
+
+def highlight(text: str | None, pattern: re.Pattern[str] | None, *, limit: int = SNIPPET_CHARS) -> SafeString:
+    """A window of ``text`` around its first match, escaped, with each match in <mark>.
+
+    The text is cut into pieces at the matches and every piece is escaped on its own; the
+    only markup in the result is the <mark> tags added here.
+    """
+    text = " ".join((text or "").split())
+    matches = list(pattern.finditer(text)) if pattern else []
+    start = 0
+    if matches and matches[0].start() > limit // 3:
+        start = matches[0].start() - limit // 3
+    end = min(len(text), start + limit)
+    out = ["…" if start > 0 else ""]
+    pos = start
+    for m in matches:
+        if m.end() <= start:
+            continue
+        if m.start() >= end:
+            break
+        out.append(escape(text[pos : m.start()]))
+        out.append(f"<mark>{escape(text[max(m.start(), pos) : min(m.end(), end)])}</mark>")
+        pos = min(m.end(), end)
+    out.append(escape(text[pos:end]))
+    if end < len(text):
+        out.append("…")
+    return mark_safe("".join(out))  # noqa: S308 - every piece of text above went through escape()
+
+
+def has_match(text: str | None, pattern: re.Pattern[str] | None) -> bool:
+    return bool(text and pattern and pattern.search(text))
+
+
+# --- who did it ---------------------------------------------------------------------------
+
+
+def actor_label(actor: str) -> tuple[str, str]:
+    """(channel, name) for an event's actor: agents over MCP, staff in the admin, the API."""
+    if actor == "agent":
+        return "agent (MCP)", "agent"
+    kind, sep, name = actor.partition(":")
+    if sep and kind == "user":
+        return "staff (admin)", name
+    if sep and kind == "api":
+        return "API", name
+    return "system", actor
+
+
+# --- the session chart --------------------------------------------------------------------
+
+CHART_WIDTH = 640
+CHART_HEIGHT = 180
+CHART_PAD_LEFT = 36
+CHART_PAD_RIGHT = 12
+CHART_PAD_TOP = 10
+CHART_PAD_BOTTOM = 24
+CHART_MAX_POINTS = 600
+
+
+@dataclass
+class Chart:
+    width: int
+    height: int
+    queue_points: str
+    done_points: str
+    x_left: int
+    x_right: int
+    y_top: int
+    y_bottom: int
+    y_max: int
+    start: datetime
+    end: datetime
+    peak_queue: int
+    completions: int
+    final_queue: int
+
+
+def _thin(series: list[tuple[datetime, int, int]]) -> list[tuple[datetime, int, int]]:
+    # A long session has more events than the chart has pixels: keep the last value of
+    # each time bucket, which is what a step line would show there anyway.
+    if len(series) <= CHART_MAX_POINTS:
+        return series
+    t0, t1 = series[0][0], series[-1][0]
+    span = (t1 - t0).total_seconds() or 1.0
+    buckets: dict[int, tuple[datetime, int, int]] = {}
+    for row in series:
+        buckets[int((row[0] - t0).total_seconds() / span * (CHART_MAX_POINTS - 1))] = row
+    return [buckets[k] for k in sorted(buckets)]
+
+
+def chart(series: list[tuple[datetime, int, int]]) -> Chart | None:
+    """Step lines of queue length and completions over time, as SVG coordinates."""
+    if not series:
+        return None
+    peak_queue = max(q for _, q, _ in series)
+    completions = series[-1][2]
+    points = _thin(series)
+    start, end = points[0][0], points[-1][0]
+    if end - start < timedelta(minutes=1):
+        end = start + timedelta(minutes=1)
+    span = (end - start).total_seconds()
+    y_max = max(peak_queue, completions, 1)
+    left, right = CHART_PAD_LEFT, CHART_WIDTH - CHART_PAD_RIGHT
+    top, bottom = CHART_PAD_TOP, CHART_HEIGHT - CHART_PAD_BOTTOM
+
+    def x(at: datetime) -> float:
+        return left + (at - start).total_seconds() / span * (right - left)
+
+    def y(value: int) -> float:
+        return bottom - value / y_max * (bottom - top)
+
+    def steps(index: int) -> str:
+        coords: list[str] = [f"{left:.1f},{y(0):.1f}"]
+        previous = 0
+        for row in points:
+            px = x(row[0])
+            coords.append(f"{px:.1f},{y(previous):.1f}")
+            coords.append(f"{px:.1f},{y(row[index]):.1f}")
+            previous = row[index]
+        coords.append(f"{right:.1f},{y(previous):.1f}")
+        return " ".join(coords)
+
+    return Chart(
+        width=CHART_WIDTH,
+        height=CHART_HEIGHT,
+        queue_points=steps(1),
+        done_points=steps(2),
+        x_left=left,
+        x_right=right,
+        y_top=top,
+        y_bottom=bottom,
+        y_max=y_max,
+        start=start,
+        end=points[-1][0],
+        peak_queue=peak_queue,
+        completions=completions,
+        final_queue=series[-1][1],
+    )

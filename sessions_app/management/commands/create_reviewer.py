@@ -1,0 +1,84 @@
+"""`manage.py create_reviewer NAME`: a login that can read every 9plan page and change nothing."""
+
+from __future__ import annotations
+
+import getpass
+import os
+import sys
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.password_validation import validate_password
+from django.core.exceptions import ValidationError
+from django.core.management.base import BaseCommand, CommandError
+from django.db import transaction
+
+from sessions_app.admin_roles import REVIEWERS_GROUP, ensure_reviewers_group
+
+PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
+
+
+class Command(BaseCommand):
+    help = (
+        f"Create a reviewer: a staff login in the '{REVIEWERS_GROUP}' group, which may view sessions, "
+        f"plans, history and events but change nothing. The password comes from {PASSWORD_ENV} if set, "
+        "otherwise from a prompt."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("name", help="the reviewer's username")
+        parser.add_argument("--email", default="", help="optional e-mail address")
+
+    def handle(self, *args, name: str, email: str, **options):
+        User = get_user_model()
+        name = name.strip()
+        if not name:
+            raise CommandError("NAME is empty: give the reviewer's username.")
+        if User.objects.filter(**{User.USERNAME_FIELD: name}).exists():
+            raise CommandError(
+                f"A user named '{name}' already exists; nothing was changed. "
+                f"Use `manage.py changepassword {name}` to set a new password."
+            )
+        user = User(**{User.USERNAME_FIELD: name}, email=email, is_staff=True, is_superuser=False)
+        password = self._password(user)
+        with transaction.atomic():
+            try:
+                group = ensure_reviewers_group()
+            except LookupError as exc:
+                raise CommandError(str(exc)) from exc
+            user.set_password(password)
+            user.save()
+            user.groups.add(group)
+        self.stdout.write(f"Created reviewer '{name}' (group '{REVIEWERS_GROUP}': view only). Log in at /admin/.")
+
+    def _password(self, user) -> str:
+        from_env = os.environ.get(PASSWORD_ENV)
+        if from_env is not None:
+            self._check(from_env, user, source=PASSWORD_ENV)
+            return from_env
+        if not self._interactive():
+            raise CommandError(f"No password: set {PASSWORD_ENV} or run the command in a terminal to be prompted.")
+        for _ in range(3):
+            first = getpass.getpass("Password: ")
+            if first != getpass.getpass("Password (again): "):
+                self.stderr.write("The two passwords differ; try again.")
+                continue
+            try:
+                self._check(first, user, source="password")
+            except CommandError as exc:
+                self.stderr.write(str(exc))
+                continue
+            return first
+        raise CommandError("No acceptable password after three tries; nothing was changed.")
+
+    @staticmethod
+    def _interactive() -> bool:
+        return sys.stdin is not None and sys.stdin.isatty()
+
+    @staticmethod
+    def _check(password: str, user, *, source: str) -> None:
+        if not password:
+            raise CommandError(f"{source} is empty; nothing was changed.")
+        try:
+            validate_password(password, user)
+        except ValidationError as exc:
+            raise CommandError(f"{source} is not accepted: {' '.join(exc.messages)} Nothing was changed.") from exc

@@ -1,0 +1,191 @@
+"""`manage.py nineplan_demo`: one realistic session, made through the services, to look at.
+
+It has a queue, an active plan with notes, completed plans with outcomes, a deferred and
+completed plan, discarded plans (one by the agent, one by a staff user), a staff move,
+and events spread over a few hours, so every part of the admin has something to show.
+"""
+
+from __future__ import annotations
+
+import random
+from datetime import timedelta
+
+from django.core.management.base import BaseCommand
+from django.db import transaction
+from django.urls import reverse
+from django.utils import timezone
+
+from sessions_app import queries, services
+from sessions_app.models import Event, Plan, Session
+
+TASK = "Port the billing service from Flask to Django without downtime"
+STAFF = "user:demo-staff"
+
+PLANS = {
+    "routes": dict(
+        context="The Flask app lives in `billing/`; its routes are spread over four blueprints.",
+        goal="Inventory every Flask route and what it touches",
+        inputs="- `billing/app.py`\n- `billing/blueprints/*.py`",
+        outputs="`docs/routes.md`: one row per route with method, path, tables and owner",
+        approach="1. List routes with `flask routes`\n2. Read each view for the tables it uses\n3. Write the table",
+        success_criteria="Every route in `flask routes` appears in `docs/routes.md`",
+    ),
+    "models": dict(
+        context="Invoices, line items and customers are raw SQL tables today.",
+        goal="Model invoices, line items and customers in Django",
+        approach="1. `inspectdb` the three tables\n2. Clean up names and types\n3. Add constraints the SQL implied",
+        success_criteria="`makemigrations --check` is clean; the models round-trip a production sample",
+    ),
+    "webhook": dict(
+        context="The payment provider calls `/hooks/payment` on every charge.",
+        goal="Port the payment webhook handler with signature checks",
+        approach="1. Port the view\n2. Verify the HMAC signature\n3. Replay last week's recorded calls",
+        success_criteria="All recorded calls are accepted; a tampered body is rejected with 400",
+    ),
+    "pdf": dict(
+        context="Invoices are exported as PDF by a WeasyPrint template.",
+        goal="Port the invoice PDF export",
+        approach="Move the template, then the view",
+        success_criteria="PDFs are byte-identical for the sample invoices",
+    ),
+    "customers": dict(
+        context="Customer rows need their country codes normalised on the way in.",
+        goal="Migrate the customer data",
+        approach="1. Dry run on a copy\n2. Fix the rows that fail\n3. Run for real",
+        success_criteria="Row counts match; no NULL country codes",
+    ),
+    "tax": dict(
+        context="Tax rates are hard-coded in three places.",
+        goal="Move tax rates into a table",
+        approach="One model, one data migration, one lookup function",
+        success_criteria="The three call sites use the lookup; tests pass",
+    ),
+    "refunds": dict(
+        context="Refunds are done by hand in the database today.",
+        goal="Add a refund endpoint",
+        approach="1. Service function\n2. API view\n3. Audit event",
+        success_criteria="A refund creates a negative line item and an audit row",
+    ),
+    "ratelimit": dict(
+        context="The public invoice lookup is scraped.",
+        goal="Rate-limit the public invoice lookup",
+        approach="Per-IP token bucket in the cache",
+        success_criteria="The 61st request in a minute gets 429",
+    ),
+    "runbook": dict(
+        context="Operations need to know how to deploy the new service.",
+        goal="Write the deployment runbook",
+        approach="Follow one deploy on staging and write down each step",
+        success_criteria="Someone else deploys staging from the runbook alone",
+    ),
+    "cleanup": dict(
+        context="The Flask code stays until the switch-over.",
+        goal="Remove the Flask app after the switch-over",
+        approach="Delete `billing/`, its requirements and its CI job",
+        success_criteria="CI is green without Flask installed",
+    ),
+    "currency": dict(
+        context="`test_currency_rounding` fails since the models landed.",
+        goal="Fix the failing currency rounding test",
+        approach="1. Reproduce\n2. Compare with Flask's `Decimal` context\n3. Fix the quantize call",
+        success_criteria="`pytest -k currency` passes; no other test changes",
+    ),
+}
+
+
+class Command(BaseCommand):
+    help = "Create a realistic demo session (queue, active plan, history, events over time) and print what it made."
+
+    def add_arguments(self, parser):
+        parser.add_argument("--hours", type=int, default=6, help="how far back the session's events go (default 6)")
+
+    def handle(self, *args, hours: int, **options):
+        session = self._build()
+        self._spread_over_time(session, timedelta(hours=max(hours, 1)))
+        self._report(session)
+
+    def _build(self) -> Session:
+        s = services.session_create(task_description=TASK)
+        name = s.name
+
+        def enqueue(*keys: str, position: str = "back") -> list[Plan]:
+            return services.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
+
+        def finish(outcome: str) -> Plan:
+            return services.plan_complete(session_name=name, outcome=outcome)
+
+        enqueue("routes", "models", "webhook", "pdf", "customers", "tax")
+        services.plan_pull(session_name=name)
+        services.plan_note(session_name=name, text="Two routes are dead code: `/legacy/export` and `/ping2`.")
+        finish("Found **23 routes** in 4 blueprints; two are dead code. Table in `docs/routes.md`.")
+        services.plan_pull(session_name=name)
+        finish("Three models with constraints; `makemigrations --check` clean; sample of 10,000 invoices round-trips.")
+        services.plan_pull(session_name=name)
+        services.plan_defer(session_name=name, reason="Blocked: waiting for the provider's signing secret for staging.")
+        services.plan_pull(session_name=name)
+        services.plan_discard(
+            session_name=name, reason="Superseded: invoice PDFs move to the reporting service next quarter."
+        )
+        services.plan_pull(session_name=name)
+        services.plan_note(session_name=name, text="41 rows had lowercase country codes; normalised in the migration.")
+        finish("Migrated 182,304 customers; counts match; no NULL country codes.")
+        services.plan_pull(session_name=name)
+        finish("Rates now in `TaxRate`; the three call sites use `tax.rate_for()`.")
+        services.plan_pull(session_name=name)
+        finish("Webhook ported; 1,204 recorded calls accepted, tampered bodies rejected with 400.")
+        later = enqueue("refunds", "ratelimit", "runbook", "cleanup")
+        enqueue("currency", position="front")
+        # A reviewer with change rights tidied the queue: these go through the same services.
+        services.plan_discard_any(
+            session_name=name, plan_id=later[2].id, reason="The runbook lives in the ops repository.", actor=STAFF
+        )
+        services.plan_pull(session_name=name)
+        services.plan_move(session_name=name, plan_id=later[1].id, position="front", actor=STAFF)
+        services.plan_note(session_name=name, text="Reproduced: Flask used ROUND_HALF_EVEN, we use ROUND_HALF_UP.")
+        return s
+
+    @transaction.atomic
+    def _spread_over_time(self, session: Session, span: timedelta) -> None:
+        # The services stamp everything "now"; for a demo, events minutes apart read like
+        # a real session. Only timestamps change here, never a status or a position.
+        rng = random.Random(session.name)
+        events = list(Event.objects.filter(session=session).order_by("id"))
+        gaps = [rng.uniform(0.3, 1.7) for _ in events]
+        scale = span / sum(gaps)
+        at = timezone.now() - span
+        first_seen: dict[str, object] = {}
+        last_seen: dict[str, object] = {}
+        for event, gap in zip(events, gaps):
+            at += gap * scale
+            event.created_at = at
+            if event.plan_id:
+                first_seen.setdefault(event.plan_id, at)
+                last_seen[event.plan_id] = at
+        Event.objects.bulk_update(events, ["created_at"])
+        Session.objects.filter(name=session.name).update(created_at=events[0].created_at)
+        for plan in Plan.objects.filter(session=session):
+            plan.created_at = first_seen[plan.id]
+            plan.updated_at = last_seen[plan.id]
+            if plan.completed_at:
+                plan.completed_at = last_seen[plan.id]
+            if plan.discarded_at:
+                plan.discarded_at = last_seen[plan.id]
+            plan.save(update_fields=["created_at", "updated_at", "completed_at", "discarded_at"])
+
+    def _report(self, session: Session) -> None:
+        state = queries.session_state(session.name, limit=None)
+        out = self.stdout.write
+        out(f"Created demo session {session.name}: {TASK}")
+        out(f"  plan files: {queries.session_path(session.name)}")
+        if state.active:
+            out(f"  active:     {state.active.id}  {state.active.goal}")
+        for place, plan in enumerate(state.queue, start=1):
+            out(f"  queued #{place}:  {plan.id}  {plan.goal}")
+        for plan in Plan.objects.filter(session=session, status=Plan.Status.COMPLETED).order_by("completed_at"):
+            out(f"  completed:  {plan.id}  {plan.goal}")
+        for plan in Plan.objects.filter(session=session, status=Plan.Status.DISCARDED).order_by("discarded_at"):
+            out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
+        events = Event.objects.filter(session=session).order_by("created_at")
+        first, last = events.first(), events.last()
+        out(f"  events:     {events.count()}, {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")
+        out(f"Admin page: {reverse('admin:sessions_app_session_change', args=[session.name])}")

@@ -1,0 +1,113 @@
+"""Actors and data for the admin tests: a reviewer (made by `create_reviewer`), a staff
+user allowed to intervene, an outsider, and a session with something in every state.
+
+Import the fixtures a test module needs from here.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
+from django.core.management import call_command
+from django.test import Client
+
+from sessions_app import services
+from sessions_app.models import Plan, Session
+from tests.conftest import plan_fields
+
+PASSWORD = "a long test passphrase 7"
+
+
+def fast_hashing(settings) -> None:
+    # Django's real hasher costs about half a second per password on purpose; these
+    # tests are about permissions, not hashing strength.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def reviewer(db, monkeypatch, settings):
+    """Rita, made the way a deployment makes reviewers."""
+    fast_hashing(settings)
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
+    call_command("create_reviewer", "rita", stdout=io.StringIO())
+    return get_user_model().objects.get(username="rita")
+
+
+@pytest.fixture
+def staff(db, settings):
+    """Sam, staff with the right to intervene (change_plan) but not a superuser."""
+    fast_hashing(settings)
+    user = get_user_model().objects.create_user("sam", password=PASSWORD, is_staff=True)
+    codenames = ["view_session", "view_plan", "view_event", "change_plan"]
+    user.user_permissions.set(Permission.objects.filter(content_type__app_label="sessions_app", codename__in=codenames))
+    return get_user_model().objects.get(pk=user.pk)  # fresh: no stale permission cache
+
+
+@pytest.fixture
+def superuser(db, settings):
+    fast_hashing(settings)
+    return get_user_model().objects.create_superuser("root", password=PASSWORD)
+
+
+@pytest.fixture
+def outsider(db, settings):
+    """Olga, staff without any 9plan permission."""
+    fast_hashing(settings)
+    return get_user_model().objects.create_user("olga", password=PASSWORD, is_staff=True)
+
+
+def client_for(user) -> Client:
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+@pytest.fixture
+def reviewer_client(reviewer) -> Client:
+    return client_for(reviewer)
+
+
+@pytest.fixture
+def staff_client(staff) -> Client:
+    return client_for(staff)
+
+
+def enqueue(session: Session, goal: str, position: str | None = None, **overrides) -> Plan:
+    return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(goal=goal, **overrides))
+
+
+@pytest.fixture
+def busy(session):
+    """A session with two completed plans, one discarded, one active and three queued.
+
+    Returns a dict of the plans by role, re-read from the database.
+    """
+    name = session.name
+    enqueue(session, "Inventory the routes")
+    services.plan_pull(session_name=name)
+    services.plan_complete(session_name=name, outcome="Found 23 routes in four blueprints")
+    enqueue(session, "Model the invoices")
+    services.plan_pull(session_name=name)
+    services.plan_complete(session_name=name, outcome="Invoice and LineItem models with constraints")
+    enqueue(session, "Port the PDF export")
+    services.plan_pull(session_name=name)
+    services.plan_discard(session_name=name, reason="Superseded by the reporting service")
+    enqueue(session, "Migrate the customers", approach="1. Dry run\n2. Fix rows\n3. Run for real")
+    services.plan_pull(session_name=name)
+    services.plan_note(session_name=name, text="41 rows had *lowercase* country codes")
+    q1 = enqueue(session, "Add the refund endpoint")
+    q2 = enqueue(session, "Rate-limit the lookup")
+    q3 = enqueue(session, "Write the runbook")
+    plans = Plan.objects.filter(session=session)
+    by_goal = {p.goal: p for p in plans}
+    return {
+        "session": session,
+        "done1": by_goal["Inventory the routes"],
+        "done2": by_goal["Model the invoices"],
+        "discarded": by_goal["Port the PDF export"],
+        "active": by_goal["Migrate the customers"],
+        "queued": [Plan.objects.get(id=p.id) for p in (q1, q2, q3)],
+    }

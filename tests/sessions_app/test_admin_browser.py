@@ -1,0 +1,188 @@
+"""The reviewer admin in a real headless Chromium (Debian's, driven by Playwright; no
+browser is ever downloaded). One browser per module; screenshots go to test-artifacts/."""
+
+from __future__ import annotations
+
+import io
+import os
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+
+from sessions_app import services
+from sessions_app.models import Plan, Session
+from tests.conftest import REPO, plan_fields
+
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--no-first-run",
+]
+ARTIFACTS = REPO / "test-artifacts"
+PASSWORD = "a long test passphrase 7"
+SCRIPT = "<script>alert(1)</script>"
+IMG = "<img src=x onerror=alert(1)>"
+
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not CHROMIUM.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"{CHROMIUM} is missing: CI must run the browser tests (install Debian's chromium).")
+        pytest.skip(f"{CHROMIUM} is missing (apt-get install chromium)")
+    from playwright.sync_api import sync_playwright
+
+    ARTIFACTS.mkdir(exist_ok=True)
+    with pytest.MonkeyPatch.context() as mp:
+        # Playwright's sync API keeps an idle event loop on this thread, and Django's
+        # async-safety guard would then refuse the test's own ORM calls (and the database
+        # flush after each test) although nothing runs concurrently with them.
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_playwright() as playwright:
+            chromium = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+
+
+@pytest.fixture
+def reviewer(monkeypatch, settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
+    call_command("create_reviewer", "rita", stdout=io.StringIO())
+    return "rita"
+
+
+@pytest.fixture
+def page(browser, live_server, reviewer):
+    """A fresh browser context, logged in as the reviewer through the login form."""
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.dialogs = []
+
+    def on_dialog(dialog):
+        page.dialogs.append(dialog.message)
+        dialog.dismiss()
+
+    page.on("dialog", on_dialog)
+    page.goto(live_server.url + "/admin/")
+    page.fill("#id_username", reviewer)
+    page.fill("#id_password", PASSWORD)
+    follow(page, page.locator("input[type=submit]"))
+    assert page.url == live_server.url + "/admin/"
+    yield page
+    context.close()
+
+
+def follow(page, locator) -> None:
+    """Click a link or button and wait for the page it loads."""
+    with page.expect_navigation():
+        locator.click()
+
+
+def shot(page, name: str) -> None:
+    page.screenshot(path=str(ARTIFACTS / f"admin-{name}.png"), full_page=True)
+
+
+def test_reviewer_browses_sessions_plans_and_history(page, live_server):
+    call_command("nineplan_demo", stdout=io.StringIO())
+    session = Session.objects.get()
+    active = Plan.objects.get(session=session, status="active")
+    assert "9plan review" in page.inner_text("#site-name")
+
+    follow(page, page.locator("#header .np-nav >> text=Sessions"))
+    row = page.locator("#result_list tbody tr", has_text=session.name)
+    assert row.count() == 1
+    assert "Fix the failing currency rounding test" in row.inner_text()
+    assert row.locator("td.field-queue_length").inner_text() == "3"
+    assert row.locator("td.field-completed_count").inner_text() == "5"
+    shot(page, "sessions-list")
+
+    follow(page, row.locator("th.field-name a"))
+    assert page.inner_text("h1") == f"Session {session.name}"
+    assert page.inner_text("#np-invariants h2").endswith("valid")
+    assert page.locator("#np-invariants .np-fail").count() == 0
+    assert page.locator("#np-queue tbody tr").count() == 3
+    assert page.locator("#np-history table").first.locator("tbody tr").count() == 5
+    timeline = page.inner_text("#np-timeline")
+    assert "demo-staff staff (admin)" in timeline and "agent agent (MCP)" in timeline
+    assert page.locator("svg.np-chart polyline").count() == 2
+    # The stylesheet arrived: the cards have the border it gives them.
+    border = page.evaluate("getComputedStyle(document.querySelector('.np-card')).borderTopStyle")
+    assert border == "solid"
+    shot(page, "session")
+
+    follow(page, page.locator(f"#np-active a >> text={active.id}"))
+    assert page.inner_text("h1") == f"Plan {active.id}"
+    assert page.inner_text("#np-status") == "active"
+    assert "matches" in page.inner_text("#np-file-check")
+    assert page.inner_text("#np-file-path").endswith(f"{session.name}/plans/{active.id}.txt")
+    headings = page.locator(".np-section h2").all_inner_texts()
+    assert headings == ["Context", "Goal", "Inputs", "Outputs", "Approach", "Success Criteria", "Notes"]
+    assert page.locator("#np-section-5 ol li").count() == 3  # the Approach's numbered list
+    assert page.locator("#np-actions").count() == 0  # a reviewer gets no buttons
+    shot(page, "plan")
+
+    follow(page, page.locator("#header .np-nav >> text=History search"))
+    page.fill("#np-q", "webhook signature")
+    follow(page, page.locator("form.np-search-form button[type=submit]"))
+    results = page.locator("li.np-result")
+    assert results.count() >= 1
+    assert "Port the payment webhook handler" in results.first.inner_text()
+    marks = {m.lower() for m in results.first.locator("mark").all_inner_texts()}
+    assert {"webhook", "signature"} <= marks
+    shot(page, "search")
+    assert page.dialogs == []
+
+
+def test_hostile_plan_text_renders_inert(page, live_server):
+    session = services.session_create(task_description=f"Task {SCRIPT}")
+    hostile = plan_fields(goal=f"Ship {SCRIPT} {IMG}", context=f"[x](javascript:alert(1)) {IMG}")
+    services.plan_enqueue(session_name=session.name, **hostile)
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text=f"Found {IMG} and {SCRIPT} in the page")
+    services.plan_complete(session_name=session.name, outcome=f"alert fixed: {SCRIPT} {IMG}")
+    services.plan_enqueue(session_name=session.name, **hostile)
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text=f"Still {IMG} {SCRIPT}")
+    active = Plan.objects.get(session=session, status="active")
+    done = Plan.objects.get(session=session, status="completed")
+
+    # The dialog listener works: a real alert is caught.
+    page.evaluate("alert('control')")
+    assert page.dialogs == ["control"]
+    page.dialogs.clear()
+
+    base = live_server.url + "/admin/sessions_app/"
+    for name, path in [
+        ("xss-sessions-list", "session/"),
+        ("xss-session", f"session/{session.name}/change/"),
+        ("xss-plan-active", f"plan/{active.id}/change/"),
+        ("xss-plan-completed", f"plan/{done.id}/change/"),
+        ("xss-plans-list", "plan/"),
+        ("xss-search", "session/search/?q=alert"),
+    ]:
+        page.goto(base + path, wait_until="load")
+        assert page.locator("#content img[src='x']").count() == 0, name
+        assert page.evaluate("document.querySelectorAll('#content script').length") == 0, name
+        assert page.evaluate("document.querySelectorAll('a[href^=\"javascript\"]').length") == 0, name
+        shot(page, name)
+    assert page.dialogs == []
+
+    page.goto(base + f"plan/{active.id}/change/")
+    assert SCRIPT in page.inner_text("#np-section-2")  # Goal, shown as text
+    assert IMG in page.inner_text("#np-section-2")
+    notes = page.inner_text("#np-section-7")
+    assert IMG in notes and SCRIPT in notes
+    page.goto(base + "session/search/?q=alert")
+    snippet = page.locator("li.np-result .np-snippet").all_inner_texts()
+    assert any(SCRIPT in s for s in snippet)
+    assert page.locator("li.np-result mark").first.inner_text().lower() == "alert"
+    assert page.dialogs == []

@@ -1,0 +1,344 @@
+"""What the reviewer pages show: the sessions list with its counts, filters and sorting;
+the session page (queue, active plan, history, timeline, invariant check, chart); the
+plan page (sections as sanitised Markdown, file check); and the history search."""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from urllib.parse import urlencode
+
+import pytest
+from django.urls import reverse
+from django.utils import timezone
+
+from sessions_app import admin_queries, services
+from sessions_app.models import Event, Plan
+from tests.sessions_app.admin_fixtures import busy, enqueue, reviewer, reviewer_client  # noqa: F401 - fixtures
+from tests.sessions_app.conftest import plan_file
+
+pytestmark = pytest.mark.django_db
+
+HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)>"
+
+
+def session_url(name):
+    return reverse("admin:sessions_app_session_change", args=[name])
+
+
+def plan_url(plan_id):
+    return reverse("admin:sessions_app_plan_change", args=[plan_id])
+
+
+def text_of(response) -> str:
+    return response.content.decode()
+
+
+# --- sessions list ---------------------------------------------------------------------
+
+
+@pytest.fixture
+def quiet(db):
+    return services.session_create(task_description="Write the release notes")
+
+
+def listed(client, query=""):
+    response = client.get(reverse("admin:sessions_app_session_changelist") + query)
+    assert response.status_code == 200
+    return {s.name: s for s in response.context["cl"].result_list}
+
+
+def test_sessions_list_shows_counts_active_plan_and_last_activity(busy, quiet, reviewer_client):
+    rows = listed(reviewer_client)
+    row = rows[busy["session"].name]
+    assert (row.queue_length, row.completed_count, row.discarded_count) == (3, 2, 1)
+    assert (row.active_plan_id, row.active_plan_goal) == (busy["active"].id, "Migrate the customers")
+    assert row.last_activity == Event.objects.filter(session=busy["session"]).latest("created_at").created_at
+    empty = rows[quiet.name]
+    assert (empty.queue_length, empty.completed_count, empty.discarded_count, empty.active_plan_id) == (0, 0, 0, None)
+    html = text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
+    assert f'href="{plan_url(busy["active"].id)}"' in html
+    assert "Migrate the customers" in html
+
+
+def test_sessions_list_filters_and_search(busy, quiet, reviewer_client):
+    name = busy["session"].name
+    assert set(listed(reviewer_client, "?active=yes")) == {name}
+    assert set(listed(reviewer_client, "?active=no")) == {quiet.name}
+    assert set(listed(reviewer_client, "?queued=yes")) == {name}
+    assert set(listed(reviewer_client, "?queued=no")) == {quiet.name}
+    assert set(listed(reviewer_client, "?q=release")) == {quiet.name}
+    assert set(listed(reviewer_client, f"?q={name}")) == {name}
+    # The parameters the "created at" filter's own links use.
+    today = timezone.now().replace(hour=0, minute=0, second=0, microsecond=0)
+    assert set(listed(reviewer_client, "?" + urlencode({"created_at__gte": str(today)}))) == {name, quiet.name}
+    assert set(listed(reviewer_client, "?" + urlencode({"created_at__lt": str(today - timedelta(days=1))}))) == set()
+
+
+# Column numbers count list_display from 0: 3 queue, 5 completed, 6 discarded, 7 last activity.
+@pytest.mark.parametrize("column", [3, 5, 6, 7])
+def test_sessions_list_sorts_by_the_computed_columns(busy, quiet, reviewer_client, column):
+    response = reviewer_client.get(reverse("admin:sessions_app_session_changelist") + f"?o={column}")
+    ascending = [s.name for s in response.context["cl"].result_list]
+    response = reviewer_client.get(reverse("admin:sessions_app_session_changelist") + f"?o=-{column}")
+    descending = [s.name for s in response.context["cl"].result_list]
+    # The quiet session was created after the busy one's last event, so it is the more recent.
+    fewer_first = [busy["session"].name, quiet.name] if column == 7 else [quiet.name, busy["session"].name]
+    assert ascending == fewer_first
+    assert descending == fewer_first[::-1]
+
+
+# --- session page ----------------------------------------------------------------------
+
+
+def test_session_page_shows_queue_active_history_and_timeline(busy, reviewer_client):
+    session = busy["session"]
+    response = reviewer_client.get(session_url(session.name))
+    assert response.status_code == 200
+    ctx = response.context
+    assert [(place, p.id) for place, p in ctx["queue"]] == [(i + 1, p.id) for i, p in enumerate(busy["queued"])]
+    assert ctx["active"].id == busy["active"].id
+    assert [p.id for p in ctx["completed"]] == [busy["done2"].id, busy["done1"].id]
+    assert [p.id for p in ctx["discarded"]] == [busy["discarded"].id]
+    html = text_of(response)
+    assert "Found 23 routes in four blueprints" in html
+    assert "Superseded by the reporting service" in html
+    for plan in busy["queued"]:
+        assert f'href="{plan_url(plan.id)}"' in html
+    assert html.index(busy["queued"][0].goal) < html.index(busy["queued"][2].goal)
+    kinds = [row["event"].kind for row in ctx["timeline"]]
+    assert kinds[0] == "plan_created" and kinds[-1] == "session_created"
+    assert ctx["event_count"] == Event.objects.filter(session=session).count()
+
+
+def test_timeline_names_who_did_it(busy, reviewer_client):
+    session, (q1, q2, _) = busy["session"], busy["queued"]
+    services.plan_move(session_name=session.name, plan_id=q2.id, position="front", actor="user:sam")
+    services.plan_move(session_name=session.name, plan_id=q1.id, position="front", actor="api:ci-bot")
+    response = reviewer_client.get(session_url(session.name))
+    top = [(r["who"], r["channel"], r["event"].kind) for r in response.context["timeline"][:3]]
+    assert top == [
+        ("ci-bot", "API", "plan_moved"),
+        ("sam", "staff (admin)", "plan_moved"),
+        ("agent", "agent (MCP)", "plan_created"),
+    ]
+    assert "staff (admin)" in text_of(response)
+
+
+def test_session_page_shows_each_invariant_passing(busy, reviewer_client):
+    response = reviewer_client.get(session_url(busy["session"].name))
+    checks = {c["name"]: c for c in response.context["invariants"]}
+    assert {"single_active_plan", "queue_order_preserved", "files_match_database", "no_orphaned_files"} <= set(checks)
+    assert all(c["ok"] and not c["issues"] for c in checks.values())
+    assert response.context["valid"] is True
+    assert re.search(r'np-badge np-pass">valid<', text_of(response))
+
+
+def test_session_page_shows_failing_invariants_with_their_issues(busy, reviewer_client, sessions_dir):
+    q1 = busy["queued"][0]
+    plan_file(sessions_dir, q1).unlink()
+    (sessions_dir / busy["session"].name / "plans" / "zz999.txt").write_text("# Goal\nstray\n")
+    response = reviewer_client.get(session_url(busy["session"].name))
+    checks = {c["name"]: c for c in response.context["invariants"]}
+    assert checks["files_match_database"]["ok"] is False
+    assert any(q1.id in issue for issue in checks["files_match_database"]["issues"])
+    assert checks["no_orphaned_files"]["ok"] is False
+    assert any("zz999.txt" in issue for issue in checks["no_orphaned_files"]["issues"])
+    assert checks["single_active_plan"]["ok"] is True
+    html = text_of(response)
+    assert 'np-badge np-fail">invalid<' in html
+    assert "zz999.txt" in html
+
+
+def test_session_page_chart_is_inline_svg_from_the_event_log(busy, reviewer_client):
+    response = reviewer_client.get(session_url(busy["session"].name))
+    chart = response.context["chart"]
+    assert (chart.peak_queue, chart.final_queue, chart.completions) == (3, 3, 2)
+    html = text_of(response)
+    assert '<svg class="np-chart"' in html
+    assert html.count("<polyline") == 2
+    for points in (chart.queue_points, chart.done_points):
+        for pair in points.split():
+            x, y = (float(v) for v in pair.split(","))
+            assert 0 <= x <= chart.width and 0 <= y <= chart.height
+    assert "<script" not in html.split('<svg class="np-chart"')[1].split("</svg>")[0]
+
+
+def test_session_series_replays_the_queue(session, make_plan):
+    a, b, c = make_plan(session), make_plan(session), make_plan(session)
+    services.plan_pull(session_name=session.name)  # a active
+    services.plan_discard_any(session_name=session.name, plan_id=c.id, reason="dup", actor="user:sam")
+    services.plan_discard(session_name=session.name, reason="wrong")  # a, the active one
+    services.plan_pull(session_name=session.name)  # b
+    services.plan_defer(session_name=session.name, reason="later")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="ok")
+    series = [(q, d) for _, q, d in admin_queries.session_series(session)]
+    # created x3, pull a, discard c (queued), discard a (active), pull b, defer b, pull b, complete b
+    assert series == [(1, 0), (2, 0), (3, 0), (2, 0), (1, 0), (1, 0), (0, 0), (1, 0), (0, 0), (0, 1)]
+
+
+def test_unknown_or_malformed_session_is_404(reviewer_client):
+    assert reviewer_client.get(session_url("nope-nope-nope")).status_code == 404
+    assert reviewer_client.get("/admin/sessions_app/session/..%2F..%2Fetc/change/").status_code == 404
+
+
+def test_session_page_links_to_its_plans_and_events(busy, quiet, reviewer_client):
+    enqueue(quiet, "Elsewhere")
+    name = busy["session"].name
+    html = text_of(reviewer_client.get(session_url(name)))
+    plans_link = f"{reverse('admin:sessions_app_plan_changelist')}?session__exact={name}"
+    events_link = f"{reverse('admin:sessions_app_event_changelist')}?session__exact={name}"
+    assert f'href="{plans_link}"' in html and f'href="{events_link}"' in html
+    plans = reviewer_client.get(plans_link + "&status__exact=completed").context["cl"].result_list
+    assert {p.id for p in plans} == {busy["done1"].id, busy["done2"].id}
+    events = reviewer_client.get(events_link).context["cl"].result_list
+    assert {e.session_id for e in events} == {name}
+    assert len(events) == Event.objects.filter(session_id=name).count()
+
+
+# --- plan page -------------------------------------------------------------------------
+
+
+def test_plan_page_shows_every_section_as_markdown(busy, reviewer_client):
+    active = busy["active"]
+    response = reviewer_client.get(plan_url(active.id))
+    assert response.status_code == 200
+    html = text_of(response)
+    for title in ("Context", "Goal", "Inputs", "Outputs", "Approach", "Success Criteria", "Notes"):
+        assert f"<h2>{title}</h2>" in html
+    assert "<ol>\n<li>Dry run</li>\n<li>Fix rows</li>\n<li>Run for real</li>\n</ol>" in html
+    assert "<em>lowercase</em>" in html
+    assert 'id="np-status">active<' in html
+    assert response.context["file"].path.endswith(f"{busy['session'].name}/plans/{active.id}.txt")
+    assert response.context["file"].matches
+    assert [row["event"].kind for row in response.context["timeline"]] == ["plan_created", "plan_pulled", "plan_note"]
+
+
+def test_plan_page_shows_place_in_queue_and_history_fields(busy, reviewer_client):
+    q2 = busy["queued"][1]
+    response = reviewer_client.get(plan_url(q2.id))
+    assert response.context["place"] == 2
+    assert f"#2 in the queue (position {q2.queue_position})" in text_of(response)
+    done = reviewer_client.get(plan_url(busy["done1"].id))
+    assert "Found 23 routes in four blueprints" in text_of(done)
+    assert done.context["file"].matches and not done.context["file"].exists
+    gone = reviewer_client.get(plan_url(busy["discarded"].id))
+    assert "Superseded by the reporting service" in text_of(gone)
+
+
+def test_plan_page_reports_how_the_file_differs(busy, reviewer_client, sessions_dir):
+    q1, q2, q3 = busy["queued"]
+    path = plan_file(sessions_dir, q1)
+    path.write_text(path.read_text().rstrip("\n") + "\nAgent wrote this.\n")
+    edited = reviewer_client.get(plan_url(q1.id))
+    assert edited.context["file"].differing == ["notes"]
+    assert "differs" in text_of(edited)
+    plan_file(sessions_dir, q2).unlink()
+    missing = reviewer_client.get(plan_url(q2.id))
+    assert not missing.context["file"].exists and not missing.context["file"].matches
+    assert ">missing<" in text_of(missing)
+    stale = plan_file(sessions_dir, busy["done1"])
+    stale.write_text("# Goal\nleft behind\n")
+    left = reviewer_client.get(plan_url(busy["done1"].id))
+    assert ">left over<" in text_of(left)
+    untouched = reviewer_client.get(plan_url(q3.id))
+    assert untouched.context["file"].matches
+
+
+def test_plan_text_from_agents_is_never_markup(session, reviewer_client):
+    plan = enqueue(
+        session,
+        HOSTILE,
+        context="[click](javascript:alert(1)) <a href=javascript:alert(1)>x</a>",
+        approach='<iframe src="https://evil.example"></iframe>\n\n![pixel](https://evil.example/p.png)',
+    )
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text=HOSTILE + '\n\n<svg onload="alert(1)">')
+    pages = [
+        reviewer_client.get(plan_url(plan.id)),
+        reviewer_client.get(session_url(session.name)),
+        reviewer_client.get(reverse("admin:sessions_app_session_changelist")),
+        reviewer_client.get(reverse("admin:sessions_app_plan_changelist")),
+    ]
+    for response in pages:
+        assert response.status_code == 200
+        html = text_of(response)
+        lowered = html.lower()
+        assert "<script>alert(1)" not in html
+        assert "<img src=x" not in html and '<img src="https://evil.example' not in html
+        assert 'href="javascript' not in lowered and "<a href=javascript" not in lowered
+        assert "<iframe" not in html and "<svg onload" not in html
+        assert "&lt;script&gt;alert(1)&lt;/script&gt;" in html
+    plan_html = text_of(pages[0])
+    assert "&lt;img src=x onerror=alert(1)&gt;" in plan_html
+    assert "&lt;iframe" in plan_html
+
+
+def test_unknown_plan_is_404(reviewer_client):
+    assert reviewer_client.get(plan_url("zzzzz")).status_code == 404
+    assert reviewer_client.get(plan_url("NOT-AN-ID")).status_code == 404
+
+
+# --- history search --------------------------------------------------------------------
+
+
+def search(client, **params):
+    response = client.get(reverse("admin:sessions_app_history_search"), params)
+    assert response.status_code == 200
+    return response
+
+
+def test_search_ranks_and_highlights(busy, reviewer_client):
+    response = search(reviewer_client, q="routes blueprints")
+    results = response.context["results"]
+    assert [r["plan"].id for r in results][0] == busy["done1"].id
+    assert [r["hit"].rank for r in results] == list(range(1, len(results) + 1))
+    html = text_of(response)
+    assert "<mark>routes</mark>" in html and "<mark>blueprints</mark>" in html
+
+
+def test_search_within_one_session_or_all(busy, reviewer_client, quiet):
+    enqueue(quiet, "Draft the routes section")
+    services.plan_pull(session_name=quiet.name)
+    services.plan_complete(session_name=quiet.name, outcome="Routes section drafted")
+    everywhere = {r["plan"].session_id for r in search(reviewer_client, q="routes").context["results"]}
+    assert everywhere == {busy["session"].name, quiet.name}
+    one = search(reviewer_client, q="routes", session=quiet.name).context["results"]
+    assert {r["plan"].session_id for r in one} == {quiet.name}
+
+
+def test_search_never_returns_discarded_or_open_plans(busy, reviewer_client):
+    ids = {r["plan"].id for r in search(reviewer_client, q="PDF export customers refund").context["results"]}
+    assert busy["discarded"].id not in ids and busy["active"].id not in ids
+    assert not ids & {p.id for p in busy["queued"]}
+
+
+def test_search_reports_bad_input_without_failing(busy, reviewer_client):
+    response = search(reviewer_client, q="routes", session="no-such-session")
+    assert response.context["error"].startswith("SESSION_NOT_FOUND: ")
+    assert 'id="np-search-error"' in text_of(response)
+    bad = search(reviewer_client, q="routes", session="../../etc")
+    assert bad.context["error"].startswith("VALIDATION_ERROR: ")
+    for odd in ('"foo', "foo AND", "NEAR(", "*", "c++", "col:val"):
+        assert search(reviewer_client, q=odd).context["error"] is None
+    empty = search(reviewer_client, q="   ")
+    assert empty.context["results"] == [] and not empty.context["searched"]
+
+
+def test_search_snippets_escape_agent_text(session, reviewer_client):
+    enqueue(session, HOSTILE)
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="alert handled " + HOSTILE)
+    html = text_of(search(reviewer_client, q="alert"))
+    assert "&lt;script&gt;<mark>alert</mark>(1)&lt;/script&gt;" in html
+    assert "<script>alert" not in html and "<img src=x" not in html
+
+
+def test_discarded_plans_stay_out_even_when_they_match(session, reviewer_client):
+    enqueue(session, "Unique zebra word")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="zebra")
+    response = search(reviewer_client, q="zebra")
+    assert response.context["results"] == []
+    assert Plan.objects.filter(status="discarded").count() == 1
