@@ -1,8 +1,11 @@
-"""Database start-up for the MCP server, off the path to the `initialize` answer.
+"""Start-up for the MCP server, off the path to the `initialize` answer.
 
-`manage.py mcp` starts serving at once and prepares the database (migrations, repair)
-in a background thread; tools wait here until it is done. A fresh data directory is
-initialised quietly: nothing is printed, so stdout stays the protocol's.
+`manage.py mcp` starts serving at once. Over stdio it answers `initialize` even before
+Django loads its apps and the tools (that alone takes longer than the MCP SDK's own
+start); then, in a background thread, the apps and tools load and the database is
+prepared (migrations, repair). Requests that need the tools wait for the first step
+(wait_apps), tools for both (wait_ready). A fresh data directory is initialised quietly:
+nothing is printed, so stdout stays the protocol's.
 """
 
 from __future__ import annotations
@@ -14,7 +17,9 @@ import threading
 log = logging.getLogger("nineplan.mcp")
 
 _ready = threading.Event()
+_apps_ready = threading.Event()
 _error: list[BaseException] = []
+_setup_error: list[BaseException] = []
 _started = threading.Lock()
 _thread: threading.Thread | None = None
 
@@ -43,19 +48,45 @@ def prepare_database() -> None:
     # What a killed process left behind is put right before the first tool call.
     from sessions_app import repair
 
-    for action in repair.repair_all(apply=True):
-        log.warning("start-up repair", extra={"session": action.session, "action": action.kind, "file": action.target})
+    try:
+        actions = repair.repair_all(apply=True)
+    except Exception:
+        # A repair that cannot run (the database busy beyond its timeout, say) must not
+        # keep the server from serving: admin_validate still reports what is out of step,
+        # and the next start or `manage.py nineplan_repair --apply` fixes it.
+        log.exception("start-up repair failed; serving without it")
+        actions = []
+    for action in actions:
+        extra = {"session": action.session, "action": action.kind, "file": action.target}
+        if action.failed:
+            log.error("start-up repair failed", extra={**extra, "error": action.failed})
+        else:
+            log.warning("start-up repair", extra=extra)
     close_old_connections()
 
 
-def start(prepare=prepare_database) -> None:
-    """Begin preparing the database in the background (idempotent)."""
+def start(prepare=prepare_database, *, setup=None) -> None:
+    """Begin, in the background, ``setup`` (loading Django's apps and the tools, for a
+    server that answered its client before them), then preparing the database
+    (idempotent)."""
     global _thread
     with _started:
         if _thread is not None:
             return
 
         def work() -> None:
+            try:
+                if setup is not None:
+                    setup()
+            except BaseException as exc:  # reported to every request, and logged
+                log.exception("loading the apps failed")
+                _setup_error.append(exc)
+                _error.append(exc)
+            finally:
+                _apps_ready.set()
+            if _setup_error:
+                _ready.set()
+                return
             try:
                 prepare()
             except BaseException as exc:  # reported to every tool call, and logged
@@ -66,6 +97,22 @@ def start(prepare=prepare_database) -> None:
 
         _thread = threading.Thread(target=work, name="nineplan-prepare", daemon=True)
         _thread.start()
+
+
+def apps_ready() -> bool:
+    """Whether the tools can be listed and called without waiting (see start)."""
+    return _thread is None or _apps_ready.is_set()
+
+
+def wait_apps(timeout: float = 120.0) -> None:
+    """Block until Django's apps and the tools are loaded; at once when start() was
+    never given a setup step."""
+    if not apps_ready():
+        _apps_ready.wait(timeout)
+    if _setup_error:
+        from sessions_app.errors import DatabaseFailed
+
+        raise DatabaseFailed(f"The server could not load its apps at start-up: {_setup_error[0]}")
 
 
 def wait_ready(timeout: float = 120.0) -> None:

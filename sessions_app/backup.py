@@ -1,8 +1,15 @@
-"""Consistent backups of the database and the plan files, taken while agents keep working."""
+"""Consistent backups of the database and the plan files, taken while agents keep working.
+
+The database is copied first, as one snapshot; the plan files after it. A file that
+changes in between is reconciled by the repair when a backup is restored (a plan
+without its file is rendered from the database, a file without its plan is kept aside),
+so a restore is: put the copy in place, then run ``manage.py nineplan_repair --apply``.
+"""
 
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sqlite3
 from pathlib import Path
@@ -11,7 +18,12 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from sessions_app import planfiles
+
 log = logging.getLogger("nineplan.backup")
+
+DB_FILE = "9plan.sqlite3"
+SESSIONS_DIR = "sessions"
 
 
 def default_backup_dir() -> Path:
@@ -26,24 +38,49 @@ def backup_create(*, destination: Path | None = None, progress=None) -> Path:
     target.mkdir(parents=True, exist_ok=False)
     say = progress or (lambda msg: None)
     if connection.vendor == "sqlite":
-        db_path = settings.DATABASES["default"]["NAME"]
+        db_path = connection.settings_dict["NAME"]
         say(f"copying database {db_path}")
-        source = sqlite3.connect(db_path, timeout=20)
-        copy = sqlite3.connect(target / "9plan.sqlite3")
-        try:
-            # Pages are copied in steps so writers are held up only briefly.
-            source.backup(copy, pages=1024, progress=lambda status, remaining, total: None)
-        finally:
-            copy.close()
-            source.close()
+        _copy_sqlite(Path(db_path), target / DB_FILE)
     else:
-        say("PostgreSQL: use pg_dump for the database (see README, Backups); copying plan files only")
-    sessions = Path(settings.NINEPLAN_SESSIONS_PATH)
-    if sessions.exists():
+        say("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only")
+    sessions = planfiles.sessions_root()
+    if sessions.is_dir():
         say(f"copying plan files from {sessions}")
-        shutil.copytree(sessions, target / "sessions", ignore=shutil.ignore_patterns(".tmp-*"))
+        _copy_tree(sessions, target / SESSIONS_DIR)
     log.info("backup written", extra={"path": str(target)})
     return target
+
+
+def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
+    source = sqlite3.connect(source_path, timeout=20)
+    copy = sqlite3.connect(copy_path)
+    try:
+        source.execute("PRAGMA busy_timeout = 20000")
+        # All pages in one step, inside one read transaction: under WAL that neither
+        # blocks writers nor restarts when they commit, and yields one point in time.
+        # (Copying in small steps restarts after every commit by another process, so
+        # a busy server could keep it from ever finishing.)
+        source.backup(copy, pages=-1)
+        # A single self-contained file: no -wal beside it to lose when it is moved.
+        copy.execute("PRAGMA journal_mode=DELETE")
+    finally:
+        copy.close()
+        source.close()
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Copy the sessions folder; files that vanish mid-copy (a plan completed meanwhile)
+    are skipped, and temporary files of writes in progress are left out."""
+    for folder, dirs, files in os.walk(source):
+        rel = Path(folder).relative_to(source)
+        (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in files:
+            if name.startswith(planfiles.TEMP_PREFIX):
+                continue
+            try:
+                shutil.copy2(Path(folder) / name, target / rel / name)
+            except FileNotFoundError:
+                continue
 
 
 def backup_before_data_migration(sender, plan=None, using="default", **kwargs) -> None:

@@ -4,30 +4,32 @@ The database is authoritative for structure; a file is the agent's working copy.
 process killed mid-operation can leave: a queued/active plan without its file (the
 file is re-rendered from the database), a file whose plan is no longer queued/active
 (deleted if it holds nothing the database lacks, otherwise kept aside in the session's
-``preserved/`` folder and reported), or a temporary file of an interrupted write
-(removed). Every applied repair is written to the event log.
+``preserved/`` folder and reported), a file for a plan the database never committed
+(kept aside: it holds an agent's text), or a temporary file of an interrupted write
+(removed once it is old enough not to be a write in progress). The SQLite search index
+is checked against the completed plans and rebuilt if they differ. Every applied repair
+is written to the event log.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from sessions_app import planfiles, search
+from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
 log = logging.getLogger("nineplan.repair")
 
-# A temp file younger than this may belong to a write in progress in another process.
-TEMP_FILE_GRACE_SECONDS = 60
 ACTOR = "repair"
+OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 
 
 @dataclass(frozen=True)
@@ -36,12 +38,14 @@ class Action:
     kind: str  # rerender | delete_stale | preserve | remove_temp | reindex
     target: str
     detail: str
+    failed: str = ""
 
     def __str__(self) -> str:
-        return f"{self.session}: {self.kind} {self.target} ({self.detail})"
+        text = f"{self.session}: {self.kind} {self.target} ({self.detail})"
+        return f"{text} FAILED: {self.failed}" if self.failed else text
 
 
-def _file_adds_text(text: str, plan: Plan | None) -> bool:
+def file_adds_text(text: str, plan: Plan | None) -> bool:
     """Whether a file holds text the database copy of its plan lacks."""
     if plan is None:
         return text.strip() != ""
@@ -49,15 +53,17 @@ def _file_adds_text(text: str, plan: Plan | None) -> bool:
     if parsed.preamble:
         return True
     stored = {name: (getattr(plan, name) or "") for name in SECTIONS}
+    everything = "\n".join(stored.values())
     for name, body in parsed.sections.items():
         body = body.strip()
-        if body and body not in stored[name] and body not in "\n".join(stored.values()):
+        # A section moved under another heading is not new text either.
+        if body and body not in stored[name] and body not in everything:
             return True
     return False
 
 
-def _preserve(session: str, path: Path) -> Path:
-    target_dir = planfiles.session_dir(session) / planfiles.PRESERVED_DIR
+def _preserve(session_name: str, path: Path) -> Path:
+    target_dir = planfiles.session_dir(session_name) / planfiles.PRESERVED_DIR
     target_dir.mkdir(parents=True, exist_ok=True)
     stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
     target = target_dir / f"{path.stem}-{stamp}.txt"
@@ -69,105 +75,177 @@ def _preserve(session: str, path: Path) -> Path:
     return target
 
 
-def session_repair(*, session_name: str, apply: bool) -> list[Action]:
-    """Finds (and with ``apply``, fixes) what a crash left in one session's plan files."""
-    actions: list[Action] = []
-    session = Session.objects.filter(name=session_name).first()
-    if session is None:
-        return actions
-    open_plans = {
-        p.id: p
-        for p in Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE])
-    }
-    on_disk = set(planfiles.list_plan_files(session_name))
+class _Run:
+    """One session's repair: collects actions and, when applying, carries each out and logs it."""
 
-    for plan_id in sorted(set(open_plans) - on_disk):
-        actions.append(Action(session_name, "rerender", f"{plan_id}.txt", "plan file missing; rendered from the database"))
-        if apply:
-            plan = open_plans[plan_id]
-            planfiles.write_plan(session_name, plan_id, plan.sections())
+    def __init__(self, session: Session, apply: bool):
+        self.session = session
+        self.apply = apply
+        self.actions: list[Action] = []
 
-    stale_ids = sorted(on_disk - set(open_plans))
-    closed = Plan.objects.in_bulk(stale_ids)
-    for plan_id in stale_ids:
-        path = planfiles.plan_path(session_name, plan_id)
-        text = planfiles.read_plan(session_name, plan_id)
-        if text is None:
-            continue
-        plan = closed.get(plan_id)
-        state = plan.status if plan else "unknown"
-        if _file_adds_text(text, plan):
-            actions.append(Action(session_name, "preserve", path.name, f"plan is {state}; file holds text the database lacks"))
-            if apply:
-                kept = _preserve(session_name, path)
-                _record(session, plan, "preserve", path.name, kept_as=str(kept.relative_to(planfiles.session_dir(session_name))))
-        else:
-            actions.append(Action(session_name, "delete_stale", path.name, f"plan is {state}; the database has all its text"))
-            if apply:
-                path.unlink(missing_ok=True)
-
-    now = time.time()
-    for tmp in planfiles.list_temp_files(session_name):
+    def act(self, kind: str, target: str, detail: str, plan: Plan | None, fix) -> None:
+        if not self.apply:
+            self.actions.append(Action(self.session.name, kind, target, detail))
+            return
         try:
-            age = now - tmp.stat().st_mtime
-        except FileNotFoundError:
-            continue
-        if age < TEMP_FILE_GRACE_SECONDS:
-            continue
-        actions.append(Action(session_name, "remove_temp", tmp.name, "left by an interrupted write"))
-        if apply:
-            tmp.unlink(missing_ok=True)
-
-    if apply:
-        for action in actions:
-            if action.kind in ("rerender", "delete_stale", "remove_temp"):
-                plan = open_plans.get(action.target[:5]) or closed.get(action.target[:5])
-                _record(session, plan, action.kind, action.target)
-    return actions
-
-
-def _record(session: Session, plan: Plan | None, kind: str, target: str, **detail) -> None:
-    with transaction.atomic():
+            extra = fix() or {}
+        except (OSError, FileSystemFailed) as exc:
+            # One file that cannot be fixed must not stop the others, nor the server's start.
+            reason = getattr(exc, "message", None) or str(exc)
+            log.error("repair failed", extra={"session": self.session.name, "action": kind, "file": target, "error": reason})
+            self.actions.append(Action(self.session.name, kind, target, detail, failed=reason))
+            return
+        self.actions.append(Action(self.session.name, kind, target, detail))
         Event.objects.create(
-            session=session,
-            plan=plan if plan is not None and plan.pk else None,
+            session=self.session,
+            plan=plan,
             kind=Event.Kind.REPAIRED,
             actor=ACTOR,
-            detail={"action": kind, "file": target, **detail},
+            detail={"action": kind, "file": target, "reason": detail, **extra},
         )
-    log.info("repaired", extra={"session": session.name, "action": kind, "file": target})
+        log.info("repaired", extra={"session": self.session.name, "action": kind, "file": target})
+
+
+def _rerender(session_name: str, plan: Plan) -> None:
+    planfiles.write_plan(session_name, plan.id, plan.sections())
+
+
+def _repair_files(run: _Run) -> None:
+    session = run.session
+    name = session.name
+    open_plans = {p.id: p for p in Plan.objects.filter(session=session, status__in=OPEN)}
+    on_disk = set(planfiles.list_plan_files(name))
+
+    for plan_id in sorted(set(open_plans) - on_disk):
+        plan = open_plans[plan_id]
+        run.act(
+            "rerender",
+            f"{plan_id}.txt",
+            f"{plan.status} plan had no file; rendered from the database",
+            plan,
+            lambda plan=plan: _rerender(name, plan),
+        )
+
+    stale_ids = sorted(on_disk - set(open_plans))
+    # Only this session's plans: a file never speaks for a plan of another session.
+    closed = Plan.objects.filter(session=session).in_bulk(stale_ids)
+    for plan_id in stale_ids:
+        path = planfiles.plan_path(name, plan_id)
+        text = planfiles.read_plan(name, plan_id)
+        if text is None:
+            continue  # vanished meanwhile, or unreadable: nothing can be judged
+        plan = closed.get(plan_id)
+        state = f"plan is {plan.status}" if plan else "no such plan in the database"
+        if file_adds_text(text, plan):
+            run.act(
+                "preserve",
+                path.name,
+                f"{state}; the file holds text the database lacks, kept aside",
+                plan,
+                lambda path=path: {"kept_as": str(_preserve(name, path).relative_to(planfiles.session_dir(name)))},
+            )
+        else:
+            run.act(
+                "delete_stale",
+                path.name,
+                f"{state}; the database has all its text",
+                plan,
+                lambda path=path: path.unlink(missing_ok=True),
+            )
+
+    for tmp in planfiles.list_temp_files(name, min_age=planfiles.TEMP_FILE_GRACE_SECONDS):
+        run.act("remove_temp", tmp.name, "left by an interrupted write", None, lambda tmp=tmp: tmp.unlink(missing_ok=True))
+
+
+def session_repair(*, session_name: str, apply: bool) -> list[Action]:
+    """Finds (and with ``apply``, fixes) what a crash left in one session's plan files."""
+    if not is_session_name(session_name):
+        return []
+    if not apply:
+        session = Session.objects.filter(name=session_name).first()
+        if session is None:
+            return []
+        run = _Run(session, apply=False)
+        _repair_files(run)
+        return run.actions
+    # Under the session's write lock: a service writes a new plan's file before its
+    # transaction commits, so a repair running beside a live server would otherwise take
+    # that file for an orphan and move it aside from under the plan being created.
+    with transaction.atomic():
+        qs = Session.objects.filter(name=session_name)
+        if connection.vendor != "sqlite":
+            qs = qs.select_for_update()  # on SQLite, BEGIN IMMEDIATE already holds the lock
+        session = qs.first()
+        if session is None:
+            return []
+        run = _Run(session, apply=True)
+        _repair_files(run)
+    return run.actions
 
 
 def index_repair(*, apply: bool) -> list[Action]:
-    """The search index holds exactly the completed plans (SQLite)."""
-    from django.db import connection
-
+    """The search index holds exactly the completed plans (SQLite); rebuilt if not."""
     if connection.vendor != "sqlite":
         return []
     search.ensure_index()
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT count(*) FROM {search.FTS_TABLE}")
-        indexed = cur.fetchone()[0]
-    completed = Plan.objects.filter(status=Plan.Status.COMPLETED).count()
-    if indexed == completed:
-        return []
-    action = Action("*", "reindex", search.FTS_TABLE, f"{indexed} indexed, {completed} completed plans")
-    if apply:
-        with transaction.atomic():
+    with transaction.atomic():
+        indexed = search.indexed_count()
+        completed = Plan.objects.filter(status=Plan.Status.COMPLETED).count()
+        if indexed == completed:
+            return []
+        action = Action("*", "reindex", search.FTS_TABLE, f"{indexed} indexed, {completed} completed plans")
+        if apply:
+            drifted = _index_drift_by_session()
             search.rebuild_index()
+            # The index is shared, the event log is per session: each session whose
+            # entries were wrong gets the event.
+            for session_name, (had, wanted) in drifted.items():
+                Event.objects.create(
+                    session_id=session_name,
+                    kind=Event.Kind.REPAIRED,
+                    actor=ACTOR,
+                    detail={"action": "reindex", "file": search.FTS_TABLE, "indexed": had, "completed": wanted},
+                )
+            log.info("repaired", extra={"action": "reindex", "indexed": indexed, "completed": completed})
     return [action]
 
 
+def _index_drift_by_session() -> dict[str, tuple[int, int]]:
+    from django.db.models import Count
+
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT session_name, count(*) FROM {search.FTS_TABLE} GROUP BY session_name")
+        indexed = dict(cur.fetchall())
+    completed = dict(
+        Plan.objects.filter(status=Plan.Status.COMPLETED)
+        .order_by()
+        .values_list("session_id")
+        .annotate(n=Count("id"))
+        .values_list("session_id", "n")
+    )
+    known = set(Session.objects.filter(name__in=set(indexed) | set(completed)).values_list("name", flat=True))
+    return {
+        name: (indexed.get(name, 0), completed.get(name, 0))
+        for name in sorted(known)
+        if indexed.get(name, 0) != completed.get(name, 0)
+    }
+
+
+def session_names() -> list[str]:
+    """Sessions to check: every folder on disk, and every session with open plans (whose
+    folder may be gone altogether)."""
+    names: set[str] = set()
+    try:
+        names.update(n for n in os.listdir(planfiles.sessions_root()) if is_session_name(n))
+    except (FileNotFoundError, NotADirectoryError):
+        pass
+    names.update(Plan.objects.filter(status__in=OPEN).values_list("session_id", flat=True).distinct())
+    return sorted(names)
+
+
 def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
-    """Repairs every session with a folder on disk (or just ``session_name``)."""
-    root = planfiles.sessions_root()
-    if session_name is not None:
-        names = [session_name]
-    else:
-        try:
-            names = sorted(n for n in os.listdir(root) if is_session_name(n))
-        except FileNotFoundError:
-            names = []
+    """Repairs every session (or just ``session_name``), then the search index."""
+    names = [session_name] if session_name is not None else session_names()
     actions: list[Action] = []
     for name in names:
         actions.extend(session_repair(session_name=name, apply=apply))

@@ -53,7 +53,10 @@ class Hit:
 
 
 def words(query: str) -> list[str]:
-    return WORD_RE.findall(query.lower())
+    # "_" counts as a letter for \w but separates words in both engines: a run of
+    # underscores alone is no word (FTS5 would read it as an empty phrase that matches
+    # nothing, PostgreSQL would drop it: the two would disagree).
+    return [w for w in WORD_RE.findall(query.lower()) if w.strip("_")]
 
 
 def ensure_index(conn=None) -> None:
@@ -84,6 +87,22 @@ def rebuild_index() -> int:
             WHERE status = 'completed'"""
         )
         return cur.rowcount
+
+
+def indexed_count(session_name: str | None = None) -> int | None:
+    """How many plans the SQLite index holds (of one session, or all); None elsewhere.
+
+    The whole index is counted from its docsize table (one row per document, no text);
+    one session's count scans the index, as session_name is not an indexed column.
+    """
+    if connection.vendor != "sqlite":
+        return None
+    with connection.cursor() as cur:
+        if session_name is None:
+            cur.execute(f"SELECT count(*) FROM {FTS_TABLE}_docsize")
+        else:
+            cur.execute(f"SELECT count(*) FROM {FTS_TABLE} WHERE session_name = %s", [session_name])
+        return cur.fetchone()[0]
 
 
 def sqlite_triggers_present() -> list[str]:
@@ -133,23 +152,199 @@ def search(query: str, *, session_name: str | None, limit: int) -> list[Hit]:
     return [Hit(plan_id=plan_id, rank=i + 1, score=score) for i, (plan_id, score) in enumerate(rows)]
 
 
+# --- PostgreSQL -----------------------------------------------------------------------------
+#
+# Migration 0003 adds a stored generated tsvector column (goal weight A, outputs and outcome
+# B, context and inputs C) and a GIN index on it for completed plans only; the column is not
+# on the Django model, so it is read with raw SQL here. The 'simple' configuration only
+# lowercases, like FTS5's unicode61. PostgreSQL's parser would keep "billing/models.py" or
+# "a@b.com" as one token where FTS5 sees words, so the column is built from the text with
+# every character that is not a letter or digit turned into a space (PG_NORMALIZE).
+
+PG_VECTOR_COLUMN = "search_vector"
+PG_INDEX = "sessions_app_plan_search_gin"
+PG_NORMALIZE = "[^[:alnum:]]"
+# Ranking every match of a word found in nearly every plan would read every plan's vector;
+# the matches are ranked in the index's order up to this many, which is far more than any
+# one session holds.
+PG_RANK_CANDIDATES = 10_000
+
+
+def _ts_query(terms: list[str], joiner: str) -> str:
+    # Each word is quoted as a lexeme: words hold only letters, digits and "_", so no
+    # tsquery operator can get in. A word the parser splits (snake_case) becomes a phrase.
+    quoted = [f"'{t}'" for t in terms]
+    quoted[-1] += ":*"
+    return f" {joiner} ".join(quoted)
+
+
 def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple[str, float]]:
-    # Until the tsvector index lands, PostgreSQL ranks by how many words a plan contains.
-    from django.db.models import Case, IntegerField, Q, Value, When
+    found: list[tuple[str, float]] = []
+    joiners = ["&", "|"] if len(terms) > 1 else ["&"]
+    with connection.cursor() as cur:
+        for joiner in joiners:
+            params: list = [_ts_query(terms, joiner)]
+            where = f"p.status = 'completed' AND p.{PG_VECTOR_COLUMN} @@ q.query"
+            if session_name is not None:
+                where += " AND p.session_name = %s"
+                params.append(session_name)
+            if found:
+                where += " AND NOT (p.id = ANY(%s))"
+                params.append([plan_id for plan_id, _ in found])
+            params += [PG_RANK_CANDIDATES, limit - len(found)]
+            # Normalization 1 divides by the log of the plan's length, so that, as with
+            # BM25, a word in a short plan counts for more than in a long one.
+            cur.execute(
+                f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
+                    matches AS (
+                        SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
+                        FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s)
+                SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s""",
+                params,
+            )
+            # Scores are negated so that, as with FTS5's rank, lower is better.
+            found += [(plan_id, -float(score)) for plan_id, score in cur.fetchall()]
+            if len(found) >= limit:
+                break
+    return found
 
-    from sessions_app.models import Plan
 
-    fields = ("goal", "context", "inputs", "outputs", "outcome")
-    qs = Plan.objects.filter(status=Plan.Status.COMPLETED)
-    if session_name is not None:
-        qs = qs.filter(session_id=session_name)
-    any_word = Q()
-    score = Value(0)
-    for term in terms:
-        has = Q()
-        for f in fields:
-            has |= Q(**{f"{f}__icontains": term})
-        any_word |= has
-        score = score + Case(When(has, then=Value(1)), default=Value(0), output_field=IntegerField())
-    rows = qs.filter(any_word).annotate(score=score).order_by("-score", "-completed_at").values_list("id", "score")
-    return [(pid, -float(s)) for pid, s in rows[:limit]]
+# --- snippets ----------------------------------------------------------------------------
+
+SNIPPET_FIELDS = ("goal", "outcome", "outputs", "context", "inputs")
+SNIPPET_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class Snippet:
+    """A short excerpt of one field of a plan, around the words a query matched.
+
+    ``text`` is plain text (never markup; "…" marks a cut) and ``spans`` are the
+    ``[start, end)`` offsets of the matched words in it. A page escapes the pieces
+    between and inside the spans on its own (``html()`` does exactly that), so text an
+    agent wrote can never turn into markup, and no marker character inside the text can
+    be mistaken for a highlight.
+    """
+
+    field: str
+    text: str
+    spans: tuple[tuple[int, int], ...]
+
+    def html(self, tag: str = "mark") -> str:
+        from django.utils.html import escape
+
+        out, pos = [], 0
+        for start, end in self.spans:
+            out.append(escape(self.text[pos:start]))
+            out.append(f"<{tag}>{escape(self.text[start:end])}</{tag}>")
+            pos = end
+        out.append(escape(self.text[pos:]))
+        return "".join(out)
+
+
+def _markers() -> tuple[str, str, re.Pattern[str]]:
+    # Fresh random markers for every call: the database inserts them around matches, and
+    # stored text cannot contain them by accident (or by an agent's design).
+    import secrets
+
+    nonce = secrets.token_hex(8)
+    start, stop = f"S{nonce}S", f"E{nonce}E"
+    return start, stop, re.compile(f"({start}|{stop})")
+
+
+def _unmark(marked: str, start: str, stop: str, pattern: re.Pattern[str]) -> tuple[str, tuple[tuple[int, int], ...]]:
+    """Marked text from the database as plain text and the offsets of its highlights."""
+    text, spans, opened = [], [], None
+    length = 0
+    for piece in pattern.split(marked):
+        if piece == start:
+            opened = length
+        elif piece == stop:
+            if opened is not None and length > opened:
+                spans.append((opened, length))
+            opened = None
+        else:
+            text.append(piece)
+            length += len(piece)
+    return "".join(text), tuple(spans)
+
+
+def _best(found: dict[str, dict[str, tuple[str, tuple]]]) -> dict[str, Snippet]:
+    """For each plan, the field with the most highlighted words (ties: SNIPPET_FIELDS order)."""
+    best: dict[str, Snippet] = {}
+    for plan_id, by_field in found.items():
+        ranked = sorted(
+            ((name, *by_field[name]) for name in SNIPPET_FIELDS if by_field.get(name) and by_field[name][1]),
+            key=lambda item: (-len(item[2]), SNIPPET_FIELDS.index(item[0])),
+        )
+        if ranked:
+            name, text, spans = ranked[0]
+            best[plan_id] = Snippet(field=name, text=text, spans=spans)
+    return best
+
+
+def snippets(plan_ids: list[str], query: str) -> dict[str, Snippet]:
+    """Excerpts of the given plans around the words of ``query`` (any of them, the last one
+    also as a prefix, as search() matches). Made by FTS5's snippet() on SQLite and by
+    ts_headline() on PostgreSQL; meant for the few rows a search returned. Plans with no
+    match (or that are not completed) are left out."""
+    terms = words(query)
+    ids = [plan_id for plan_id in dict.fromkeys(plan_ids) if isinstance(plan_id, str)]
+    if not terms or not ids:
+        return {}
+    start, stop, pattern = _markers()
+    found: dict[str, dict[str, tuple[str, tuple]]] = {}
+    with connection.cursor() as cur:
+        if connection.vendor == "sqlite":
+            columns = ("goal", "context", "inputs", "outputs", "outcome")  # the FTS table's order
+            calls = ", ".join(
+                f"snippet({FTS_TABLE}, {2 + i}, %s, %s, '…', {SNIPPET_TOKENS})" for i in range(len(columns))
+            )
+            placeholders = ", ".join(["%s"] * len(ids))
+            cur.execute(
+                f"SELECT plan_id, {calls} FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND plan_id IN ({placeholders})",
+                [start, stop] * len(columns) + [_fts_query(terms, "OR")] + ids,
+            )
+            for plan_id, *marked in cur.fetchall():
+                found[plan_id] = {
+                    name: _unmark(text or "", start, stop, pattern) for name, text in zip(columns, marked)
+                }
+        else:
+            found = _postgres_snippets(cur, ids, terms, start, stop, pattern)
+    return _best(found)
+
+
+def _postgres_snippets(cur, ids, terms, start, stop, pattern) -> dict[str, dict[str, tuple[str, tuple]]]:
+    # ts_headline runs on the field with every character that is not a letter or digit
+    # replaced by one space: the words the index holds, at the same offsets as in the raw
+    # text. The excerpt is then found in that normalized text and cut from the raw one, so
+    # the page shows "billing/models.py", not "billing models py".
+    options = (
+        f"StartSel={start}, StopSel={stop}, MaxWords={SNIPPET_TOKENS + 4}, MinWords={SNIPPET_TOKENS // 2}, "
+        "ShortWord=0, HighlightAll=false"
+    )
+    normalized = ", ".join(f"p.{name}, regexp_replace(p.{name}, %s, ' ', 'g') AS n_{name}" for name in SNIPPET_FIELDS)
+    headlines = ", ".join(f"{name}, n_{name}, ts_headline('simple', n_{name}, q.query, %s)" for name in SNIPPET_FIELDS)
+    cur.execute(
+        f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query)
+        SELECT id, {headlines} FROM (
+            SELECT p.id, {normalized} FROM {PLAN_TABLE} p, q
+            WHERE p.id = ANY(%s) AND p.status = 'completed' AND p.{PG_VECTOR_COLUMN} @@ q.query
+        ) AS p, q""",
+        [_ts_query(terms, "|")] + [options] * len(SNIPPET_FIELDS) + [PG_NORMALIZE] * len(SNIPPET_FIELDS) + [ids],
+    )
+    found: dict[str, dict[str, tuple[str, tuple]]] = {}
+    for plan_id, *values in cur.fetchall():
+        by_field = {}
+        for i, name in enumerate(SNIPPET_FIELDS):
+            raw, flat, marked = (v or "" for v in values[3 * i : 3 * i + 3])
+            plain, spans = _unmark(marked, start, stop, pattern)
+            at = flat.find(plain)
+            if not spans or at < 0:
+                continue
+            end = at + len(plain)
+            before, after = ("…" if at > 0 else ""), ("…" if end < len(raw) else "")
+            shift = len(before)
+            by_field[name] = (before + raw[at:end] + after, tuple((a + shift, b + shift) for a, b in spans))
+        found[plan_id] = by_field
+    return found

@@ -14,6 +14,34 @@ from sessions_app.models import Plan, Session
 REPO = Path(__file__).resolve().parent.parent
 
 
+def _on_postgres() -> bool:
+    from django.conf import settings
+
+    return settings.DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql"
+
+
+def pytest_collection_modifyitems(config, items):
+    # Tests marked `postgres` run in the suite's PostgreSQL pass (CI runs the suite on
+    # both databases); on SQLite they are skipped, visibly.
+    if _on_postgres():
+        return
+    skip = pytest.mark.skip(reason="needs PostgreSQL: run with DATABASE_URL=postgres://...")
+    for item in items:
+        if item.get_closest_marker("postgres"):
+            item.add_marker(skip)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item, call):
+    report = yield
+    # In CI the PostgreSQL pass is the only place these tests run: a skip there (a missing
+    # service, a wrong URL) would pass silently, so it fails instead.
+    if report.skipped and item.get_closest_marker("postgres") and os.environ.get("CI") == "true" and _on_postgres():
+        report.outcome = "failed"
+        report.longrepr = f"a `postgres` test was skipped on the PostgreSQL run in CI: {report.longrepr}"
+    return report
+
+
 @pytest.fixture
 def anyio_backend():
     return "asyncio"
@@ -57,12 +85,32 @@ def make_plan(db):
 def subprocess_env(tmp_path, settings) -> dict[str, str]:
     """Environment for a `manage.py` subprocess sharing this test's database and sessions dir."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST")}
+    # pytest-django exported tests.settings, which would give the child a private sessions
+    # folder of its own; the child must use this test's folder and database.
+    env["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
     env["NINEPLAN_SESSIONS_PATH"] = str(settings.NINEPLAN_SESSIONS_PATH)
     db = settings.DATABASES["default"]
     if db["ENGINE"].endswith("sqlite3"):
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
+    else:
+        env["DATABASE_URL"] = postgres_url(db)
     env["PYTHONUNBUFFERED"] = "1"
     return env
+
+
+def postgres_url(db: dict) -> str:
+    """A URL for the database in ``db`` (during a test run: the test database, which
+    pytest-django has swapped into the settings), for processes started by the test."""
+    from urllib.parse import quote
+
+    user = quote(db.get("USER") or "", safe="")
+    password = quote(db.get("PASSWORD") or "", safe="")
+    auth = f"{user}:{password}@" if password else (f"{user}@" if user else "")
+    host = db.get("HOST") or "localhost"
+    if ":" in host:
+        host = f"[{host}]"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth}{host}{port}/{quote(db['NAME'], safe='')}"
 
 
 PYTHON = sys.executable

@@ -1,0 +1,196 @@
+"""Backups: a consistent copy of the database and the plan files, taken while another
+process keeps writing, and one taken before a migration that changes data."""
+
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+from django.db.migrations import Migration
+from django.db.migrations.operations import AddField, RunPython
+
+from sessions_app import backup, planfiles, search, services
+from sessions_app.models import Plan
+from tests.conftest import MANAGE, PYTHON
+from tests.sessions_app.conftest import plan_file
+
+pytestmark = pytest.mark.django_db(transaction=True)
+sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's online backup; pg_dump on PostgreSQL")
+
+# Runs in `manage.py shell`: adds, pulls and completes plans until told to stop.
+WRITER = """
+import os, pathlib
+from sessions_app import services
+name = os.environ["WRITER_SESSION"]
+started = pathlib.Path(os.environ["WRITER_STARTED"])
+stop = pathlib.Path(os.environ["WRITER_STOP"])
+fields = dict(context="c", goal="written during the backup", approach="a", success_criteria="s")
+for i in range(20000):
+    services.plan_enqueue(session_name=name, **fields)
+    services.plan_pull(session_name=name)
+    services.plan_complete(session_name=name, outcome=f"done {i}")
+    if i == 5:
+        started.touch()
+    if stop.exists():
+        break
+"""
+
+
+def the_backup(output: Path) -> Path:
+    [folder] = output.iterdir()
+    assert folder.name.startswith("9plan-")
+    return folder
+
+
+def open_copy(folder: Path) -> sqlite3.Connection:
+    path = folder / backup.DB_FILE
+    assert path.exists()
+    # Self-contained: nothing beside it that a move could leave behind.
+    assert not (folder / (backup.DB_FILE + "-wal")).exists()
+    return sqlite3.connect(path)
+
+
+def wait_for(path: Path, proc: subprocess.Popen) -> None:
+    while not path.exists():
+        assert proc.poll() is None, "the writer stopped before it started writing"
+        time.sleep(0.05)
+
+
+@sqlite_only
+@pytest.mark.slow
+def test_backup_while_another_process_writes_is_consistent(make_plan, sessions_dir, subprocess_env, tmp_path):
+    session = services.session_create(task_description="Backed up")
+    idle = services.session_create()
+    kept = make_plan(idle, goal="Queued before the backup")
+    writer_env = {
+        **subprocess_env,
+        "WRITER_SESSION": session.name,
+        "WRITER_STARTED": str(tmp_path / "started"),
+        "WRITER_STOP": str(tmp_path / "stop"),
+    }
+    writer = subprocess.Popen(
+        [PYTHON, MANAGE, "shell", "-c", WRITER], env=writer_env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        wait_for(tmp_path / "started", writer)
+        output = tmp_path / "backups"
+        done = subprocess.run(
+            [PYTHON, MANAGE, "nineplan_backup", "--output", str(output)],
+            env=subprocess_env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+    finally:
+        (tmp_path / "stop").touch()
+        _, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0, err
+    assert done.returncode == 0, done.stderr
+    folder = the_backup(output)
+    assert done.stdout.strip() == f"Backup written to {folder}"
+
+    db = open_copy(folder)
+    try:
+        assert db.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert db.execute("PRAGMA foreign_key_check").fetchall() == []
+        # The search index is part of the snapshot, and in step with it.
+        db.execute(f"INSERT INTO {search.FTS_TABLE}({search.FTS_TABLE}) VALUES ('integrity-check')")
+        described = db.execute("SELECT task_description FROM sessions_app_session WHERE name = ?", (session.name,))
+        assert described.fetchall() == [("Backed up",)]
+        completed = db.execute(
+            "SELECT count(*) FROM sessions_app_plan WHERE session_name = ? AND status = 'completed'", (session.name,)
+        ).fetchone()[0]
+        indexed = db.execute(
+            f"SELECT count(*) FROM {search.FTS_TABLE} WHERE session_name = ?", (session.name,)
+        ).fetchone()[0]
+        queued = db.execute("SELECT status, goal FROM sessions_app_plan WHERE id = ?", (kept.id,)).fetchall()
+    finally:
+        db.close()
+    assert completed >= 6  # what the writer had done before the backup began
+    assert indexed == completed
+    assert queued == [("queued", "Queued before the backup")]
+    copied = folder / backup.SESSIONS_DIR / idle.name / "plans" / f"{kept.id}.txt"
+    assert copied.read_bytes() == plan_file(sessions_dir, kept).read_bytes()
+    assert not list((folder / backup.SESSIONS_DIR).rglob(f"{planfiles.TEMP_PREFIX}*"))
+
+
+def test_backup_copies_plan_files_and_leaves_out_temp_files(session, make_plan, sessions_dir, tmp_path):
+    plan = make_plan(session, goal="Keep me")
+    plans = sessions_dir / session.name / "plans"
+    (plans / f"{planfiles.TEMP_PREFIX}half.txt").write_text("half a write")
+    preserved = sessions_dir / session.name / planfiles.PRESERVED_DIR
+    preserved.mkdir()
+    (preserved / "zz9zz-1.txt").write_text("kept aside earlier")
+
+    folder = backup.backup_create(destination=tmp_path / "out")
+
+    copy = folder / backup.SESSIONS_DIR / session.name
+    assert sorted(p.name for p in (copy / "plans").iterdir()) == [f"{plan.id}.txt"]
+    assert (copy / "plans" / f"{plan.id}.txt").read_bytes() == plan_file(sessions_dir, plan).read_bytes()
+    assert (copy / planfiles.PRESERVED_DIR / "zz9zz-1.txt").read_text() == "kept aside earlier"
+    if connection.vendor == "sqlite":
+        db = open_copy(folder)
+        try:
+            assert db.execute("SELECT id, status FROM sessions_app_plan").fetchall() == [(plan.id, "queued")]
+        finally:
+            db.close()
+    else:
+        assert not (folder / backup.DB_FILE).exists()
+
+
+def test_two_backups_never_share_a_folder(session, tmp_path):
+    first = backup.backup_create(destination=tmp_path / "out")
+    second = backup.backup_create(destination=tmp_path / "out")
+    assert first != second
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == sorted([first.name, second.name])
+
+
+def _migration(*operations) -> Migration:
+    migration = Migration("9999_test", "sessions_app")
+    migration.operations = list(operations)
+    return migration
+
+
+def _noop(apps, schema_editor):
+    pass
+
+
+def test_a_data_migration_is_preceded_by_a_backup(session, make_plan, settings, tmp_path):
+    settings.NINEPLAN_DATA_DIR = tmp_path / "data"
+    make_plan(session)
+
+    backup.backup_before_data_migration(sender=None, plan=[(_migration(RunPython(_noop)), False)])
+
+    [folder] = (tmp_path / "data" / "backups").iterdir()
+    assert (folder / backup.SESSIONS_DIR / session.name / "plans").is_dir()
+    if connection.vendor == "sqlite":
+        db = open_copy(folder)
+        try:
+            assert db.execute("SELECT count(*) FROM sessions_app_plan").fetchone()[0] == Plan.objects.count()
+        finally:
+            db.close()
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        [],
+        [(_migration(AddField("plan", "extra", None)), False)],  # schema only
+        [(_migration(RunPython(_noop)), True)],  # unapplying
+    ],
+    ids=["nothing", "schema-only", "backwards"],
+)
+def test_no_backup_without_a_data_migration(session, settings, tmp_path, plan):
+    settings.NINEPLAN_DATA_DIR = tmp_path / "data"
+    backup.backup_before_data_migration(sender=None, plan=plan)
+    assert not (tmp_path / "data").exists()
+
+
+def test_no_backup_of_an_empty_database(db, settings, tmp_path):
+    settings.NINEPLAN_DATA_DIR = tmp_path / "data"
+    backup.backup_before_data_migration(sender=None, plan=[(_migration(RunPython(_noop)), False)])
+    assert not (tmp_path / "data").exists()

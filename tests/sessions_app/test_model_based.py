@@ -1,0 +1,317 @@
+"""Model-based test: random sequences of every queue operation, run against the real
+services (SQLite or PostgreSQL, plan files on disk) and against a plain in-memory model of
+what 9plan promises. After every step the two must agree on the queue order, the active
+plan, the history, every plan's text and every plan file, and admin_validate must be clean.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
+
+from sessions_app import planfiles, queries, services
+from sessions_app.errors import NineplanError
+from sessions_app.models import SECTIONS, Event, Plan
+
+STAMP = r"Deferred \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC: "
+
+
+def _no_heading_line(text: str) -> bool:
+    # A line that is exactly a section heading would start a new section when the file is
+    # read back; that is the file format's one reserved shape, so agents' text avoids it.
+    return not any(line.rstrip() in planfiles.HEADINGS for line in text.split("\n"))
+
+
+# Any Unicode an agent could send and 9plan can store: no NUL, no lone surrogates.
+_chars = st.characters(exclude_categories=("Cs",), exclude_characters="\x00")
+TEXT = st.text(_chars, min_size=1, max_size=24).filter(lambda t: not t.isspace() and _no_heading_line(t))
+# Line structure matters most to the file round trip and the append rule.
+LINES = st.lists(
+    st.one_of(TEXT, st.sampled_from(["", " ", "\t", "\r", "  indented", "\u00a0", "\u2028", "# Step 1"])),
+    min_size=1,
+    max_size=4,
+).map("\n".join)
+SOME_TEXT = st.one_of(TEXT, LINES.filter(lambda t: not t.isspace() and t != "" and _no_heading_line(t)))
+OPTIONAL = st.one_of(st.none(), st.just(""), SOME_TEXT)
+POSITION = st.sampled_from([None, "front", "back"])
+PLAN = st.fixed_dictionaries(
+    {"context": SOME_TEXT, "goal": SOME_TEXT, "approach": SOME_TEXT, "success_criteria": SOME_TEXT},
+    optional={"inputs": OPTIONAL, "outputs": OPTIONAL},
+)
+BLANK = st.sampled_from(["", " ", "\n\n", "\u3000\u00a0", "\u2028"])
+
+
+def compose(stored: str, fragment: str) -> str:
+    """SPEC §8, written independently of the service: S' + blank line + F'."""
+    head = stored.rstrip()
+    lines = fragment.split("\n")
+    while len(lines) > 1 and lines[0].strip() == "":
+        lines.pop(0)
+    tail = "\n".join(lines)
+    return tail if head == "" else f"{head}\n\n{tail}"
+
+
+@dataclass
+class ModelPlan:
+    sections: dict[str, str]
+    status: str = "queued"
+    outcome: str = ""
+    discard_reason: str = ""
+
+
+@dataclass
+class Model:
+    queue: list[str] = field(default_factory=list)
+    active: str | None = None
+    plans: dict[str, ModelPlan] = field(default_factory=dict)
+    completed: list[str] = field(default_factory=list)
+    discarded: list[str] = field(default_factory=list)
+    # What the agent wrote into the active plan's file and 9plan has not read back yet.
+    file_notes: dict[str, tuple[str, str]] = field(default_factory=dict)
+
+    def absorb(self, plan_id: str) -> None:
+        """What 9plan reads back from the file before it changes the plan."""
+        if plan_id in self.file_notes:
+            _, notes = self.file_notes.pop(plan_id)
+            current = self.plans[plan_id].sections["notes"]
+            if notes.strip("\r\n") != current.strip("\r\n"):
+                self.plans[plan_id].sections["notes"] = notes.strip("\r\n")
+
+
+class NineplanMachine(RuleBasedStateMachine):
+    def __init__(self) -> None:
+        super().__init__()
+        self.model = Model()
+        self.name = ""
+
+    @initialize()
+    def new_session(self) -> None:
+        # A fresh session for every example: examples share the test's database.
+        self.name = services.session_create(task_description="model-based").name
+
+    # --- the call, and the errors the model expects ----------------------------------------
+
+    def expect_error(self, category: str, call) -> None:
+        plans = list(Plan.objects.filter(session_id=self.name).order_by("id").values())
+        event_count = Event.objects.filter(session_id=self.name).count()
+        with pytest.raises(NineplanError) as info:
+            call()
+        assert info.value.category == category, info.value.message
+        assert list(Plan.objects.filter(session_id=self.name).order_by("id").values()) == plans
+        assert Event.objects.filter(session_id=self.name).count() == event_count
+
+    # --- rules ----------------------------------------------------------------------------
+
+    @rule(fields=PLAN, position=POSITION)
+    def add(self, fields, position):
+        plan = services.plan_enqueue(session_name=self.name, position=position, **fields)
+        self._added([plan.id], [fields], position)
+
+    @rule(batch=st.lists(PLAN, min_size=1, max_size=4), position=POSITION)
+    def add_batch(self, batch, position):
+        created = services.plan_enqueue_many(session_name=self.name, plans=batch, position=position)
+        self._added([p.id for p in created], batch, position)
+
+    def _added(self, ids, batch, position) -> None:
+        assert len(set(ids)) == len(ids) and not set(ids) & set(self.model.plans)
+        for plan_id, fields in zip(ids, batch, strict=True):
+            sections = {name: fields.get(name) or "" for name in SECTIONS}
+            self.model.plans[plan_id] = ModelPlan(sections)
+        # A batch keeps its order at either end: [A, B] at the front is worked A, then B.
+        if position == "front":
+            self.model.queue[:0] = ids
+        else:
+            self.model.queue.extend(ids)
+
+    @precondition(lambda self: self.model.active is None and self.model.queue)
+    @rule()
+    def pull(self):
+        plan = services.plan_pull(session_name=self.name)
+        expected = self.model.queue.pop(0)
+        assert plan.id == expected
+        self.model.active = expected
+        self.model.plans[expected].status = "active"
+
+    @precondition(lambda self: self.model.active is not None)
+    @rule(reason=SOME_TEXT, position=POSITION)
+    def defer(self, reason, position):
+        plan = services.plan_defer(session_name=self.name, reason=reason, position=position)
+        plan_id = self.model.active
+        assert plan.id == plan_id
+        self.model.absorb(plan_id)
+        mp = self.model.plans[plan_id]
+        # The timestamp is the server's: check its shape, then take the stored text.
+        pattern = re.escape(compose(mp.sections["notes"], "\x00")).replace("\x00", STAMP) + re.escape(reason)
+        stored = Plan.objects.get(id=plan_id).notes
+        assert re.fullmatch(pattern, stored), (stored, pattern)
+        mp.sections["notes"] = stored
+        mp.status = "queued"
+        self.model.active = None
+        if position == "front":
+            self.model.queue.insert(0, plan_id)
+        else:
+            self.model.queue.append(plan_id)
+
+    @precondition(lambda self: self.model.active is not None)
+    @rule(text=SOME_TEXT, mode=st.sampled_from([None, "append", "replace"]))
+    def note(self, text, mode):
+        plan = services.plan_note(session_name=self.name, text=text, mode=mode)
+        plan_id = self.model.active
+        self.model.absorb(plan_id)
+        mp = self.model.plans[plan_id]
+        mp.sections["notes"] = text if mode == "replace" else compose(mp.sections["notes"], text)
+        assert plan.notes == mp.sections["notes"]
+
+    @precondition(lambda self: self.model.active is not None)
+    @rule(notes=st.one_of(st.just(""), SOME_TEXT))
+    def agent_edits_the_file(self, notes):
+        """The agent rewrites the Notes section of its plan file by hand."""
+        plan_id = self.model.active
+        sections = {**self.model.plans[plan_id].sections, "notes": notes}
+        text = planfiles.render(sections)
+        planfiles.plan_path(self.name, plan_id).write_text(text, encoding="utf-8", newline="")
+        self.model.file_notes[plan_id] = (text, notes)
+
+    @precondition(lambda self: self.model.active is not None)
+    @rule(outcome=SOME_TEXT)
+    def complete(self, outcome):
+        plan = services.plan_complete(session_name=self.name, outcome=outcome)
+        plan_id = self.model.active
+        assert plan.id == plan_id
+        self.model.absorb(plan_id)
+        mp = self.model.plans[plan_id]
+        mp.status, mp.outcome = "completed", outcome
+        self.model.completed.append(plan_id)
+        self.model.active = None
+
+    @precondition(lambda self: self.model.active is not None)
+    @rule(reason=SOME_TEXT)
+    def discard(self, reason):
+        plan = services.plan_discard(session_name=self.name, reason=reason)
+        plan_id = self.model.active
+        assert plan.id == plan_id
+        self.model.absorb(plan_id)
+        mp = self.model.plans[plan_id]
+        mp.status, mp.discard_reason = "discarded", reason
+        self.model.discarded.append(plan_id)
+        self.model.active = None
+
+    @rule(op=st.sampled_from(["pull", "defer", "note", "complete", "discard"]), text=SOME_TEXT, position=POSITION)
+    def refused_in_this_state(self, op, text, position):
+        """Calls the session's state does not allow, with exactly the error the model predicts."""
+        if op == "pull":
+            if self.model.active is None and self.model.queue:
+                return
+            category = "PLAN_ALREADY_ACTIVE" if self.model.active is not None else "QUEUE_EMPTY"
+        else:
+            if self.model.active is not None:
+                return
+            category = "NO_ACTIVE_PLAN"
+        calls = {
+            "pull": lambda: services.plan_pull(session_name=self.name),
+            "defer": lambda: services.plan_defer(session_name=self.name, reason=text, position=position),
+            "note": lambda: services.plan_note(session_name=self.name, text=text),
+            "complete": lambda: services.plan_complete(session_name=self.name, outcome=text),
+            "discard": lambda: services.plan_discard(session_name=self.name, reason=text),
+        }
+        self.expect_error(category, calls[op])
+
+    @rule(
+        case=st.sampled_from(
+            ["blank section", "blank note", "unknown mode", "blank reason", "blank outcome", "bad position"]
+        ),
+        fields=PLAN,
+        blank=BLANK,
+        which=st.sampled_from(["context", "goal", "approach", "success_criteria"]),
+    )
+    def rejected_input(self, case, fields, blank, which):
+        """Bad input is refused before the session's state is looked at, whatever it is."""
+        name = self.name
+        calls = {
+            "blank section": lambda: services.plan_enqueue(session_name=name, **{**fields, which: blank}),
+            "blank note": lambda: services.plan_note(session_name=name, text=blank),
+            "unknown mode": lambda: services.plan_note(session_name=name, text="x", mode="Append"),
+            "blank reason": lambda: services.plan_defer(session_name=name, reason=blank),
+            "blank outcome": lambda: services.plan_complete(session_name=name, outcome=blank),
+            "bad position": lambda: services.plan_enqueue(session_name=name, position="FRONT", **fields),
+        }
+        self.expect_error("VALIDATION_ERROR", calls[case])
+
+    @rule()
+    def resume(self):
+        state = queries.session_state(self.name, limit=None)
+        assert [p.id for p in state.queue] == self.model.queue
+        assert state.queue_length == len(self.model.queue)
+        assert (state.active.id if state.active else None) == self.model.active
+        assert state.completed_count == len(self.model.completed)
+        assert state.discarded_count == len(self.model.discarded)
+
+    @precondition(lambda self: self.model.completed)
+    @rule(data=st.data())
+    def read_history(self, data):
+        plan_id = data.draw(st.sampled_from(self.model.completed))
+        plan = queries.history_get(session_name=self.name, plan_id=plan_id)
+        assert plan.outcome == self.model.plans[plan_id].outcome
+        assert plan.sections() == self.model.plans[plan_id].sections
+
+    # --- after every step -----------------------------------------------------------------
+
+    @invariant()
+    def database_matches_the_model(self):
+        if not self.name:
+            return
+        rows = {p.id: p for p in Plan.objects.filter(session_id=self.name)}
+        assert set(rows) == set(self.model.plans)
+        for plan_id, mp in self.model.plans.items():
+            row = rows[plan_id]
+            assert row.status == mp.status, plan_id
+            assert row.sections() == mp.sections, plan_id
+            assert (row.outcome, row.discard_reason) == (mp.outcome, mp.discard_reason)
+        queued = sorted((p for p in rows.values() if p.status == "queued"), key=lambda p: p.queue_position)
+        assert [p.id for p in queued] == self.model.queue
+        assert [p.id for p in rows.values() if p.status == "active"] == ([self.model.active] if self.model.active else [])
+        completed = sorted((p for p in rows.values() if p.status == "completed"), key=lambda p: (p.completed_at, p.id))
+        assert {p.id for p in completed} == set(self.model.completed)
+
+    @invariant()
+    def files_match_the_model(self):
+        if not self.name:
+            return
+        folder = planfiles.plans_dir(self.name)
+        open_ids = self.model.queue + ([self.model.active] if self.model.active else [])
+        # Exactly one file per queued or active plan, nothing else: no temp files, nothing kept aside.
+        assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.txt" for i in open_ids)
+        assert not (planfiles.session_dir(self.name) / planfiles.PRESERVED_DIR).exists()
+        for plan_id in open_ids:
+            text = planfiles.read_plan(self.name, plan_id)
+            if plan_id in self.model.file_notes:
+                assert text == self.model.file_notes[plan_id][0]
+            else:
+                assert text == planfiles.render(self.model.plans[plan_id].sections)
+
+    @invariant()
+    def admin_validate_is_clean(self):
+        if not self.name:
+            return
+        result = queries.admin_validate(self.name)
+        assert result.valid, result.issues
+
+
+@pytest.mark.django_db
+def test_services_behave_like_the_model(sessions_dir):
+    run_state_machine_as_test(
+        NineplanMachine,
+        settings=hsettings(
+            max_examples=30,
+            stateful_step_count=50,
+            deadline=None,
+            database=None,  # no example database written into the working tree
+            suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+        ),
+    )

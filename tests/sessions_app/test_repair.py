@@ -1,0 +1,377 @@
+"""The crash repair: each thing a killed process can leave behind is reported by
+admin_validate, listed by a dry run (which changes nothing), fixed by --apply without
+losing text, and written to the event log."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import time
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db import connection
+
+from sessions_app import planfiles, queries, repair, search, services
+from sessions_app.models import Event, Plan
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import plan_file
+from tests.sessions_app.stdio_server import StdioServer
+
+OLD = time.time() - 2 * planfiles.TEMP_FILE_GRACE_SECONDS
+
+
+def repaired_events(session) -> list[dict]:
+    return [
+        {"plan": e.plan_id, **e.detail}
+        for e in Event.objects.filter(session=session, kind=Event.Kind.REPAIRED, actor="repair").order_by("id")
+    ]
+
+
+def run_command(*args: str) -> str:
+    out = io.StringIO()
+    call_command("nineplan_repair", *args, stdout=out)
+    return out.getvalue()
+
+
+def summary(actions) -> list[tuple[str, str, str]]:
+    return [(a.session, a.kind, a.target) for a in actions]
+
+
+def assert_invalid(session, invariant: str, *needles: str) -> None:
+    result = queries.admin_validate(session.name)
+    assert not result.valid
+    assert result.invariants[invariant] is False, result.issues
+    assert any(all(n in issue for n in needles) for issue in result.issues), result.issues
+    assert all("fix:" in issue for issue in result.issues)
+
+
+def assert_valid(session) -> None:
+    result = queries.admin_validate(session.name)
+    assert result.valid, result.issues
+    assert result.issues == []
+
+
+def completed_with_file(session, complete_plan, **overrides) -> tuple[Plan, str]:
+    """A completed plan whose file is back on disk, as if killed between the commit and
+    the delete; returns the plan and the file's text."""
+    plan = complete_plan(session, **overrides)
+    text = planfiles.render(plan.sections())
+    planfiles.write_plan(session.name, plan.id, plan.sections())
+    return plan, text
+
+
+# --- missing files ---------------------------------------------------------------------
+
+
+def test_missing_file_of_a_queued_plan_is_rendered_from_the_database(session, make_plan, sessions_dir, snapshot):
+    plan = make_plan(session, goal="Model invoices\nwith lines")
+    path = plan_file(sessions_dir, plan)
+    path.unlink()
+    assert_invalid(session, "files_match_database", plan.id, "no plan file")
+
+    before = snapshot()
+    actions = repair.repair_all(apply=False)
+    assert summary(actions) == [(session.name, "rerender", f"{plan.id}.txt")]
+    assert snapshot() == before  # a dry run changes nothing
+
+    actions = repair.repair_all(apply=True)
+    assert summary(actions) == [(session.name, "rerender", f"{plan.id}.txt")]
+    assert path.read_text() == planfiles.render(Plan.objects.get(id=plan.id).sections())
+    assert repaired_events(session) == [
+        {"plan": plan.id, "action": "rerender", "file": f"{plan.id}.txt", "reason": actions[0].detail}
+    ]
+    assert_valid(session)
+    assert repair.repair_all(apply=True) == []
+
+
+def test_missing_file_of_the_active_plan_is_rendered_with_its_notes(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Found the schema in db/schema.sql")
+    path = plan_file(sessions_dir, plan)
+    path.unlink()
+    assert_invalid(session, "files_match_database", plan.id, "active")
+
+    actions = repair.session_repair(session_name=session.name, apply=True)
+
+    assert summary(actions) == [(session.name, "rerender", f"{plan.id}.txt")]
+    assert planfiles.parse(path.read_text()).sections["notes"] == "Found the schema in db/schema.sql"
+    assert [e["action"] for e in repaired_events(session)] == ["rerender"]
+    assert_valid(session)
+    # The re-rendered file is the agent's working copy again: completing keeps the notes.
+    done = services.plan_complete(session_name=session.name, outcome="Done.")
+    assert done.notes == "Found the schema in db/schema.sql"
+
+
+def test_a_session_whose_whole_folder_is_gone_is_repaired(session, make_plan, sessions_dir):
+    plans = [make_plan(session, goal=f"Goal {i}") for i in range(3)]
+    shutil.rmtree(sessions_dir / session.name)
+
+    actions = repair.repair_all(apply=True)
+
+    assert sorted(summary(actions)) == sorted((session.name, "rerender", f"{p.id}.txt") for p in plans)
+    assert all(plan_file(sessions_dir, p).exists() for p in plans)
+    assert_valid(session)
+
+
+# --- stale files -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["complete", "discard"])
+def test_stale_file_holding_nothing_new_is_deleted(session, make_plan, sessions_dir, how):
+    make_plan(session)
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Halfway there")
+    if how == "complete":
+        plan = services.plan_complete(session_name=session.name, outcome="Done.")
+    else:
+        plan = services.plan_discard(session_name=session.name, reason="Obsolete")
+    # Killed between the commit and the file's deletion: the file is the last one written.
+    planfiles.write_plan(session.name, plan.id, plan.sections())
+    path = plan_file(sessions_dir, plan)
+    assert_invalid(session, "no_orphaned_files", f"{plan.id}.txt")
+
+    assert summary(repair.repair_all(apply=False)) == [(session.name, "delete_stale", f"{plan.id}.txt")]
+    assert path.exists()
+
+    repair.repair_all(apply=True)
+
+    assert not path.exists()
+    assert not (sessions_dir / session.name / planfiles.PRESERVED_DIR).exists()
+    assert [(e["plan"], e["action"]) for e in repaired_events(session)] == [(plan.id, "delete_stale")]
+    assert_valid(session)
+
+
+def test_stale_file_with_text_the_database_lacks_is_kept_aside(session, complete_plan, sessions_dir):
+    plan, text = completed_with_file(session, complete_plan)
+    path = plan_file(sessions_dir, plan)
+    edited = text + "\nA finding the agent wrote after completing\n"
+    path.write_text(edited)
+    assert_invalid(session, "no_orphaned_files", f"{plan.id}.txt")
+
+    dry = repair.repair_all(apply=False)
+    assert summary(dry) == [(session.name, "preserve", f"{plan.id}.txt")]
+    assert "text the database lacks" in dry[0].detail
+    assert path.read_text() == edited
+
+    applied = repair.repair_all(apply=True)
+
+    assert summary(applied) == [(session.name, "preserve", f"{plan.id}.txt")]
+    assert not path.exists()
+    kept = list((sessions_dir / session.name / planfiles.PRESERVED_DIR).iterdir())
+    assert len(kept) == 1 and kept[0].name.startswith(plan.id)
+    assert kept[0].read_text() == edited
+    [event] = repaired_events(session)
+    assert event["plan"] == plan.id and event["action"] == "preserve"
+    assert event["kept_as"] == f"{planfiles.PRESERVED_DIR}/{kept[0].name}"
+    assert_valid(session)
+    assert Plan.objects.get(id=plan.id).notes == plan.notes  # the database copy is untouched
+
+
+def test_text_above_the_first_heading_counts_as_new_text(session, complete_plan, sessions_dir):
+    plan, text = completed_with_file(session, complete_plan)
+    plan_file(sessions_dir, plan).write_text("TODO: tell the user\n" + text)
+
+    assert summary(repair.repair_all(apply=True)) == [(session.name, "preserve", f"{plan.id}.txt")]
+
+
+def test_two_preserved_copies_of_one_plan_do_not_overwrite_each_other(session, complete_plan, sessions_dir):
+    plan, text = completed_with_file(session, complete_plan)
+    path = plan_file(sessions_dir, plan)
+    path.write_text(text + "\nfirst extra\n")
+    repair.repair_all(apply=True)
+    path.write_text(text + "\nsecond extra\n")
+    repair.repair_all(apply=True)
+
+    kept = sorted(p.read_text() for p in (sessions_dir / session.name / planfiles.PRESERVED_DIR).iterdir())
+    assert kept == sorted([text + "\nfirst extra\n", text + "\nsecond extra\n"])
+
+
+def test_file_of_an_unknown_plan_is_kept_aside(session, make_plan, sessions_dir):
+    make_plan(session)
+    # As a killed add leaves it: the file was written, the transaction never committed.
+    orphan = sessions_dir / session.name / "plans" / "zz9zz.txt"
+    orphan.write_text(planfiles.render(plan_fields(goal="A plan nobody was told about")))
+    assert_invalid(session, "no_orphaned_files", "zz9zz.txt")
+
+    actions = repair.repair_all(apply=True)
+
+    assert summary(actions) == [(session.name, "preserve", "zz9zz.txt")]
+    assert "no such plan" in actions[0].detail
+    assert not orphan.exists()
+    [kept] = (sessions_dir / session.name / planfiles.PRESERVED_DIR).iterdir()
+    assert "A plan nobody was told about" in kept.read_text()
+    assert [(e["plan"], e["action"]) for e in repaired_events(session)] == [(None, "preserve")]
+    assert_valid(session)
+
+
+def test_file_named_after_another_sessions_plan_is_not_judged_by_that_plan(session, make_plan, sessions_dir):
+    other = services.session_create()
+    foreign = make_plan(other, goal="Belongs to the other session")
+    copy = sessions_dir / session.name / "plans" / f"{foreign.id}.txt"
+    copy.write_text(planfiles.render(foreign.sections()))
+
+    actions = repair.session_repair(session_name=session.name, apply=True)
+
+    # Its text matches the other session's plan, but in this session it is an unknown plan.
+    assert summary(actions) == [(session.name, "preserve", f"{foreign.id}.txt")]
+    assert plan_file(sessions_dir, foreign).exists()
+    assert [(e["plan"], e["action"]) for e in repaired_events(session)] == [(None, "preserve")]
+
+
+# --- temporary files -------------------------------------------------------------------
+
+
+def test_old_temp_file_is_removed_and_a_fresh_one_left_alone(session, make_plan, sessions_dir):
+    make_plan(session)
+    plans = sessions_dir / session.name / "plans"
+    old = plans / f"{planfiles.TEMP_PREFIX}old123.txt"
+    fresh = plans / f"{planfiles.TEMP_PREFIX}new456.txt"
+    old.write_text("# Context\nhalf a wri")
+    fresh.write_text("# Context\nbeing writ")
+    os.utime(old, (OLD, OLD))
+    assert_invalid(session, "no_orphaned_files", old.name)
+    assert not any(fresh.name in issue for issue in queries.admin_validate(session.name).issues)
+
+    assert summary(repair.repair_all(apply=False)) == [(session.name, "remove_temp", old.name)]
+    assert old.exists()
+
+    repair.repair_all(apply=True)
+
+    assert not old.exists()
+    assert fresh.read_text() == "# Context\nbeing writ"
+    assert [e["action"] for e in repaired_events(session)] == ["remove_temp"]
+    assert_valid(session)
+
+
+# --- search index ----------------------------------------------------------------------
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="the FTS5 index exists on SQLite only")
+def test_search_index_drift_is_reported_and_rebuilt(session, complete_plan):
+    kept = complete_plan(session, goal="Invoice models", outcome="Added Invoice")
+    lost = complete_plan(session, goal="Payment gateway", outcome="Stripe adapter")
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {search.FTS_TABLE} WHERE plan_id = %s", [lost.id])
+    assert queries.history_search("gateway", session_name=session.name) == []
+    assert_invalid(session, "search_index_in_sync", "1 entries", "2 completed")
+
+    assert summary(repair.repair_all(apply=False)) == [("*", "reindex", search.FTS_TABLE)]
+
+    repair.repair_all(apply=True)
+
+    assert [h.plan.id for h in queries.history_search("gateway", session_name=session.name)] == [lost.id]
+    assert [h.plan.id for h in queries.history_search("invoice", session_name=session.name)] == [kept.id]
+    assert [(e["action"], e["indexed"], e["completed"]) for e in repaired_events(session)] == [("reindex", 1, 2)]
+    assert_valid(session)
+
+
+# --- robustness ------------------------------------------------------------------------
+
+
+def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(make_plan, sessions_dir):
+    broken = services.session_create()
+    fine = services.session_create()
+    stuck = make_plan(broken)
+    ok = make_plan(fine)
+    plans = sessions_dir / broken.name / "plans"
+    shutil.rmtree(plans)
+    plans.write_text("not a folder")  # the repair cannot write there
+    plan_file(sessions_dir, ok).unlink()
+
+    actions = repair.repair_all(apply=True)
+
+    failed = [a for a in actions if a.failed]
+    assert [(a.session, a.kind, a.target) for a in failed] == [(broken.name, "rerender", f"{stuck.id}.txt")]
+    assert "FAILED" in str(failed[0])
+    assert plan_file(sessions_dir, ok).exists()
+    assert repaired_events(broken) == []  # nothing is logged as repaired that was not
+    assert [e["action"] for e in repaired_events(fine)] == ["rerender"]
+
+
+def test_the_command_fails_loudly_when_a_repair_fails(session, make_plan, sessions_dir):
+    stuck = make_plan(session)
+    plans = sessions_dir / session.name / "plans"
+    shutil.rmtree(plans)
+    plans.write_text("not a folder")
+    out = io.StringIO()
+
+    with pytest.raises(CommandError, match="1 repair\\(s\\) failed"):
+        call_command("nineplan_repair", "--apply", stdout=out)
+
+    assert f"could not repair: {session.name}: rerender {stuck.id}.txt" in out.getvalue()
+    assert "0 repair(s) done." in out.getvalue()
+
+
+# --- the management command --------------------------------------------------------------
+
+
+def test_command_dry_run_lists_every_repair_and_changes_nothing(session, make_plan, complete_plan, sessions_dir, snapshot):
+    missing = make_plan(session)
+    plan_file(sessions_dir, missing).unlink()
+    stale, text = completed_with_file(session, complete_plan)
+    plan_file(sessions_dir, stale).write_text(text + "\nextra\n")
+    before = snapshot()
+
+    out = run_command()
+
+    assert f"would repair: {session.name}: rerender {missing.id}.txt" in out
+    assert f"would repair: {session.name}: preserve {stale.id}.txt" in out
+    assert "2 repair(s) found; run again with --apply" in out
+    assert snapshot() == before
+
+    out = run_command("--apply")
+
+    assert f"repaired: {session.name}: rerender {missing.id}.txt" in out
+    assert "2 repair(s) done." in out
+    assert sorted(e["action"] for e in repaired_events(session)) == ["preserve", "rerender"]
+    assert_valid(session)
+    assert run_command("--apply").strip() == "Nothing to repair."
+
+
+def test_command_repairs_only_the_named_session(make_plan, sessions_dir):
+    first, second = services.session_create(), services.session_create()
+    a, b = make_plan(first), make_plan(second)
+    plan_file(sessions_dir, a).unlink()
+    plan_file(sessions_dir, b).unlink()
+
+    out = run_command("--apply", "--session", first.name)
+
+    assert f"{first.name}: rerender {a.id}.txt" in out and second.name not in out
+    assert plan_file(sessions_dir, a).exists() and not plan_file(sessions_dir, b).exists()
+
+
+def test_command_rejects_a_malformed_session_name(db, sessions_dir):
+    with pytest.raises(CommandError, match="not a session name"):
+        run_command("--session", "../../etc")
+    assert list(sessions_dir.iterdir()) == []
+
+
+# --- start-up -------------------------------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_mcp_start_up_repairs_before_the_first_tool_call(make_plan, sessions_dir, subprocess_env, tmp_path):
+    session = services.session_create()
+    plan = make_plan(session, goal="Survive a crash")
+    path = plan_file(sessions_dir, plan)
+    path.unlink()
+    leftover = sessions_dir / session.name / "plans" / f"{planfiles.TEMP_PREFIX}dead.txt"
+    leftover.write_text("half")
+    os.utime(leftover, (OLD, OLD))
+
+    server = StdioServer(subprocess_env, tmp_path / "mcp.stderr")
+    try:
+        server.initialize()
+        result = server.call("9plan_admin_validate", {"session_name": session.name})
+    finally:
+        server.close()
+
+    assert result["isError"] is False, result
+    assert result["structuredContent"]["valid"] is True, result
+    assert path.read_text() == planfiles.render(plan.sections())
+    assert not leftover.exists()
+    assert sorted(e["action"] for e in repaired_events(session)) == ["remove_temp", "rerender"]
