@@ -23,11 +23,14 @@ class Command(BaseCommand):
             raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
         actions = repair.repair_all(apply=apply, session_name=session)
         verb = "repaired" if apply else "would repair"
+        failed = [a for a in actions if a.failed]
         for action in actions:
-            self.stdout.write(f"{verb}: {action}")
+            self.stdout.write(f"{'could not repair' if action.failed else verb}: {action}")
         if not actions:
             self.stdout.write("Nothing to repair.")
         elif not apply:
             self.stdout.write(f"{len(actions)} repair(s) found; run again with --apply to carry them out.")
         else:
-            self.stdout.write(f"{len(actions)} repair(s) done.")
+            self.stdout.write(f"{len(actions) - len(failed)} repair(s) done.")
+        if failed:
+            raise CommandError(f"{len(failed)} repair(s) failed; see the lines above, fix the cause and run again.")
