@@ -34,6 +34,15 @@ NINEPLAN_LOG_LEVEL = env_choice("NINEPLAN_LOG_LEVEL", ("debug", "info", "warn", 
 NINEPLAN_TRANSPORT = env_choice("NINEPLAN_TRANSPORT", ("stdio", "http"), "stdio")
 NINEPLAN_HTTP_HOST = env_str("NINEPLAN_HTTP_HOST", "127.0.0.1")
 NINEPLAN_HTTP_PORT = env_int("NINEPLAN_HTTP_PORT", 8080, minimum=1, maximum=65535)
+# A token is always required off loopback; this requires it on loopback too.
+NINEPLAN_HTTP_REQUIRE_TOKEN = env_bool("NINEPLAN_HTTP_REQUIRE_TOKEN", False)
+# Host names (and origins) clients may use beyond the ones derived from the bind address,
+# e.g. the public name behind a reverse proxy; "*" leaves the Host check to the proxy.
+NINEPLAN_HTTP_ALLOWED_HOSTS = env_list("NINEPLAN_HTTP_ALLOWED_HOSTS", [])
+NINEPLAN_HTTP_ALLOWED_ORIGINS = env_list("NINEPLAN_HTTP_ALLOWED_ORIGINS", [])
+# Every request on its own, no MCP session ids: any of several server processes can answer
+# any request, for clients of every protocol version (they pass session_name).
+NINEPLAN_HTTP_STATELESS = env_bool("NINEPLAN_HTTP_STATELESS", False)
 
 # Limits on what an agent may store; each is checked before anything is written.
 NINEPLAN_MAX_FIELD_CHARS = env_int("NINEPLAN_MAX_FIELD_CHARS", 65_536, minimum=1)
@@ -85,6 +94,9 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
     "sessions_app",
     "mcp_bridge",
 ]
@@ -135,7 +147,20 @@ def _databases() -> dict:
             ) from exc
         if db["ENGINE"] != "django.db.backends.postgresql":
             raise ImproperlyConfigured("DATABASE_URL must name SQLite (sqlite:///PATH) or PostgreSQL (postgres://...).")
-        db.setdefault("TEST", {})
+        if not db.get("NAME"):
+            raise ImproperlyConfigured("DATABASE_URL names no database; use postgres://USER:PASSWORD@HOST:PORT/NAME.")
+        # MCP tools run in up to 40 worker threads per process and each thread would keep
+        # its own connection; a pool shared by the threads bounds what one process holds
+        # (and saves the ~5 ms a new PostgreSQL connection costs on every tool call).
+        # NINEPLAN_DB_POOL_SIZE=0 turns the pool off (e.g. behind PgBouncer): then every
+        # request and tool call opens and closes its own connection.
+        pool_size = env_int("NINEPLAN_DB_POOL_SIZE", 10, minimum=0, maximum=1000)
+        db["CONN_MAX_AGE"] = 0  # Django's pool requires 0; without the pool, 0 is the safe choice
+        db["CONN_HEALTH_CHECKS"] = True
+        if pool_size:
+            db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 30}
+        # The suite creates (and drops) this database; the role needs CREATEDB.
+        db["TEST"] = {"NAME": f"test_{db['NAME']}"}
         return {"default": db}
     if url:
         # sqlite:///relative or sqlite:////absolute, as dj-database-url reads them.
@@ -192,10 +217,31 @@ STORAGES = {
 LOGIN_URL = "admin:login"
 
 REST_FRAMEWORK = {
+    # Token first: DRF answers a missing credential with the first class's
+    # WWW-Authenticate challenge (401); session auth alone would make it a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.TokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "sessions_app.api.errors.exception_handler",
+}
+
+# The OpenAPI schema at /api/schema/ and its docs at /api/docs/; the docs' scripts come
+# from the sidecar package through our own static files, never from a CDN.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "9plan REST API",
+    "DESCRIPTION": (
+        "Read-only access to 9plan sessions, queues, plans, history search and the event feed. "
+        "Authenticate with `Authorization: Token <key>` (create one with `manage.py nineplan_token USER`). "
+        "Errors are application/problem+json (RFC 9457) with a `category`."
+    ),
+    "VERSION": "1",
+    "SCHEMA_PATH_PREFIX": "/api/",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Security headers; HTTPS-only cookies and HSTS switch on with DJANGO_SECURE (behind TLS).

@@ -7,11 +7,14 @@ class SessionsAppConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_migrate, pre_migrate
+        from django.db.models.signals import post_migrate, pre_migrate, pre_save
 
-        from sessions_app import backup, search
+        from sessions_app import backup, feed, search
 
         # A later migration that rebuilds the plan table on SQLite drops its triggers
         # without a word; re-creating them after every migrate keeps search in sync.
         post_migrate.connect(search.ensure_index_after_migrate, sender=self)
         pre_migrate.connect(backup.backup_before_data_migration, sender=self)
+        # Every writer of an event, present and future, tells the event feed that an id
+        # may be uncommitted until its transaction ends (see feed.py).
+        pre_save.connect(feed.before_event_saved, sender="sessions_app.Event")

@@ -1,0 +1,187 @@
+"""The REST API's one exception handler: every error leaves as application/problem+json
+(RFC 9457) carrying a category, the SPEC §6 ones for domain errors and a few more for what
+only HTTP has (credentials, permissions, methods).
+
+Domain errors keep their message; their suggestion is rewritten only when it is the
+generic one written for agents (which names MCP tools an integration cannot call).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.db import DatabaseError
+from django.http import Http404
+from rest_framework import exceptions, status
+from rest_framework.response import Response
+from rest_framework.views import set_rollback
+
+from sessions_app.errors import NineplanError
+
+log = logging.getLogger("nineplan.api")
+
+PROBLEM_CONTENT_TYPE = "application/problem+json"
+
+# Categories beyond SPEC §6: they describe the HTTP exchange, not the domain.
+AUTHENTICATION_REQUIRED = "AUTHENTICATION_REQUIRED"
+PERMISSION_DENIED = "PERMISSION_DENIED"
+NOT_FOUND = "NOT_FOUND"
+METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+NOT_ACCEPTABLE = "NOT_ACCEPTABLE"
+UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+THROTTLED = "THROTTLED"
+
+DOMAIN_STATUS = {
+    "SESSION_NOT_FOUND": status.HTTP_404_NOT_FOUND,
+    "PLAN_NOT_FOUND": status.HTTP_404_NOT_FOUND,
+    "VALIDATION_ERROR": status.HTTP_400_BAD_REQUEST,
+    "NO_SESSION_SELECTED": status.HTTP_400_BAD_REQUEST,
+    "NO_ACTIVE_PLAN": status.HTTP_409_CONFLICT,
+    "PLAN_ALREADY_ACTIVE": status.HTTP_409_CONFLICT,
+    "QUEUE_EMPTY": status.HTTP_409_CONFLICT,
+    # Not the caller's fault, and usually passing (a locked or unreachable database).
+    "FILE_SYSTEM_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
+    "DATABASE_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
+}
+
+API_SUGGESTIONS = {
+    "SESSION_NOT_FOUND": "List the sessions at /api/sessions/ and use one of their names.",
+    "PLAN_NOT_FOUND": "List the session's plans at /api/sessions/{name}/plans/ and use one of their ids.",
+    "VALIDATION_ERROR": "Correct the named parameter and repeat the request; see /api/docs/.",
+    "DATABASE_ERROR": "Retry shortly; if it keeps failing, ask the operator to check the database.",
+    "FILE_SYSTEM_ERROR": "Retry shortly; if it keeps failing, ask the operator to check the sessions directory.",
+}
+
+HTTP_CATEGORIES = (
+    (exceptions.NotAuthenticated, AUTHENTICATION_REQUIRED, "Send 'Authorization: Token <key>' (see /api/docs/)."),
+    (
+        exceptions.AuthenticationFailed,
+        AUTHENTICATION_REQUIRED,
+        "Check the token; create one with manage.py nineplan_token.",
+    ),
+    (
+        exceptions.PermissionDenied,
+        PERMISSION_DENIED,
+        "Ask an administrator for the view permissions on sessions, plans and events.",
+    ),
+    (exceptions.NotFound, NOT_FOUND, "See /api/docs/ for the endpoints and their parameters."),
+    (exceptions.MethodNotAllowed, METHOD_NOT_ALLOWED, "The API is read-only: use GET."),
+    (exceptions.NotAcceptable, NOT_ACCEPTABLE, "Accept application/json."),
+    (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "The API is read-only: use GET without a body."),
+    (exceptions.Throttled, THROTTLED, "Wait for the time given in Retry-After, then repeat the request."),
+    (exceptions.ParseError, "VALIDATION_ERROR", "The API is read-only: use GET without a body."),
+    (exceptions.ValidationError, "VALIDATION_ERROR", "Correct the named parameter and repeat the request."),
+)
+
+
+def problem(
+    *,
+    status_code: int,
+    category: str,
+    detail: str,
+    suggestion: str | None = None,
+    parameter: str | None = None,
+    instance: str | None = None,
+) -> dict:
+    body = {
+        "type": "about:blank",
+        "title": HTTPStatus(status_code).phrase,
+        "status": status_code,
+        "detail": detail,
+        "category": category,
+    }
+    if suggestion:
+        body["suggestion"] = suggestion
+    if parameter:
+        body["parameter"] = parameter
+    if instance:
+        body["instance"] = instance
+    return body
+
+
+def _validation_detail(detail) -> tuple[str, str | None]:
+    """DRF's nested error detail flattened to one message, and the first field it names."""
+    if isinstance(detail, dict):
+        for key, value in detail.items():
+            message, _ = _validation_detail(value)
+            return (f"{key}: {message}", None if key == "non_field_errors" else str(key))
+        return ("Invalid request.", None)
+    if isinstance(detail, list):
+        return (_validation_detail(detail[0])[0] if detail else "Invalid request.", None)
+    return (str(detail), None)
+
+
+def _translate(exc) -> tuple[int, dict, dict]:
+    if isinstance(exc, Http404):
+        exc = exceptions.NotFound()
+    elif isinstance(exc, DjangoPermissionDenied):
+        exc = exceptions.PermissionDenied()
+
+    if isinstance(exc, NineplanError):
+        code = DOMAIN_STATUS.get(exc.category, status.HTTP_400_BAD_REQUEST)
+        suggestion = exc.suggestion
+        if suggestion == type(exc).suggestion:
+            suggestion = API_SUGGESTIONS.get(exc.category, suggestion)
+        body = problem(
+            status_code=code, category=exc.category, detail=exc.message, suggestion=suggestion, parameter=exc.field
+        )
+        return code, body, {}
+
+    if isinstance(exc, exceptions.APIException):
+        headers = {}
+        if getattr(exc, "auth_header", None):
+            headers["WWW-Authenticate"] = exc.auth_header
+        if getattr(exc, "wait", None):
+            headers["Retry-After"] = "%d" % exc.wait
+        category, suggestion = "VALIDATION_ERROR", None
+        for cls, cat, hint in HTTP_CATEGORIES:
+            if isinstance(exc, cls):
+                category, suggestion = cat, hint
+                break
+        if exc.status_code == status.HTTP_403_FORBIDDEN and category == AUTHENTICATION_REQUIRED:
+            category = PERMISSION_DENIED
+        parameter = None
+        if isinstance(exc, exceptions.ValidationError):
+            detail, parameter = _validation_detail(exc.detail)
+        else:
+            detail = str(exc.detail)
+        body = problem(
+            status_code=exc.status_code, category=category, detail=detail, suggestion=suggestion, parameter=parameter
+        )
+        return exc.status_code, body, headers
+
+    if isinstance(exc, DatabaseError):
+        # A busy or unreachable database is an outage, not a bug in the request.
+        log.error("database error in the REST API", extra={"error": str(exc)})
+        code = status.HTTP_503_SERVICE_UNAVAILABLE
+        body = problem(
+            status_code=code,
+            category="DATABASE_ERROR",
+            detail="The database could not answer the request.",
+            suggestion=API_SUGGESTIONS["DATABASE_ERROR"],
+        )
+        return code, body, {"Retry-After": "1"}
+
+    raise LookupError  # not ours: DRF re-raises it
+
+
+def exception_handler(exc, context) -> Response | None:
+    try:
+        code, body, headers = _translate(exc)
+    except LookupError:
+        return None
+    request = context.get("request")
+    if request is not None:
+        body["instance"] = request.path
+    set_rollback()
+    return Response(body, status=code, headers=headers, content_type=problem_content_type(request))
+
+
+def problem_content_type(request) -> str | None:
+    # The browsable API renders errors as HTML; only a JSON body is a problem document.
+    renderer = getattr(request, "accepted_renderer", None) if request is not None else None
+    if renderer is None or getattr(renderer, "format", None) == "json":
+        return PROBLEM_CONTENT_TYPE
+    return None

@@ -1,0 +1,141 @@
+"""Query parameters: each is declared once and gives both its OpenAPI description and its
+strict parser. A bad value is a VALIDATION_ERROR naming the parameter and what it accepts;
+nothing is silently replaced by a default."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from drf_spectacular.utils import OpenApiParameter
+
+from sessions_app import validation
+from sessions_app.errors import ValidationFailed
+
+
+# What validation.text accepts as non-blank, for the schema: no NUL anywhere, and at least
+# one character that str.isspace() does not count as white space.
+_SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
+NOT_BLANK_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
+NO_NUL_PATTERN = r"^[^\x00]*$"
+
+
+def shown(value: str, limit: int = 40) -> str:
+    # Echo a rejected value cut short, so a huge bad value cannot make the error huge.
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def single(request, name: str) -> str | None:
+    values = request.query_params.getlist(name)
+    if not values:
+        return None
+    if len(values) > 1:
+        raise ValidationFailed(f"{name} is given {len(values)} times; give it once.", field=name)
+    return values[0]
+
+
+@dataclass(frozen=True)
+class IntParam:
+    name: str
+    default: int
+    minimum: int
+    maximum: int
+    description: str
+
+    def openapi(self) -> OpenApiParameter:
+        schema = {"type": "integer", "minimum": self.minimum, "maximum": self.maximum, "default": self.default}
+        return OpenApiParameter(self.name, type=schema, location=OpenApiParameter.QUERY, description=self.description)
+
+    def parse(self, request) -> int:
+        raw = single(request, self.name)
+        if raw is None:
+            return self.default
+        # Digits only: int() would also take " 7", "+7", "٧" or "1_000".
+        if not (raw.isascii() and raw.isdigit() and len(raw) <= 12) or not self.minimum <= int(raw) <= self.maximum:
+            raise ValidationFailed(
+                f"{self.name} must be a whole number from {self.minimum} to {self.maximum}; "
+                f"got {shown(raw)}.",
+                field=self.name,
+            )
+        return int(raw)
+
+
+@dataclass(frozen=True)
+class ChoiceParam:
+    name: str
+    choices: tuple[str, ...]
+    description: str
+
+    def openapi(self) -> OpenApiParameter:
+        return OpenApiParameter(
+            self.name, type=str, enum=list(self.choices), location=OpenApiParameter.QUERY, description=self.description
+        )
+
+    def parse(self, request) -> str | None:
+        raw = single(request, self.name)
+        if raw is None:
+            return None
+        if raw not in self.choices:
+            accepted = ", ".join(f"'{c}'" for c in self.choices)
+            raise ValidationFailed(
+                f"{self.name} must be exactly one of {accepted} (matched exactly); got {shown(raw)}.",
+                field=self.name,
+            )
+        return raw
+
+
+@dataclass(frozen=True)
+class TextParam:
+    name: str
+    max_chars: int
+    description: str
+    required: bool = False
+
+    def openapi(self) -> OpenApiParameter:
+        schema = {"type": "string", "maxLength": self.max_chars, "pattern": NO_NUL_PATTERN}
+        if self.required:
+            schema["minLength"] = 1
+            schema["pattern"] = NOT_BLANK_PATTERN
+        return OpenApiParameter(
+            self.name,
+            type=schema,
+            location=OpenApiParameter.QUERY,
+            required=self.required,
+            description=self.description,
+        )
+
+    def parse(self, request) -> str | None:
+        raw = single(request, self.name)
+        if raw is None and not self.required:
+            return None
+        return validation.text(self.name, raw, required=self.required, max_chars=self.max_chars)
+
+
+@dataclass(frozen=True)
+class NameParam:
+    """A session name or plan id given as a query parameter; checked before any lookup."""
+
+    name: str
+    kind: str  # "session" | "plan"
+    description: str
+
+    def openapi(self) -> OpenApiParameter:
+        pattern = r"^[a-z]+-[a-z]+-[a-z]+$" if self.kind == "session" else r"^[a-z0-9]{5}$"
+        schema = {"type": "string", "pattern": pattern}
+        if self.kind == "session":
+            schema["maxLength"] = 64
+        return OpenApiParameter(self.name, type=schema, location=OpenApiParameter.QUERY, description=self.description)
+
+    def parse(self, request) -> str | None:
+        raw = single(request, self.name)
+        if raw is None:
+            return None
+        if self.kind == "session":
+            return validation.session_name(raw, field=self.name)
+        return validation.plan_id(raw, field=self.name)
+
+
+BOOLEAN = ("true", "false")
+
+PAGE = IntParam("page", 1, 1, 100_000, "Page number, from 1. A page past the end is empty.")
+PAGE_SIZE = IntParam("page_size", 20, 1, 100, "Items per page (1 to 100, default 20).")

@@ -1,0 +1,290 @@
+"""Read-only representations of 9plan's data for the REST API. They only format: every value
+comes from a query in sessions_app, and none of them triggers a query of its own."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+from rest_framework import serializers
+
+from sessions_app import feed, queries, search
+
+STATUSES = ("queued", "active", "completed", "discarded")
+
+
+def _url(context: dict, route: str, **kwargs) -> str:
+    path = reverse(f"api:{route}", kwargs=kwargs)
+    request = context.get("request")
+    return request.build_absolute_uri(path) if request is not None else path
+
+
+class SessionSummarySerializer(serializers.Serializer):
+    name = serializers.CharField()
+    task_description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    queue_length = serializers.IntegerField(help_text="Plans waiting in the queue.")
+    completed_count = serializers.IntegerField()
+    discarded_count = serializers.IntegerField()
+    has_active_plan = serializers.BooleanField()
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, session) -> str:
+        return _url(self.context, "session-detail", name=session.name)
+
+
+class QueuedPlanSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    goal = serializers.CharField()
+    queue_position = serializers.IntegerField(help_text="Lower runs sooner; only the order is meaningful.")
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, plan) -> str:
+        return _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id)
+
+
+class PlanSummarySerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=STATUSES)
+    goal = serializers.CharField()
+    queue_position = serializers.IntegerField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+    discarded_at = serializers.DateTimeField(allow_null=True)
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, plan) -> str:
+        return _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id)
+
+
+class SessionStateSerializer(serializers.Serializer):
+    """One session: its counts, active plan and the head of its queue."""
+
+    name = serializers.CharField(source="session.name")
+    task_description = serializers.CharField(source="session.task_description", allow_null=True)
+    created_at = serializers.DateTimeField(source="session.created_at")
+    queue_length = serializers.IntegerField()
+    completed_count = serializers.IntegerField()
+    discarded_count = serializers.IntegerField()
+    active_plan = PlanSummarySerializer(source="active", allow_null=True)
+    queue = QueuedPlanSerializer(many=True, help_text="The first plans of the queue, in order; see queue_url for all.")
+    queue_url = serializers.SerializerMethodField()
+    plans_url = serializers.SerializerMethodField()
+    events_url = serializers.SerializerMethodField()
+    validation_url = serializers.SerializerMethodField()
+    export_url = serializers.SerializerMethodField()
+
+    def get_queue_url(self, state) -> str:
+        return _url(self.context, "session-queue", name=state.session.name)
+
+    def get_plans_url(self, state) -> str:
+        return _url(self.context, "session-plans", name=state.session.name)
+
+    def get_events_url(self, state) -> str:
+        return _url(self.context, "event-feed") + f"?session={state.session.name}"
+
+    def get_validation_url(self, state) -> str:
+        return _url(self.context, "session-validation", name=state.session.name)
+
+    def get_export_url(self, state) -> str:
+        return _url(self.context, "session-export", name=state.session.name)
+
+
+class EventSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    cursor = serializers.SerializerMethodField(help_text="Pass as ?after= to read the events that follow this one.")
+    session = serializers.CharField(source="session_id")
+    plan = serializers.CharField(source="plan_id", allow_null=True)
+    kind = serializers.CharField()
+    actor = serializers.CharField()
+    detail = serializers.DictField(help_text="What the step recorded, e.g. a reason or a position.")
+    created_at = serializers.DateTimeField()
+
+    def get_cursor(self, event) -> str:
+        return feed.encode_cursor(event.id)
+
+
+class PlanDetailSerializer(serializers.Serializer):
+    """A plan with every section, its outcome and its events."""
+
+    id = serializers.CharField()
+    session = serializers.CharField(source="session_id")
+    status = serializers.ChoiceField(choices=STATUSES)
+    queue_position = serializers.IntegerField(allow_null=True)
+    context = serializers.CharField(allow_blank=True)
+    goal = serializers.CharField()
+    inputs = serializers.CharField(allow_blank=True)
+    outputs = serializers.CharField(allow_blank=True)
+    approach = serializers.CharField(allow_blank=True)
+    success_criteria = serializers.CharField(allow_blank=True)
+    notes = serializers.CharField(allow_blank=True)
+    outcome = serializers.CharField(allow_blank=True)
+    discard_reason = serializers.CharField(allow_blank=True)
+    version = serializers.IntegerField(help_text="Grows by one with every change to the plan's text.")
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+    discarded_at = serializers.DateTimeField(allow_null=True)
+    events = EventSerializer(many=True, source="shown_events", help_text="The plan's first events, oldest first.")
+    events_count = serializers.IntegerField(help_text="All the plan's events; see events_url when more than shown.")
+    events_url = serializers.SerializerMethodField()
+
+    def get_events_url(self, plan) -> str:
+        return _url(self.context, "event-feed") + f"?session={plan.session_id}&plan={plan.id}"
+
+
+def _page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+    fields = {
+        "count": serializers.IntegerField(help_text="Items in all pages."),
+        "page": serializers.IntegerField(),
+        "page_size": serializers.IntegerField(),
+        "next": serializers.CharField(allow_null=True, help_text="URL of the next page, or null on the last."),
+        "previous": serializers.CharField(allow_null=True),
+        "results": item(many=True),
+    }
+    return type(name, (serializers.Serializer,), fields)
+
+
+SessionPageSerializer = _page_serializer(SessionSummarySerializer, "SessionPageSerializer")
+QueuePageSerializer = _page_serializer(QueuedPlanSerializer, "QueuePageSerializer")
+PlanPageSerializer = _page_serializer(PlanSummarySerializer, "PlanPageSerializer")
+
+
+class HistoryHitSerializer(serializers.Serializer):
+    rank = serializers.IntegerField(help_text="1 for the best match.")
+    score = serializers.FloatField(help_text="The engine's relevance score (BM25 on SQLite); lower is better.")
+    id = serializers.CharField(source="plan.id")
+    session = serializers.CharField(source="plan.session_id")
+    goal = serializers.CharField(source="plan.goal")
+    outcome = serializers.SerializerMethodField(help_text="The outcome, cut to a snippet.")
+    snippet = serializers.SerializerMethodField(help_text="Text around the first word of the query found in the plan.")
+    completed_at = serializers.DateTimeField(source="plan.completed_at", allow_null=True)
+    url = serializers.SerializerMethodField()
+
+    def get_outcome(self, hit) -> str:
+        return queries.snippet(hit.plan.outcome)
+
+    def get_snippet(self, hit) -> str:
+        return match_snippet(hit.plan, self.context.get("query", ""))
+
+    def get_url(self, hit) -> str:
+        return _url(self.context, "plan-detail", name=hit.plan.session_id, plan_id=hit.plan.id)
+
+
+class HistoryPageSerializer(serializers.Serializer):
+    query = serializers.CharField()
+    session = serializers.CharField(allow_null=True)
+    page = serializers.IntegerField()
+    page_size = serializers.IntegerField()
+    next = serializers.CharField(allow_null=True, help_text="URL of the next page of hits, or null.")
+    previous = serializers.CharField(allow_null=True)
+    results = HistoryHitSerializer(many=True)
+
+
+def match_snippet(plan, query: str, width: int = queries.SNIPPET_CHARS) -> str:
+    """About ``width`` characters of the plan around the first query word found in it."""
+    fields = [plan.goal, plan.outcome, plan.context, plan.inputs, plan.outputs]
+    words = search.words(query)
+    for text in fields:
+        flat = " ".join((text or "").split())
+        lowered = flat.lower()
+        for word in words:
+            at = lowered.find(word)
+            if at != -1:
+                start = max(0, at - width // 3)
+                piece = flat[start : start + width]
+                return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
+    return queries.snippet(plan.goal) or ""
+
+
+def _invariant_fields() -> dict:
+    return {name: serializers.BooleanField() for name in queries.INVARIANTS}
+
+
+InvariantsSerializer = type("InvariantsSerializer", (serializers.Serializer,), _invariant_fields())
+
+
+class ValidationSerializer(serializers.Serializer):
+    session = serializers.CharField()
+    valid = serializers.BooleanField()
+    invariants = InvariantsSerializer()
+    issues = serializers.ListField(child=serializers.CharField(), help_text="Each issue names the plan and the fix.")
+
+
+class EventPageSerializer(serializers.Serializer):
+    results = EventSerializer(many=True)
+    next_cursor = serializers.CharField(
+        help_text="Pass as ?after= on the next read. Equal to the cursor sent when nothing new has happened."
+    )
+    has_more = serializers.BooleanField(help_text="True when more events are ready right now.")
+    next = serializers.CharField(help_text="The URL of the next read.")
+
+
+# --- export -------------------------------------------------------------------------------
+
+
+class ExportSessionSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    task_description = serializers.CharField(allow_null=True)
+    created_at = serializers.DateTimeField()
+
+
+class ExportPlanSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=STATUSES)
+    queue_position = serializers.IntegerField(allow_null=True)
+    context = serializers.CharField(allow_blank=True)
+    goal = serializers.CharField()
+    inputs = serializers.CharField(allow_blank=True)
+    outputs = serializers.CharField(allow_blank=True)
+    approach = serializers.CharField(allow_blank=True)
+    success_criteria = serializers.CharField(allow_blank=True)
+    notes = serializers.CharField(allow_blank=True)
+    outcome = serializers.CharField(allow_blank=True)
+    discard_reason = serializers.CharField(allow_blank=True)
+    version = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    completed_at = serializers.DateTimeField(allow_null=True)
+    discarded_at = serializers.DateTimeField(allow_null=True)
+    file_text = serializers.CharField(
+        allow_null=True, allow_blank=True, help_text="The plan file as the agent left it (queued and active plans)."
+    )
+
+
+class ExportEventSerializer(serializers.Serializer):
+    id = serializers.IntegerField(help_text="The id in the exporting database; an import assigns new ids in order.")
+    plan = serializers.CharField(allow_null=True)
+    kind = serializers.CharField()
+    actor = serializers.CharField()
+    detail = serializers.DictField()
+    created_at = serializers.DateTimeField()
+
+
+class ExportSerializer(serializers.Serializer):
+    """The export document; manage.py nineplan_import FILE restores it."""
+
+    format = serializers.CharField(help_text="Always '9plan-session-export'.")
+    version = serializers.IntegerField()
+    exported_at = serializers.DateTimeField()
+    session = ExportSessionSerializer()
+    plans = ExportPlanSerializer(many=True)
+    events = ExportEventSerializer(many=True)
+
+
+class ProblemSerializer(serializers.Serializer):
+    """An error (RFC 9457 problem details)."""
+
+    type = serializers.CharField()
+    title = serializers.CharField()
+    status = serializers.IntegerField()
+    detail = serializers.CharField()
+    category = serializers.CharField(
+        help_text=(
+            "SESSION_NOT_FOUND, PLAN_NOT_FOUND, VALIDATION_ERROR, DATABASE_ERROR, FILE_SYSTEM_ERROR, ... (SPEC §6), "
+            "or AUTHENTICATION_REQUIRED, PERMISSION_DENIED, NOT_FOUND, METHOD_NOT_ALLOWED, NOT_ACCEPTABLE, THROTTLED."
+        )
+    )
+    suggestion = serializers.CharField(required=False)
+    parameter = serializers.CharField(required=False, help_text="The request parameter that was wrong.")
+    instance = serializers.CharField(required=False)
+

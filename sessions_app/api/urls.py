@@ -1,0 +1,23 @@
+"""The REST API under /api/: read-only data endpoints, the OpenAPI schema and its docs."""
+
+from django.urls import path, re_path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from sessions_app.api import views
+
+app_name = "api"
+
+urlpatterns = [
+    path("sessions/", views.SessionListView.as_view(), name="session-list"),
+    path("sessions/<str:name>/", views.SessionDetailView.as_view(), name="session-detail"),
+    path("sessions/<str:name>/queue/", views.SessionQueueView.as_view(), name="session-queue"),
+    path("sessions/<str:name>/plans/", views.SessionPlansView.as_view(), name="session-plans"),
+    path("sessions/<str:name>/plans/<str:plan_id>/", views.PlanDetailView.as_view(), name="plan-detail"),
+    path("sessions/<str:name>/validation/", views.SessionValidationView.as_view(), name="session-validation"),
+    path("sessions/<str:name>/export/", views.SessionExportView.as_view(), name="session-export"),
+    path("history/", views.HistorySearchView.as_view(), name="history-search"),
+    path("events/", views.EventFeedView.as_view(), name="event-feed"),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
+    re_path(r"^.*$", views.NotFoundView.as_view(), name="not-found"),
+]

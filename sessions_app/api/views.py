@@ -1,0 +1,440 @@
+"""REST views: each checks its parameters, calls one read of sessions_app, and formats the
+result. The API is read-only; a write method gets 405.
+
+Names and ids in the path are checked against their exact formats before any lookup, and
+a malformed one is simply not found (404): it could name nothing, and a path-traversal
+attempt learns nothing more than that.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.conf import settings
+from django.utils.cache import patch_cache_control, patch_vary_headers
+from django.utils.http import parse_etags
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, permissions
+from rest_framework.response import Response
+from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.views import APIView
+
+from sessions_app import api_queries, feed, queries, transfer
+from sessions_app.api import params, serializers as s
+from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
+from sessions_app.errors import PlanNotFound, SessionNotFound
+from sessions_app.identifiers import is_plan_id, is_session_name
+
+VIEW_SESSION = "sessions_app.view_session"
+VIEW_PLAN = "sessions_app.view_plan"
+VIEW_EVENT = "sessions_app.view_event"
+HISTORY_DEPTH = 50
+
+
+class HasViewPermission(permissions.BasePermission):
+    """Signed in, and holding the view permissions the endpoint's data needs."""
+
+    message = "You need the view permissions on 9plan sessions, plans and events for this endpoint."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False  # DRF turns this into 401 with a WWW-Authenticate challenge
+        return user.has_perms(view.required_perms)
+
+
+def _problems(*codes: int) -> dict:
+    text = {
+        400: "A parameter is malformed; `parameter` names it.",
+        401: "No or bad credentials.",
+        403: "The user lacks the view permissions.",
+        404: "No such session or plan (or a malformed name or id).",
+        503: "The database is busy or unreachable; retry.",
+    }
+    return {
+        (code, PROBLEM_CONTENT_TYPE): OpenApiResponse(s.ProblemSerializer, description=text[code]) for code in codes
+    }
+
+
+IF_NONE_MATCH = OpenApiParameter(
+    "If-None-Match",
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=False,
+    description="The ETag of an earlier answer: a 304 without a body comes back if nothing changed.",
+)
+SESSION_IN_PATH = OpenApiParameter(
+    "name",
+    type={"type": "string", "pattern": r"^[a-z]+-[a-z]+-[a-z]+$", "maxLength": 64},
+    location=OpenApiParameter.PATH,
+    description="The session's name: three lowercase words joined by '-', like brave-amber-otter.",
+)
+PLAN_IN_PATH = OpenApiParameter(
+    "plan_id",
+    type={"type": "string", "pattern": r"^[a-z0-9]{5}$"},
+    location=OpenApiParameter.PATH,
+    description="The plan's id: 5 characters of a-z and 0-9, like k3x9q.",
+)
+NOT_MODIFIED = {304: OpenApiResponse(description="Not modified since the ETag sent in If-None-Match.")}
+
+
+def _session_name(raw: str) -> str:
+    if not is_session_name(raw):
+        raise SessionNotFound(f"No session named {params.shown(raw)} exists (names are three lowercase words).")
+    return raw
+
+
+def _plan_id(raw: str) -> str:
+    if not is_plan_id(raw):
+        raise PlanNotFound(f"No plan {params.shown(raw)} exists (ids are 5 characters of a-z and 0-9).")
+    return raw
+
+
+def _etag(fingerprint: str) -> str:
+    # Hashed so that clients treat it as opaque; weak because the same state may be
+    # rendered as JSON or as the browsable HTML page.
+    return f'W/"{hashlib.blake2b(fingerprint.encode(), digest_size=10).hexdigest()}"'
+
+
+def _not_modified(request, etag: str) -> bool:
+    header = request.headers.get("If-None-Match")
+    if not header:
+        return False
+    wanted = etag.removeprefix("W/")
+    return any(tag == "*" or tag.removeprefix("W/") == wanted for tag in parse_etags(header))
+
+
+class ReadOnlyView(APIView):
+    permission_classes = [HasViewPermission]
+    required_perms: tuple[str, ...] = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Answers depend on who asks: shared caches must not keep them, and a client
+        # revalidates with its ETag instead of trusting an old copy.
+        patch_cache_control(response, private=True, no_cache=True)
+        patch_vary_headers(response, ("Authorization", "Cookie"))
+        return response
+
+    def conditional(self, request, fingerprint: str, build) -> Response:
+        """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
+        Checked only here, after authentication: a stranger learns nothing from a 304."""
+        etag = _etag(fingerprint)
+        if _not_modified(request, etag):
+            return Response(status=304, headers={"ETag": etag})
+        response = build()
+        response["ETag"] = etag
+        return response
+
+    @staticmethod
+    def page_params(request) -> tuple[int, int]:
+        return params.PAGE.parse(request), params.PAGE_SIZE.parse(request)
+
+    def page(self, request, qs, serializer, number: int, per_page: int) -> dict:
+        """One page of ``qs`` (two queries: the count and the rows)."""
+        count = qs.count()
+        start = (number - 1) * per_page
+        rows = list(qs[start : start + per_page]) if start < count else []
+        url = request.build_absolute_uri()
+        return {
+            "count": count,
+            "page": number,
+            "page_size": per_page,
+            "next": replace_query_param(url, "page", number + 1) if start + per_page < count else None,
+            "previous": (
+                None
+                if number == 1
+                else remove_query_param(url, "page")
+                if number == 2
+                else replace_query_param(url, "page", number - 1)
+            ),
+            "results": serializer(rows, many=True, context={"request": request}).data,
+        }
+
+
+TAG_SESSIONS = ["sessions"]
+TAG_PLANS = ["plans"]
+
+HAS_ACTIVE = params.ChoiceParam(
+    "has_active_plan", params.BOOLEAN, "'true': only sessions with a plan in progress; 'false': only those without."
+)
+HAS_QUEUED = params.ChoiceParam(
+    "has_queued", params.BOOLEAN, "'true': only sessions with queued plans; 'false': only those with an empty queue."
+)
+SEARCH = params.TextParam("search", 200, "Only sessions whose name or task description contains this text.")
+
+
+class SessionListView(ReadOnlyView):
+    required_perms = (VIEW_SESSION,)
+
+    @extend_schema(
+        operation_id="sessions_list",
+        summary="List sessions",
+        description="Sessions, newest first, with the counts the admin shows. Paginated.",
+        tags=TAG_SESSIONS,
+        parameters=[p.openapi() for p in (HAS_ACTIVE, HAS_QUEUED, SEARCH, params.PAGE, params.PAGE_SIZE)],
+        responses={200: s.SessionPageSerializer, **_problems(400, 401, 403, 503)},
+    )
+    def get(self, request):
+        flag = {"true": True, "false": False, None: None}
+        qs = api_queries.sessions(
+            has_active_plan=flag[HAS_ACTIVE.parse(request)],
+            has_queued=flag[HAS_QUEUED.parse(request)],
+            search=SEARCH.parse(request),
+        )
+        return Response(self.page(request, qs, s.SessionSummarySerializer, *self.page_params(request)))
+
+
+class SessionDetailView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="sessions_retrieve",
+        summary="One session's state",
+        description=(
+            "The session with its counts, active plan and the first plans of its queue. "
+            "Send the ETag back in If-None-Match to get a 304 while nothing changed."
+        ),
+        tags=TAG_SESSIONS,
+        parameters=[SESSION_IN_PATH, IF_NONE_MATCH],
+        responses={200: s.SessionStateSerializer, **NOT_MODIFIED, **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str):
+        name = _session_name(name)
+
+        def build():
+            state = queries.session_state(name)
+            return Response(s.SessionStateSerializer(state, context={"request": request}).data)
+
+        return self.conditional(request, api_queries.session_fingerprint(name), build)
+
+
+class SessionQueueView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="sessions_queue",
+        summary="A session's queue, in order",
+        description="The queued plans, the next to be pulled first. Paginated; supports If-None-Match.",
+        tags=TAG_SESSIONS,
+        parameters=[SESSION_IN_PATH, params.PAGE.openapi(), params.PAGE_SIZE.openapi(), IF_NONE_MATCH],
+        responses={200: s.QueuePageSerializer, **NOT_MODIFIED, **_problems(400, 401, 403, 404, 503)},
+    )
+    def get(self, request, name: str):
+        name = _session_name(name)
+        number, per_page = self.page_params(request)
+        return self.conditional(
+            request,
+            api_queries.session_fingerprint(name),
+            lambda: Response(self.page(request, api_queries.queue(name), s.QueuedPlanSerializer, number, per_page)),
+        )
+
+
+STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
+
+
+class SessionPlansView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="sessions_plans",
+        summary="A session's plans, by status",
+        description=(
+            "Every plan of the session (or those in one state), oldest first. Paginated; supports If-None-Match."
+        ),
+        tags=TAG_PLANS,
+        parameters=[
+            SESSION_IN_PATH,
+            STATUS.openapi(),
+            params.PAGE.openapi(),
+            params.PAGE_SIZE.openapi(),
+            IF_NONE_MATCH,
+        ],
+        responses={200: s.PlanPageSerializer, **NOT_MODIFIED, **_problems(400, 401, 403, 404, 503)},
+    )
+    def get(self, request, name: str):
+        name = _session_name(name)
+        status = STATUS.parse(request)
+        number, per_page = self.page_params(request)
+        qs = api_queries.plans(name, status=status)
+        return self.conditional(
+            request,
+            api_queries.session_fingerprint(name),
+            lambda: Response(self.page(request, qs, s.PlanSummarySerializer, number, per_page)),
+        )
+
+
+class PlanDetailView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+
+    @extend_schema(
+        operation_id="plans_retrieve",
+        summary="One plan",
+        description=(
+            "A plan in any state with every section, its outcome or discard reason, and its events. "
+            "Supports If-None-Match."
+        ),
+        tags=TAG_PLANS,
+        parameters=[SESSION_IN_PATH, PLAN_IN_PATH, IF_NONE_MATCH],
+        responses={200: s.PlanDetailSerializer, **NOT_MODIFIED, **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str, plan_id: str):
+        name, plan_id = _session_name(name), _plan_id(plan_id)
+        plan = api_queries.plan_detail(name, plan_id)
+        return self.conditional(
+            request,
+            plan.fingerprint,
+            lambda: Response(s.PlanDetailSerializer(plan, context={"request": request}).data),
+        )
+
+
+class SessionValidationView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="sessions_validation",
+        summary="Check a session's invariants",
+        description="One active plan at most, queue order intact, plan files matching the database, no stray files.",
+        tags=TAG_SESSIONS,
+        parameters=[SESSION_IN_PATH],
+        responses={200: s.ValidationSerializer, **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str):
+        name = _session_name(name)
+        result = queries.admin_validate(name)
+        body = {"session": name, "valid": result.valid, "invariants": result.invariants, "issues": result.issues}
+        return Response(s.ValidationSerializer(body).data)
+
+
+class SessionExportView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+
+    @extend_schema(
+        operation_id="sessions_export",
+        summary="Export a session",
+        description=(
+            "The whole session as one document: the session, every plan in every state with all its fields, "
+            "and every event. `manage.py nineplan_import FILE` restores it into a database without that session."
+        ),
+        tags=TAG_SESSIONS,
+        parameters=[SESSION_IN_PATH],
+        responses={200: s.ExportSerializer, **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str):
+        return Response(transfer.export_session(_session_name(name)))
+
+
+QUERY = params.TextParam(
+    "q", settings.NINEPLAN_MAX_QUERY_CHARS, "Words to look for; plans with all of them rank first.", required=True
+)
+HISTORY_SESSION = params.NameParam("session", "session", "Search only this session's plans.")
+HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per page (1 to 50, default 10).")
+
+
+class HistorySearchView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="history_search",
+        summary="Search completed plans",
+        description=(
+            "Full-text search over the goal, context, inputs, outputs and outcome of completed plans "
+            "(discarded plans are never found), best match first (BM25 on SQLite). "
+            f"Pages run over the {HISTORY_DEPTH} best matches."
+        ),
+        tags=TAG_PLANS,
+        parameters=[QUERY.openapi(), HISTORY_SESSION.openapi(), params.PAGE.openapi(), HISTORY_PAGE_SIZE.openapi()],
+        responses={200: s.HistoryPageSerializer, **_problems(400, 401, 403, 404, 503)},
+    )
+    def get(self, request):
+        query = QUERY.parse(request)
+        session = HISTORY_SESSION.parse(request)
+        number = params.PAGE.parse(request)
+        per_page = HISTORY_PAGE_SIZE.parse(request)
+        end = number * per_page
+        start = end - per_page
+        hits = []
+        if start < HISTORY_DEPTH:
+            hits = queries.history_search(query, session_name=session, max_results=min(end, HISTORY_DEPTH))
+        url = request.build_absolute_uri()
+        body = {
+            "query": query,
+            "session": session,
+            "page": number,
+            "page_size": per_page,
+            "next": replace_query_param(url, "page", number + 1) if len(hits) == end and end < HISTORY_DEPTH else None,
+            "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
+            "results": s.HistoryHitSerializer(
+                hits[start:end], many=True, context={"request": request, "query": query}
+            ).data,
+        }
+        return Response(body)
+
+
+class Cursor:
+    """The ?after= parameter: opaque to clients, an event id inside."""
+
+
+    @staticmethod
+    def openapi() -> OpenApiParameter:
+        return OpenApiParameter(
+            "after",
+            type={"type": "string", "pattern": feed.CURSOR_PATTERN},
+            location=OpenApiParameter.QUERY,
+            description="The next_cursor of the previous read; leave out to start from the first event.",
+        )
+
+    @staticmethod
+    def parse(request) -> int:
+        raw = params.single(request, "after")
+        return 0 if raw is None else feed.decode_cursor(raw, field="after")
+
+
+FEED_SESSION = params.NameParam("session", "session", "Only this session's events.")
+FEED_PLAN = params.NameParam("plan", "plan", "Only this plan's events.")
+FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, default 100).")
+
+
+class EventFeedView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+
+    @extend_schema(
+        operation_id="events_list",
+        summary="Follow the event feed",
+        description=(
+            "Every lifecycle step (plan created, pulled, deferred, noted, completed, discarded, ...) in the order "
+            "it happened. Start without `after`, then pass each answer's `next_cursor` as `after`: "
+            "every event arrives exactly once, in order, even while agents are writing. "
+            "When `has_more` is false you are up to date; poll again later with the same cursor."
+        ),
+        tags=["events"],
+        parameters=[Cursor.openapi(), FEED_SESSION.openapi(), FEED_PLAN.openapi(), FEED_LIMIT.openapi()],
+        responses={200: s.EventPageSerializer, **_problems(400, 401, 403, 404, 503)},
+    )
+    def get(self, request):
+        after = Cursor.parse(request)
+        session_name = FEED_SESSION.parse(request)
+        plan_id = FEED_PLAN.parse(request)
+        limit = FEED_LIMIT.parse(request)
+        session, plan = api_queries.feed_scope(session_name, plan_id)
+        page = feed.events_after(after=after, limit=limit, session=session, plan=plan)
+        cursor = feed.encode_cursor(page.last_id)
+        body = {
+            "results": s.EventSerializer(page.events, many=True).data,
+            "next_cursor": cursor,
+            "has_more": page.has_more,
+            "next": replace_query_param(request.build_absolute_uri(), "after", cursor),
+        }
+        return Response(body)
+
+
+class NotFoundView(APIView):
+    """Any other path under /api/: a problem document rather than Django's HTML page."""
+
+    authentication_classes: list = []
+    permission_classes = [permissions.AllowAny]
+    schema = None
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        raise exceptions.NotFound("There is no such endpoint.")

@@ -1,0 +1,103 @@
+"""Reads behind the REST API. Like sessions_app.queries they never write, and each costs a
+fixed number of queries however many sessions, plans and events there are.
+
+Fingerprints (for ETags) rely on the event log: every change to a session's queue or to a
+plan records an event in the same transaction, so the newest event id moves with every
+change, and is found through the (session, id) index without reading the plans.
+"""
+
+from __future__ import annotations
+
+from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+
+from sessions_app import queries
+from sessions_app.errors import PlanNotFound, SessionNotFound
+from sessions_app.models import Event, Plan, Session
+
+PLAN_EVENTS_SHOWN = 100
+SUMMARY_FIELDS = (
+    "id",
+    "session_id",
+    "status",
+    "goal",
+    "queue_position",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "discarded_at",
+)
+
+
+def _last_event(**match) -> Subquery:
+    return Subquery(Event.objects.filter(**match).order_by("-id").values("id")[:1])
+
+
+def session_fingerprint(name: str) -> str:
+    """A value that changes whenever anything in the session changes (one query)."""
+    row = Session.objects.filter(name=name).annotate(last=_last_event(session=OuterRef("pk"))).values_list("last")
+    row = row.first()
+    if row is None:
+        raise SessionNotFound(f"No session named '{name}' exists.")
+    return f"s{row[0] or 0}"
+
+
+def sessions(*, has_active_plan: bool | None, has_queued: bool | None, search: str | None) -> QuerySet[Session]:
+    """Sessions with the counts of queries.session_list, filtered; newest first."""
+    qs = queries.sessions_with_counts()
+    if has_active_plan is not None:
+        qs = qs.filter(has_active_plan=has_active_plan)
+    if has_queued is True:
+        qs = qs.filter(queue_length__gt=0)
+    elif has_queued is False:
+        qs = qs.filter(queue_length=0)
+    if search:
+        qs = qs.filter(Q(name__icontains=search) | Q(task_description__icontains=search))
+    return qs
+
+
+def queue(name: str) -> QuerySet[Plan]:
+    """The session's queued plans in queue order."""
+    return (
+        Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED)
+        .order_by("queue_position")
+        .only("id", "session_id", "goal", "queue_position")
+    )
+
+
+def plans(name: str, *, status: str | None) -> QuerySet[Plan]:
+    """The session's plans, oldest first (ties broken by id, so the order is total)."""
+    qs = Plan.objects.filter(session_id=name)
+    if status is not None:
+        qs = qs.filter(status=status)
+    return qs.order_by("created_at", "id").only(*SUMMARY_FIELDS)
+
+
+def plan_detail(name: str, plan_id: str) -> Plan:
+    """The plan with ``fingerprint``, ``events_count`` and its first events (two queries)."""
+    plan = (
+        Plan.objects.filter(session_id=name, id=plan_id)
+        .annotate(last_event=_last_event(plan=OuterRef("pk")), events_count=Count("events"))
+        .first()
+    )
+    if plan is None:
+        if not Session.objects.filter(name=name).exists():
+            raise SessionNotFound(f"No session named '{name}' exists.")
+        raise PlanNotFound(f"No plan {plan_id} in session '{name}'.")
+    plan.fingerprint = f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}"
+    plan.shown_events = list(Event.objects.filter(plan=plan).order_by("id")[:PLAN_EVENTS_SHOWN])
+    return plan
+
+
+def feed_scope(session_name: str | None, plan_id: str | None) -> tuple[Session | None, Plan | None]:
+    """The session and plan an event feed is narrowed to; each must exist."""
+    session = queries.get_session(session_name) if session_name is not None else None
+    plan = None
+    if plan_id is not None:
+        qs = Plan.objects.filter(id=plan_id)
+        if session is not None:
+            qs = qs.filter(session=session)
+        plan = qs.only("id", "session_id").first()
+        if plan is None:
+            where = f" in session '{session.name}'" if session is not None else ""
+            raise PlanNotFound(f"No plan {plan_id}{where}.")
+    return session, plan

@@ -1,0 +1,45 @@
+"""`manage.py nineplan_import FILE`: restore a session exported by nineplan_export."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from django.core.management.base import BaseCommand, CommandError
+
+from sessions_app import transfer
+from sessions_app.errors import NineplanError
+
+MAX_BYTES = 512 * 1024 * 1024
+
+
+class Command(BaseCommand):
+    help = (
+        "Import a session from FILE ('-' for stdin), as written by nineplan_export or the API's export "
+        "endpoint, into a database that does not hold it yet: plans, events and the open plans' files. "
+        "The whole document is checked first; on any error nothing is changed."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file")
+
+    def handle(self, *args, file: str, **options):
+        try:
+            if file == "-":
+                raw = sys.stdin.buffer.read(MAX_BYTES + 1)
+            else:
+                with open(file, "rb") as fh:
+                    raw = fh.read(MAX_BYTES + 1)
+        except OSError as exc:
+            raise CommandError(f"Could not read {file}: {exc.strerror or exc}.") from exc
+        if len(raw) > MAX_BYTES:
+            raise CommandError(f"{file} is larger than {MAX_BYTES // (1024 * 1024)} MiB; nothing was imported.")
+        try:
+            document = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise CommandError(f"{file} is not UTF-8 JSON ({exc}); nothing was imported.") from exc
+        try:
+            session = transfer.session_import(document, actor="import")
+        except NineplanError as exc:
+            raise CommandError(f"{exc.category}: {exc.message}") from exc
+        self.stdout.write(session.name)

@@ -1,0 +1,343 @@
+"""Export a session as one JSON document, and import such a document into a database
+that does not hold the session yet.
+
+The export is lossless: the session, every plan in every state with every field, every
+event, and the text of each open plan's file as the agent left it. The import checks the
+whole document before it writes anything, then restores it in one transaction: the same
+session name, plan ids, fields and timestamps, the events in their order, and the plan
+files of the queued and active plans.
+
+Event ids are not carried over: an id is a position in one database's event feed, and an
+imported event given an id below a reader's cursor would never reach that reader. The
+events are inserted in their exported order, so they keep their relative order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from django.db import DatabaseError, IntegrityError, transaction
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
+
+from sessions_app import feed, planfiles, queries, validation
+from sessions_app.errors import DatabaseFailed, FileSystemFailed, ValidationFailed
+from sessions_app.models import SECTIONS, Event, Plan, Session
+
+log = logging.getLogger("nineplan.transfer")
+
+FORMAT = "9plan-session-export"
+FORMAT_VERSION = 1
+
+SESSION_KEYS = ("name", "task_description", "created_at")
+PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
+PLAN_KEYS = (
+    "id",
+    "status",
+    "queue_position",
+    *PLAN_TEXT,
+    "version",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "discarded_at",
+    "file_text",
+)
+EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
+BIGINT = 2**63
+ACTOR_CHARS = Event._meta.get_field("actor").max_length
+FILE_CHARS = 16 * 1024 * 1024
+
+
+def _when(value: datetime | None) -> str | None:
+    return None if value is None else value.isoformat()
+
+
+def export_session(name: object) -> dict:
+    """The whole session as plain JSON data (three queries, plus one file read per open plan)."""
+    session = queries.get_session(name)
+    plans = []
+    for plan in Plan.objects.filter(session=session).order_by("created_at", "id").iterator(chunk_size=500):
+        row = {
+            "id": plan.id,
+            "status": plan.status,
+            "queue_position": plan.queue_position,
+            **{key: getattr(plan, key) for key in PLAN_TEXT},
+            "version": plan.version,
+            "created_at": _when(plan.created_at),
+            "updated_at": _when(plan.updated_at),
+            "completed_at": _when(plan.completed_at),
+            "discarded_at": _when(plan.discarded_at),
+            # The agent's working copy may hold edits the database takes in only later.
+            "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
+        }
+        plans.append(row)
+    events = [
+        {
+            "id": event.id,
+            "plan": event.plan_id,
+            "kind": event.kind,
+            "actor": event.actor,
+            "detail": event.detail,
+            "created_at": _when(event.created_at),
+        }
+        for event in Event.objects.filter(session=session).order_by("id").iterator(chunk_size=2000)
+    ]
+    return {
+        "format": FORMAT,
+        "version": FORMAT_VERSION,
+        "exported_at": _when(timezone.now()),
+        "session": {
+            "name": session.name,
+            "task_description": session.task_description,
+            "created_at": _when(session.created_at),
+        },
+        "plans": plans,
+        "events": events,
+    }
+
+
+# --- import ------------------------------------------------------------------------------
+
+
+def _fail(field: str, message: str) -> ValidationFailed:
+    return ValidationFailed(
+        f"{field}: {message}",
+        field=field,
+        suggestion=(
+            "Import a file written by nineplan_export (or GET /api/sessions/{name}/export/); nothing was changed."
+        ),
+    )
+
+
+def _object(field: str, value: object, keys: tuple[str, ...]) -> dict:
+    if not isinstance(value, dict):
+        raise _fail(field, "must be a JSON object.")
+    missing = [k for k in keys if k not in value]
+    if missing:
+        raise _fail(field, f"lacks {', '.join(missing)}.")
+    extra = sorted(set(value) - set(keys))
+    if extra:
+        raise _fail(field, f"has unknown keys {', '.join(extra)}; expected exactly {', '.join(keys)}.")
+    return value
+
+
+def _list(field: str, value: object) -> list:
+    if not isinstance(value, list):
+        raise _fail(field, "must be a JSON array.")
+    return value
+
+
+def _integer(field: str, value: object, *, minimum: int = -BIGINT, maximum: int = BIGINT - 1) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= maximum:
+        raise _fail(field, f"must be a whole number from {minimum} to {maximum}.")
+    return value
+
+
+def _datetime(field: str, value: object, *, required: bool) -> datetime | None:
+    if value is None and not required:
+        return None
+    parsed = None
+    if isinstance(value, str):
+        try:
+            parsed = parse_datetime(value)
+        except ValueError:
+            parsed = None
+    if parsed is None or parsed.tzinfo is None:
+        raise _fail(field, "must be an ISO 8601 date and time with a UTC offset, like '2025-01-31T12:00:00+00:00'.")
+    return parsed
+
+
+def _text(
+    field: str, value: object, *, required: bool = False, nullable: bool = False, max_chars: int | None = None
+) -> str | None:
+    if value is None and nullable:
+        return None
+    if not isinstance(value, str):
+        raise _fail(field, "must be a string.")
+    return validation.text(field, value, required=required, max_chars=max_chars)
+
+
+def _check_session(data: object) -> Session:
+    data = _object("session", data, SESSION_KEYS)
+    name = validation.session_name(data["name"], field="session.name")
+    return Session(
+        name=name,
+        task_description=_text("session.task_description", data["task_description"], nullable=True),
+        created_at=_datetime("session.created_at", data["created_at"], required=True),
+    )
+
+
+def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str]]:
+    plans: list[Plan] = []
+    files: dict[str, str] = {}
+    seen: set[str] = set()
+    positions: set[int] = set()
+    active = 0
+    for i, row in enumerate(rows):
+        at = f"plans[{i}]"
+        row = _object(at, row, PLAN_KEYS)
+        plan_id = validation.plan_id(row["id"], field=f"{at}.id")
+        if plan_id in seen:
+            raise _fail(f"{at}.id", f"plan {plan_id} appears twice.")
+        seen.add(plan_id)
+        status = row["status"]
+        if status not in Plan.Status.values:
+            raise _fail(f"{at}.status", f"must be one of {', '.join(Plan.Status.values)}; got {status!r}.")
+        position = row["queue_position"]
+        if status == Plan.Status.QUEUED:
+            position = _integer(f"{at}.queue_position", position)
+            if position in positions:
+                raise _fail(f"{at}.queue_position", f"position {position} is taken by another queued plan.")
+            positions.add(position)
+        elif position is not None:
+            raise _fail(f"{at}.queue_position", f"must be null for a {status} plan.")
+        if status == Plan.Status.ACTIVE:
+            active += 1
+            if active > 1:
+                raise _fail(f"{at}.status", "a session has at most one active plan.")
+        text = {key: _text(f"{at}.{key}", row[key], required=(key == "goal")) for key in PLAN_TEXT}
+        validation.plan_size({k: text[k] for k in (*SECTIONS, "outcome")}, field=at)
+        # An agent's file is not held to the field limits (it may hold a whole plan), only
+        # to a bound that keeps a hostile document from exhausting memory or disk.
+        file_text = _text(f"{at}.file_text", row["file_text"], nullable=True, max_chars=FILE_CHARS)
+        if file_text is not None:
+            if status not in (Plan.Status.QUEUED, Plan.Status.ACTIVE):
+                raise _fail(f"{at}.file_text", f"must be null for a {status} plan (it has no file).")
+            files[plan_id] = file_text
+        plans.append(
+            Plan(
+                id=plan_id,
+                session=session,
+                status=status,
+                queue_position=position,
+                version=_integer(f"{at}.version", row["version"], minimum=1, maximum=2**31 - 1),
+                created_at=_datetime(f"{at}.created_at", row["created_at"], required=True),
+                updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
+                completed_at=_datetime(f"{at}.completed_at", row["completed_at"], required=False),
+                discarded_at=_datetime(f"{at}.discarded_at", row["discarded_at"], required=False),
+                **text,
+            )
+        )
+    return plans, files
+
+
+def _check_events(session: Session, rows: list, plan_ids: set[str]) -> list[Event]:
+    events: list[Event] = []
+    previous = None
+    for i, row in enumerate(rows):
+        at = f"events[{i}]"
+        row = _object(at, row, EVENT_KEYS)
+        number = _integer(f"{at}.id", row["id"], minimum=1)
+        if previous is not None and number <= previous:
+            raise _fail(f"{at}.id", "events must be listed in increasing id order.")
+        previous = number
+        if row["kind"] not in Event.Kind.values:
+            raise _fail(f"{at}.kind", f"must be one of {', '.join(Event.Kind.values)}; got {row['kind']!r}.")
+        plan_id = row["plan"]
+        if plan_id is not None and plan_id not in plan_ids:
+            raise _fail(f"{at}.plan", f"names plan {plan_id!r}, which is not among the exported plans.")
+        actor = _text(f"{at}.actor", row["actor"], required=True)
+        if len(actor) > ACTOR_CHARS:
+            raise _fail(f"{at}.actor", f"is {len(actor)} characters; at most {ACTOR_CHARS} are allowed.")
+        if not isinstance(row["detail"], dict):
+            raise _fail(f"{at}.detail", "must be a JSON object.")
+        events.append(
+            Event(
+                session=session,
+                plan_id=plan_id,
+                kind=row["kind"],
+                actor=actor,
+                detail=row["detail"],
+                created_at=_datetime(f"{at}.created_at", row["created_at"], required=True),
+            )
+        )
+    return events
+
+
+def _check_free(session: Session, plans: list[Plan]) -> None:
+    if Session.objects.filter(name=session.name).exists():
+        raise _fail("session.name", f"a session named '{session.name}' already exists in this database.")
+    taken = sorted(Plan.objects.filter(id__in=[p.id for p in plans]).values_list("id", flat=True))
+    if taken:
+        raise _fail("plans", f"plan id(s) {', '.join(taken[:10])} already exist in this database.")
+    if planfiles.list_plan_files(session.name):
+        raise _fail(
+            "session.name",
+            f"the folder {planfiles.plans_dir(session.name)} already holds plan files; "
+            "move them away first so that no agent's text is overwritten.",
+        )
+
+
+def session_import(data: object, *, actor: str = "import") -> Session:
+    """Restores an exported session into this database, all or nothing; returns the session."""
+    data = _object("document", data, ("format", "version", "exported_at", "session", "plans", "events"))
+    if data["format"] != FORMAT:
+        raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
+    if data["version"] != FORMAT_VERSION or isinstance(data["version"], bool):
+        raise _fail("version", f"must be {FORMAT_VERSION}; this 9plan cannot read version {data['version']!r}.")
+    session = _check_session(data["session"])
+    plans, files = _check_plans(session, _list("plans", data["plans"]))
+    events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
+
+    undo: list[Callable[[], None]] = []
+    try:
+        with transaction.atomic():
+            _check_free(session, plans)
+            session.save(force_insert=True)
+            Plan.objects.bulk_create(plans)
+            # bulk_create sends no pre_save signal: tell the feed about the new ids here.
+            feed.before_event_write()
+            Event.objects.bulk_create(events)
+            _restore_files(session, plans, files, undo)
+    except IntegrityError as exc:
+        _undo(undo)
+        raise _fail("document", f"the database refused it ({exc}); another process may have imported it.") from exc
+    except DatabaseError as exc:
+        _undo(undo)
+        raise DatabaseFailed(f"The database refused the import: {exc}.") from exc
+    except BaseException:
+        _undo(undo)
+        raise
+    log.info(
+        "session imported",
+        extra={"session": session.name, "plans": len(plans), "events": len(events), "actor": actor},
+    )
+    return session
+
+
+def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], undo: list) -> None:
+    root = planfiles.session_dir(session.name)
+    created_root = not root.exists()
+    planfiles.ensure_session_dir(session.name)
+    if created_root:
+        undo.append(lambda: _remove_empty_tree(root))
+    for plan in plans:
+        if not plan.is_open:
+            continue
+        path = planfiles.plan_path(session.name, plan.id)
+        text = files.get(plan.id)
+        try:
+            planfiles.write_atomic(path, text if text is not None else planfiles.render(plan.sections()))
+        except OSError as exc:
+            raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
+        undo.append(lambda path=path: path.unlink(missing_ok=True))
+
+
+def _remove_empty_tree(root: Path) -> None:
+    for folder in (root / "plans", root):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _undo(steps: list[Callable[[], None]]) -> None:
+    for step in reversed(steps):
+        try:
+            step()
+        except OSError:
+            log.warning("undo of an imported plan file failed", exc_info=True)

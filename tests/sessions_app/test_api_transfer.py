@@ -1,0 +1,266 @@
+"""Export and import of a session, and the token command that lets an integration in."""
+
+from __future__ import annotations
+
+import copy
+import io
+import json
+import shutil
+import subprocess
+
+import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from sessions_app import planfiles, queries, services, transfer
+from sessions_app.models import Event, Plan, Session
+from tests.conftest import MANAGE, PYTHON, REPO
+from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
+    api,
+    fill_session,
+    full_session,
+    reader,
+)
+
+pytestmark = pytest.mark.django_db
+
+PLAN_COLUMNS = [f.attname for f in Plan._meta.concrete_fields]
+EVENT_COLUMNS = ["session_id", "plan_id", "kind", "actor", "detail", "created_at"]
+
+
+def snapshot(session_name: str) -> dict:
+    return {
+        "session": list(Session.objects.filter(name=session_name).values()),
+        "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
+        # Ids are re-drawn on import (see transfer.py); order and every other column must hold.
+        "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
+        "files": {
+            pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)
+        },
+    }
+
+
+def wipe(session_name: str, sessions_dir) -> None:
+    Session.objects.all().delete()
+    shutil.rmtree(sessions_dir / session_name)
+    assert not Plan.objects.exists() and not Event.objects.exists()
+
+
+@pytest.fixture
+def edited_session(full_session, sessions_dir):
+    """Plans in every state, and an agent's edit in the active plan's file not yet absorbed."""
+    active = Plan.objects.get(session=full_session, status="active")
+    path = planfiles.plan_path(full_session.name, active.id)
+    path.write_text(path.read_text() + "\nAn edit only the file has yet.\n", encoding="utf-8")
+    return full_session
+
+
+def test_export_over_the_api_then_import_into_an_empty_database_restores_everything(
+    api, edited_session, sessions_dir, tmp_path
+):
+    name = edited_session.name
+    before = snapshot(name)
+    response = api.get(f"/api/sessions/{name}/export/")
+    assert response.status_code == 200
+    document = response.json()
+    assert document["format"] == "9plan-session-export" and document["version"] == 1
+    assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
+    assert len(document["events"]) == Event.objects.filter(session_id=name).count()
+    dump = tmp_path / "export.json"
+    dump.write_text(json.dumps(document), encoding="utf-8")
+
+    wipe(name, sessions_dir)
+    out = io.StringIO()
+    call_command("nineplan_import", str(dump), stdout=out)
+    assert out.getvalue().strip() == name
+
+    after = snapshot(name)
+    assert after == before
+    assert "An edit only the file has yet." in next(
+        text for text in after["files"].values() if "An edit only" in text
+    )
+    # The restored session works: search finds its completed plan, the queue pulls on.
+    assert queries.history_search("invoices", session_name=name)
+    assert queries.admin_validate(name).valid
+    completed = services.plan_complete(session_name=name, outcome="finished after the import")
+    assert "An edit only the file has yet." in completed.notes
+
+
+def test_the_export_command_writes_what_the_api_serves(api, full_session, tmp_path):
+    target = tmp_path / "out.json"
+    call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
+    from_command = json.loads(target.read_text(encoding="utf-8"))
+    from_api = api.get(f"/api/sessions/{full_session.name}/export/").json()
+    for document in (from_command, from_api):
+        document.pop("exported_at")
+    assert from_command == from_api
+    with pytest.raises(CommandError, match="already exists"):
+        call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
+
+
+@pytest.mark.slow
+@pytest.mark.django_db(transaction=True)
+def test_export_and_import_through_manage_py_into_a_second_database(
+    full_session, sessions_dir, tmp_path, subprocess_env
+):
+    """A real round trip between two databases: export here, import into a fresh SQLite file."""
+    name = full_session.name
+    exported = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_export", name],
+        cwd=REPO,
+        env={**subprocess_env, "DJANGO_SETTINGS_MODULE": "nineplan.settings"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert exported.returncode == 0, exported.stderr
+    other_dir = tmp_path / "elsewhere" / "sessions"
+    other_dir.mkdir(parents=True)
+    env = {
+        **subprocess_env,
+        "DJANGO_SETTINGS_MODULE": "nineplan.settings",
+        "NINEPLAN_SESSIONS_PATH": str(other_dir),
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'elsewhere' / 'second.sqlite3'}",
+    }
+    run = lambda *args, **kw: subprocess.run(  # noqa: E731
+        [PYTHON, MANAGE, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, **kw
+    )
+    assert run("migrate", "--noinput", "-v0").returncode == 0
+    imported = run("nineplan_import", "-", input=exported.stdout)
+    assert imported.returncode == 0, imported.stderr
+    assert imported.stdout.strip() == name
+    again = run("nineplan_export", name)
+    first, second = json.loads(exported.stdout), json.loads(again.stdout)
+    for document in (first, second):
+        document.pop("exported_at")
+        for event in document["events"]:
+            event.pop("id")
+    assert first == second
+    for plan in Plan.objects.filter(session=full_session, status__in=["queued", "active"]):
+        restored = other_dir / name / "plans" / f"{plan.id}.txt"
+        assert restored.read_text(encoding="utf-8") == planfiles.read_plan(name, plan.id)
+
+
+# --- the import refuses a bad document and changes nothing --------------------------------
+
+
+@pytest.fixture
+def document(full_session) -> dict:
+    return transfer.export_session(full_session.name)
+
+
+def _mutations():
+    def plan(doc, status):
+        return next(p for p in doc["plans"] if p["status"] == status)
+
+    yield "format", lambda d: d.update(format="something-else")
+    yield "version", lambda d: d.update(version=2)
+    yield "version", lambda d: d.update(version=True)
+    yield "document", lambda d: d.pop("events")
+    yield "document", lambda d: d.update(extra=1)
+    yield "session.name", lambda d: d["session"].update(name="../../etc")
+    yield "session.created_at", lambda d: d["session"].update(created_at="yesterday")
+    yield "session.created_at", lambda d: d["session"].update(created_at="2025-01-01T00:00:00")
+    yield "plans[0].id", lambda d: d["plans"][0].update(id="../x")
+    yield "plans[1].id", lambda d: d["plans"][1].update(id=d["plans"][0]["id"])
+    yield "plans[0].status", lambda d: d["plans"][0].update(status="Completed")
+    yield "plans[0].queue_position", lambda d: d["plans"][0].update(queue_position=3)
+    yield "plans[0].goal", lambda d: d["plans"][0].update(goal="   ")
+    yield "plans[0].notes", lambda d: d["plans"][0].update(notes="a\x00b")
+    yield "plans[0].version", lambda d: d["plans"][0].update(version=0)
+    yield "plans[0].file_text", lambda d: d["plans"][0].update(file_text="# Goal\nx")
+    yield "plans", lambda d: d.update(plans={})
+    yield "events[0].kind", lambda d: d["events"][0].update(kind="hacked")
+    yield "events[1].plan", lambda d: d["events"][1].update(plan="zzzzz")
+    yield "events[0].detail", lambda d: d["events"][0].update(detail=[1])
+    yield "events[1].id", lambda d: d["events"][1].update(id=d["events"][0]["id"])
+
+    def two_active(d):
+        plan(d, "queued").update(status="active", queue_position=None)
+
+    yield "plans[3].status", two_active
+
+    def same_position(d):
+        queued = [p for p in d["plans"] if p["status"] == "queued"]
+        queued[1]["queue_position"] = queued[0]["queue_position"]
+
+    yield "plans[4].queue_position", same_position
+
+
+@pytest.mark.parametrize("field, mutate", list(_mutations()))
+def test_a_bad_document_is_refused_naming_the_field(document, full_session, sessions_dir, rejects, field, mutate):
+    Session.objects.all().delete()
+    shutil.rmtree(sessions_dir / full_session.name)
+    bad = copy.deepcopy(document)
+    mutate(bad)
+    with rejects("VALIDATION_ERROR", field=field):
+        transfer.session_import(bad)
+
+
+def test_an_existing_session_or_plan_is_never_overwritten(document, full_session, rejects):
+    with rejects("VALIDATION_ERROR", field="session.name", match="already exists"):
+        transfer.session_import(document)
+    renamed = copy.deepcopy(document)
+    renamed["session"]["name"] = "brave-amber-otter" if full_session.name != "brave-amber-otter" else "calm-amber-otter"
+    with rejects("VALIDATION_ERROR", field="plans", match="already exist"):
+        transfer.session_import(renamed)
+
+
+def test_plan_files_left_in_the_folder_are_never_overwritten(document, full_session, sessions_dir, rejects):
+    Session.objects.all().delete()
+    with rejects("VALIDATION_ERROR", field="session.name", match="already holds plan files"):
+        transfer.session_import(document)
+
+
+def test_the_import_command_reports_errors_without_a_traceback(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(CommandError, match="not UTF-8 JSON"):
+        call_command("nineplan_import", str(bad))
+    bad.write_text(json.dumps({"format": "x"}), encoding="utf-8")
+    with pytest.raises(CommandError, match="VALIDATION_ERROR"):
+        call_command("nineplan_import", str(bad))
+    with pytest.raises(CommandError, match="Could not read"):
+        call_command("nineplan_import", str(tmp_path / "missing.json"))
+    assert not Session.objects.exists()
+
+
+# --- tokens -------------------------------------------------------------------------------
+
+
+def _token(*args) -> str:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("nineplan_token", *args, stdout=out, stderr=err)
+    return out.getvalue().strip()
+
+
+def test_the_token_command_creates_a_read_only_api_user(full_session):
+    key = _token("dashboard", "--create")
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
+    assert client.get(f"/api/sessions/{full_session.name}/").status_code == 200
+    assert client.post("/api/sessions/").status_code == 405
+    user = Token.objects.get(key=key).user
+    assert not user.is_staff and not user.has_usable_password()
+    # Asking again prints the same token; --reset revokes it.
+    assert _token("dashboard") == key
+    fresh = _token("dashboard", "--reset")
+    assert fresh != key and not Token.objects.filter(key=key).exists()
+    assert client.get("/api/sessions/").status_code == 401
+
+
+def test_the_token_command_needs_an_existing_user_or_create(db):
+    with pytest.raises(CommandError, match="No user named 'nobody'"):
+        _token("nobody")
+    assert not Token.objects.exists()
+
+
+def test_the_token_command_warns_when_the_user_cannot_read(db):
+    from django.contrib.auth import get_user_model
+
+    get_user_model().objects.create_user("plain")
+    out, err = io.StringIO(), io.StringIO()
+    call_command("nineplan_token", "plain", stdout=out, stderr=err)
+    assert "403" in err.getvalue() and Token.objects.get(user__username="plain").key == out.getvalue().strip()
