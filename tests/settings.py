@@ -13,3 +13,8 @@ os.environ.setdefault("NINEPLAN_LOG_LEVEL", "warn")
 os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-a-secret")
 
 from nineplan.settings import *  # noqa: E402,F401,F403
+
+if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
+    # One test database per run: two runs on one server (CI and a developer, say) would
+    # otherwise drop each other's database in the middle of the suite.
+    DATABASES["default"]["TEST"]["NAME"] += f"_{os.getpid()}"  # noqa: F405

@@ -1,0 +1,218 @@
+"""Bearer tokens for the MCP HTTP transport: create, list, revoke, check; and the ASGI
+middleware that refuses a request without a valid one.
+
+A token is 256 random bits; the database keeps only its SHA-256 digest, so a copy of the
+database (a backup, a replica) gives nobody a usable token. A high-entropy secret needs no
+slow password hash: nobody can guess their way back from its digest.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import logging
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.db import IntegrityError, close_old_connections, transaction
+from django.utils import timezone
+
+log = logging.getLogger("nineplan.mcp")
+
+TOKEN_PREFIX = "9plan_"
+NAME_RE = re.compile(r"[A-Za-z0-9][A-Za-z0-9._@-]{0,99}")
+# last_used_at is for the operator's eye ("is this token still in use?"): writing it on
+# every request would make every read a write, so it is refreshed at most this often.
+LAST_USED_EVERY = timedelta(minutes=1)
+
+
+class TokenError(Exception):
+    """A token command that cannot be done; the message says why and what to do."""
+
+
+def digest(token: str) -> str:
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+def _check_name(name: object) -> str:
+    if not isinstance(name, str) or not NAME_RE.fullmatch(name):
+        raise TokenError(
+            f"Token name {name!r} is not accepted: use 1 to 100 characters of letters, digits, '.', '_', '@' "
+            "and '-', starting with a letter or digit (e.g. 'build-server' or 'alice@laptop')."
+        )
+    return name
+
+
+def token_create(*, name: str) -> str:
+    """Creates an active token named ``name`` and returns it; only its digest is kept."""
+    from mcp_bridge.models import McpToken
+
+    name = _check_name(name)
+    token = TOKEN_PREFIX + secrets.token_urlsafe(32)
+    try:
+        with transaction.atomic():
+            if McpToken.objects.filter(name=name, revoked=False).exists():
+                raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.")
+            McpToken.objects.create(name=name, token_hash=digest(token))
+    except IntegrityError:
+        # Another process created the name between the check and the insert.
+        raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.") from None
+    log.info("mcp token created", extra={"token_name": name})
+    return token
+
+
+def token_revoke(*, name: str) -> int:
+    """Revokes the active token named ``name``; it stops working at its next request."""
+    from mcp_bridge.models import McpToken
+
+    name = _check_name(name)
+    count = McpToken.objects.filter(name=name, revoked=False).update(revoked=True, revoked_at=timezone.now())
+    if not count:
+        raise TokenError(f"No active token is named '{name}'; `nineplan_mcp_token list` shows them.")
+    log.info("mcp token revoked", extra={"token_name": name})
+    return count
+
+
+def token_list():
+    from mcp_bridge.models import McpToken
+
+    return list(McpToken.objects.order_by("revoked", "name", "-created_at"))
+
+
+def active_token_count() -> int:
+    from mcp_bridge.models import McpToken
+
+    return McpToken.objects.filter(revoked=False).count()
+
+
+@dataclass(frozen=True)
+class Holder:
+    """Who a request's token belongs to."""
+
+    token_id: int
+    name: str
+
+
+def token_check(token: str) -> Holder | None:
+    """The holder of ``token`` if it is active, else None. Every active digest is compared
+    in constant time, so the answer's timing tells nothing about how close a guess was."""
+    from mcp_bridge.models import McpToken
+
+    wanted = digest(token)
+    match = None
+    for token_id, name, stored, last_used in McpToken.objects.filter(revoked=False).values_list(
+        "id", "name", "token_hash", "last_used_at"
+    ):
+        if hmac.compare_digest(stored, wanted):
+            match = (token_id, name, last_used)
+    if match is None:
+        return None
+    token_id, name, last_used = match
+    now = timezone.now()
+    if last_used is None or now - last_used >= LAST_USED_EVERY:
+        McpToken.objects.filter(id=token_id).update(last_used_at=now)
+    return Holder(token_id, name)
+
+
+def _check_in_thread(token: str) -> Holder | None:
+    # Runs in a worker thread (the ORM is synchronous); the connection goes back (to the
+    # pool on PostgreSQL) before the thread is handed to someone else.
+    close_old_connections()
+    try:
+        return token_check(token)
+    finally:
+        close_old_connections()
+
+
+def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
+    """The token of an ``Authorization: Bearer <token>`` header, if there is exactly one."""
+    values = [v for k, v in headers if k.lower() == b"authorization"]
+    if len(values) != 1:
+        return None
+    scheme, _, token = values[0].decode("latin-1").strip().partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer" or not token or len(token) > 200:
+        return None
+    return token
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware: every HTTP request must carry an active 9plan MCP token.
+
+    A request without one is answered 401 before the MCP app sees any of it, so it can
+    change nothing. The holder becomes the request's authenticated user: the SDK then
+    binds each MCP session to the token that opened it, and refuses it to any other.
+    """
+
+    def __init__(self, app, *, required: bool):
+        self.app = app
+        self.required = required
+
+    async def __call__(self, scope, receive, send):
+        if scope["type"] != "http" or not self.required:
+            await self.app(scope, receive, send)
+            return
+        import anyio
+
+        token = bearer(scope.get("headers", []))
+        holder = await anyio.to_thread.run_sync(_check_in_thread, token) if token else None
+        if holder is None:
+            log.warning(
+                "mcp request refused: missing or invalid bearer token",
+                extra={"client": (scope.get("client") or ("?",))[0], "path": scope.get("path")},
+            )
+            await _unauthorized(send, "missing" if token is None else "invalid")
+            return
+        scope = dict(scope)
+        scope["user"] = _authenticated_user(holder)
+        await self.app(scope, receive, send)
+
+
+def _authenticated_user(holder: Holder):
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    # The SDK keys session ownership on client_id; the token's id keeps two tokens that
+    # share a name over time (one revoked, one new) apart.
+    identity = AccessToken(token=f"id:{holder.token_id}", client_id=f"9plan-token:{holder.token_id}", scopes=[])
+    return AuthenticatedUser(identity)
+
+
+async def _unauthorized(send, problem: str) -> None:
+    description = (
+        "This 9plan MCP server requires 'Authorization: Bearer <token>'; create a token with "
+        "`manage.py nineplan_mcp_token create NAME` on the server."
+        if problem == "missing"
+        else "The bearer token is not an active 9plan MCP token (unknown or revoked)."
+    )
+    body = json.dumps({"error": "invalid_token", "error_description": description}).encode("utf-8")
+    challenge = 'Bearer realm="9plan"' + ("" if problem == "missing" else ', error="invalid_token"')
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"www-authenticate", challenge.encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+def describe(token) -> dict[str, str]:
+    """One token as the list command shows it."""
+
+    def when(value: datetime | None) -> str:
+        return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
+
+    return {
+        "name": token.name,
+        "status": "revoked" if token.revoked else "active",
+        "created": when(token.created_at),
+        "last_used": when(token.last_used_at),
+    }

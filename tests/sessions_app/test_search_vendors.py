@@ -1,0 +1,367 @@
+"""History search behaves the same on SQLite (FTS5) and PostgreSQL (tsvector + GIN).
+
+The suite runs once per database (CI runs it on both), so every test here without a vendor
+mark checks the same known answers on both backends. The `postgres` tests also compare
+PostgreSQL's answers with FTS5's, computed side by side in an in-memory SQLite database.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+from django.db import connection
+from django.utils import timezone
+
+from sessions_app import queries, search, services
+from sessions_app.models import Plan
+from tests.conftest import plan_fields
+
+on_postgres = pytest.mark.postgres
+sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="checks the SQLite side")
+
+CORPUS = {
+    "invoices": dict(
+        goal="Model invoices in Django",
+        context="Porting the billing service",
+        outputs="billing/models.py",
+        outcome="Added Invoice and LineItem models in billing/models.py; migration 0003.",
+    ),
+    "pooling": dict(
+        goal="Configure PostgreSQL connection pooling",
+        context="Deployment on the team server",
+        outcome="PgBouncer in transaction mode; DATABASE_URL points at it.",
+    ),
+    "api": dict(
+        goal="Write the REST API for invoices",
+        context="Integrations read invoices over HTTP",
+        outcome="DRF viewsets under /api/invoices/ with pagination by cursor.",
+    ),
+    "cpp": dict(
+        goal="Fix the C++ build of the renderer",
+        context="Linker errors on CI",
+        outcome="It's linked with -lstdc++ now; cmake 3.28.",
+    ),
+    "cafe": dict(
+        goal="Café menu translation",
+        context="A naïve first pass",
+        outcome="Translated the menu into French: crème brûlée.",
+    ),
+    "lint": dict(
+        goal="Set up snake_case linting",
+        context="Style rules for the codebase",
+        outcome="ruff rule N815 flags mixedCase; plan_enqueue renamed.",
+    ),
+    "emoji": dict(
+        goal="Emoji handling 😀 in notes",
+        context="Agents write emoji",
+        outcome="Stored as UTF-8; emoji ✅ survive the round trip.",
+    ),
+}
+
+# query -> the expected results in tiers: every id of a tier comes before the next tier,
+# in any order inside it (the two engines weigh columns differently, so only orders that
+# any sensible ranking agrees on are fixed).
+KNOWN = [
+    ("billing models", [{"invoices"}]),
+    ("invoice", [{"invoices", "api"}]),
+    ("INVOICE pagination cursor", [{"api"}, {"invoices"}]),
+    ("models billing pagination", [{"invoices"}, {"api"}]),
+    ("postgres", [{"pooling"}]),
+    ("pgbouncer TRANSACTION", [{"pooling"}]),
+    ("billing/models.py", [{"invoices"}]),
+    ("models.py", [{"invoices"}]),
+    ("0003", [{"invoices"}]),
+    ("3.28", [{"cpp"}]),
+    ("lstdc", [{"cpp"}]),
+    ("crème brûlée", [{"cafe"}]),
+    ("naïve", [{"cafe"}]),
+    ("snake_case", [{"lint"}]),
+    ("plan_enqueue", [{"lint"}]),
+    ("n815", [{"lint"}]),
+    ("emoji 😀", [{"emoji"}]),
+    ("utf 8", [{"emoji"}]),
+    ("zebra", []),
+    ("zebra invoice", [{"invoices", "api"}]),
+    ("unicorn configu", [{"pooling"}]),
+    ("configu unicorn", []),
+]
+
+HOSTILE = [
+    '"foo',
+    "foo AND",
+    "NEAR(",
+    "NEAR(invoice models, 2)",
+    "*",
+    "col:x",
+    "goal:invoice",
+    "-x",
+    "-invoice",
+    "(",
+    ")",
+    "it's",
+    "c++",
+    "😀",
+    "🎉 ✅",
+    "'; DROP TABLE sessions_app_plan; --",
+    "invoice') OR 1=1 --",
+    "invoice & models | !x <-> y:*",
+    "invoice:* & !",
+    "'invoice'",
+    "NOT invoice",
+    "invoice OR",
+    "^invoice",
+    "{goal context}: invoice",
+    '""',
+    "\\",
+    "%_",
+    "___",
+    "_ invoice _",
+    "a" * 1000,
+]
+
+
+@pytest.fixture
+def corpus(session, complete_plan, make_plan):
+    """The completed plans of CORPUS, plus plans search must never return: a discarded
+    and a queued one in the session, and a completed one in another session."""
+    ids = {key: complete_plan(session, **fields).id for key, fields in CORPUS.items()}
+    make_plan(session, goal="zebra discarded")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="zebra")
+    make_plan(session, goal="zebra queued")
+    complete_plan(services.session_create(), goal="zebra elsewhere invoices")
+    return ids
+
+
+def tiers_of(hits: list[str], expected: list[set[str]], ids: dict[str, str]) -> list[set[str]]:
+    """Cut ``hits`` into groups as long as the expected tiers, named by corpus key."""
+    names = {plan_id: key for key, plan_id in ids.items()}
+    got, start = [], 0
+    for tier in expected:
+        got.append({names.get(plan_id, plan_id) for plan_id in hits[start : start + len(tier)]})
+        start += len(tier)
+    return got
+
+
+def found(query: str, session, limit: int = 10) -> list[str]:
+    return [h.plan.id for h in queries.history_search(query, session_name=session.name, max_results=limit)]
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query,expected", KNOWN, ids=[q for q, _ in KNOWN])
+def test_known_answers(session, corpus, query, expected):
+    hits = found(query, session)
+    assert len(hits) == sum(len(t) for t in expected), (query, hits)
+    assert tiers_of(hits, expected, corpus) == expected
+
+
+@pytest.mark.django_db
+def test_hostile_queries_return_plans_of_the_session_and_change_nothing(session, corpus):
+    before = list(Plan.objects.order_by("id").values_list("id", "status", "goal", "outcome"))
+    for query in HOSTILE:
+        hits = queries.history_search(query, session_name=session.name, max_results=10)
+        assert {h.plan.id for h in hits} <= set(corpus.values()), query
+        assert [h.rank for h in hits] == list(range(1, len(hits) + 1)), query
+    assert list(Plan.objects.order_by("id").values_list("id", "status", "goal", "outcome")) == before
+    # The operators are read as words: "goal:invoice" finds what "goal invoice" finds.
+    assert set(found("goal:invoice", session)) == {corpus["invoices"], corpus["api"]}
+    assert set(found("-invoice", session)) == {corpus["invoices"], corpus["api"]}
+    assert corpus["cpp"] in found("it's", session)
+
+
+@pytest.mark.django_db
+def test_search_without_a_session_searches_every_session(session, corpus):
+    everywhere = [h.plan.id for h in queries.history_search("zebra", session_name=None)]
+    assert len(everywhere) == 1
+    assert Plan.objects.get(id=everywhere[0]).session_id != session.name
+
+
+@pytest.mark.django_db
+def test_scores_order_the_hits_lower_first(session, corpus):
+    hits = search.search("invoice pagination cursor", session_name=session.name, limit=10)
+    assert [h.plan_id for h in hits] == [corpus["api"], corpus["invoices"]]
+    assert hits[0].score <= hits[1].score
+
+
+def test_words_drop_runs_of_underscores_but_keep_snake_case():
+    assert search.words("___ _ snake_case _x_ 😀") == ["snake_case", "_x_"]
+
+
+# --- snippets ----------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+def test_snippets_are_plain_text_with_the_offsets_of_the_matches(session, corpus):
+    ids = [corpus["invoices"], corpus["api"], corpus["cafe"]]
+    got = search.snippets(ids, "models invoice")
+
+    assert set(got) == {corpus["invoices"], corpus["api"]}  # the café plan matches neither word
+    for snippet in got.values():
+        matched = [snippet.text[a:b].lower() for a, b in snippet.spans]
+        assert matched, snippet
+        assert all(m == "models" or m.startswith("invoice") for m in matched), snippet
+    invoices = got[corpus["invoices"]]
+    assert invoices.field in {"goal", "outcome"}
+    # The excerpt is the stored text itself, punctuation and case included.
+    if invoices.field == "outcome":
+        assert "billing/models.py" in invoices.text
+        assert "Invoice" in invoices.text
+
+
+@pytest.mark.django_db
+def test_snippets_prefer_the_field_with_the_most_matches(session, complete_plan):
+    plan = complete_plan(session, goal="Ledger export", outcome="ledger rows, ledger totals and the ledger CSV")
+    got = search.snippets([plan.id], "ledger")
+    assert got[plan.id].field == "outcome"
+    assert len(got[plan.id].spans) == 3
+
+
+@pytest.mark.django_db
+def test_snippet_html_escapes_what_the_agent_wrote(session, complete_plan):
+    plan = complete_plan(
+        session,
+        goal="Harden the <script>alert(1)</script> page",
+        outcome='Escaped "quotes" & <b>tags</b> around the script',
+    )
+    got = search.snippets([plan.id], "script")[plan.id]
+    html = got.html()
+
+    assert "<script>" not in html and "<b>" not in html
+    assert "&lt;" in html
+    assert "<mark>script</mark>" in html
+    assert html.count("<mark>") == len(got.spans)
+
+
+@pytest.mark.django_db
+def test_snippets_cannot_be_forged_by_marker_lookalikes(session, complete_plan):
+    plan = complete_plan(session, goal="Sdeadbeefdeadbeef S Ecafe E \ue000 widget \ue001 <mark>")
+    got = search.snippets([plan.id], "widget")[plan.id]
+    assert [got.text[a:b] for a, b in got.spans] == ["widget"]
+    assert "\ue000" in got.text and "<mark>" in got.text
+    assert got.html().count("<mark>") == 1
+
+
+@pytest.mark.django_db
+def test_snippets_of_plans_that_are_not_completed_or_unknown_are_left_out(session, make_plan, corpus):
+    queued = make_plan(session, goal="invoice still queued")
+    assert search.snippets([queued.id, "zzzzz", corpus["api"]], "invoice").keys() == {corpus["api"]}
+    assert search.snippets([corpus["api"]], "🎉 ( *") == {}
+    assert search.snippets([], "invoice") == {}
+
+
+@pytest.mark.django_db
+def test_a_long_field_is_cut_around_the_match(session, complete_plan):
+    filler = " ".join(f"word{i}" for i in range(200))
+    plan = complete_plan(session, goal="Long one", context=f"{filler} needle {filler}")
+    got = search.snippets([plan.id], "needle")[plan.id]
+    assert got.field == "context"
+    assert got.text.startswith("…") and got.text.endswith("…")
+    assert len(got.text) < 300
+    assert [got.text[a:b] for a, b in got.spans] == ["needle"]
+
+
+# --- per vendor --------------------------------------------------------------------------
+
+
+@pytest.mark.django_db
+@sqlite_only
+def test_migration_0003_leaves_sqlite_alone():
+    with connection.cursor() as cur:
+        cur.execute("SELECT name FROM pragma_table_info('sessions_app_plan')")
+        columns = {row[0] for row in cur.fetchall()}
+    assert "goal" in columns
+    assert search.PG_VECTOR_COLUMN not in columns
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_the_vector_column_and_its_partial_gin_index_exist():
+    with connection.cursor() as cur:
+        cur.execute(
+            "SELECT data_type, is_generated FROM information_schema.columns "
+            "WHERE table_name = 'sessions_app_plan' AND column_name = %s",
+            [search.PG_VECTOR_COLUMN],
+        )
+        assert cur.fetchall() == [("tsvector", "ALWAYS")]
+        cur.execute("SELECT indexdef FROM pg_indexes WHERE indexname = %s", [search.PG_INDEX])
+        (indexdef,) = cur.fetchone()
+    assert "USING gin (search_vector)" in indexdef
+    assert "WHERE ((status)::text = 'completed'::text)" in indexdef
+    assert search.PG_VECTOR_COLUMN not in {f.column for f in Plan._meta.get_fields() if hasattr(f, "column")}
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_the_search_uses_the_index(session, corpus):
+    # Enough completed plans that the status index is no help for a rare word.
+    now = timezone.now()
+    Plan.objects.bulk_create(
+        Plan(id=f"f{i:04d}", session=session, status="completed", completed_at=now, goal=f"filler {i}", outcome="x")
+        for i in range(3000)
+    )
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE sessions_app_plan")
+        # Tiny rows make a sequential scan cheap at any size a test can afford; with it
+        # off the planner still has the status index to choose, and must prefer GIN.
+        cur.execute("SET LOCAL enable_seqscan = off")
+        cur.execute(
+            f"EXPLAIN SELECT id FROM sessions_app_plan WHERE status = 'completed' "
+            f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('simple', %s)",
+            [search._ts_query(["pgbouncer"], "&")],
+        )
+        plan = "\n".join(row[0] for row in cur.fetchall())
+    assert search.PG_INDEX in plan, plan
+    assert found("pgbouncer", session) == [corpus["pooling"]]
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_the_vector_weighs_goal_a_outcome_b_context_c(session, complete_plan):
+    plan = complete_plan(session, goal="alpha", outputs="beta", outcome="gamma", context="delta", inputs="epsilon")
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT {search.PG_VECTOR_COLUMN}::text FROM sessions_app_plan WHERE id = %s", [plan.id])
+        (vector,) = cur.fetchone()
+    for lexeme, weight in [("alpha", "A"), ("beta", "B"), ("gamma", "B"), ("delta", "C"), ("epsilon", "C")]:
+        assert f"'{lexeme}':" in vector and weight in vector.split(f"'{lexeme}':")[1].split(" ")[0], vector
+
+
+def fts5_oracle(rows: dict[str, dict]) -> sqlite3.Connection:
+    """An in-memory FTS5 table like the SQLite backend's, holding ``rows``."""
+    db = sqlite3.connect(":memory:")
+    db.execute(search.SQLITE_SCHEMA[0])
+    for plan_id, fields in rows.items():
+        full = {**plan_fields(**fields), **fields}
+        db.execute(
+            f"INSERT INTO {search.FTS_TABLE}(plan_id, session_name, goal, context, inputs, outputs, outcome) "
+            "VALUES (?, 's', ?, ?, ?, ?, ?)",
+            [plan_id, full["goal"], full["context"], full.get("inputs", ""), full.get("outputs", ""), full["outcome"]],
+        )
+    return db
+
+
+def fts5_answer(db: sqlite3.Connection, query: str) -> tuple[set[str], set[str]]:
+    """What the SQLite backend finds: the plans matching every word, and those matching
+    only some."""
+    terms = search.words(query)
+    if not terms:
+        return set(), set()
+    tiers = []
+    for joiner in ["AND", "OR"]:
+        rows = db.execute(
+            f"SELECT plan_id FROM {search.FTS_TABLE} WHERE {search.FTS_TABLE} MATCH ?",
+            [search._fts_query(terms, joiner)],
+        ).fetchall()
+        tiers.append({r[0] for r in rows})
+    return tiers[0], tiers[1] - tiers[0]
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_postgres_answers_like_fts5(session, corpus):
+    oracle = fts5_oracle({plan_id: CORPUS[key] for key, plan_id in corpus.items()})
+    for query in [q for q, _ in KNOWN] + HOSTILE:
+        every_word, some_words = fts5_answer(oracle, query)
+        got = found(query, session, limit=50)
+        assert set(got[: len(every_word)]) == every_word, query
+        assert set(got[len(every_word) :]) == some_words, query
