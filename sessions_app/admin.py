@@ -21,7 +21,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from sessions_app import admin_queries, admin_render, queries, services
 from sessions_app.admin_roles import actor_for, can_intervene
-from sessions_app.errors import NineplanError, SessionNotFound
+from sessions_app.errors import NineplanError, PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, SECTIONS, Event, Plan, Session
 
@@ -34,6 +34,14 @@ MOVED = "Moved plan {plan} to the {position} of the queue."
 REQUEUED = "Returned plan {plan} to the {position} of the queue."
 DISCARDED = "Discarded plan {plan}."
 FAILED = "Plan {plan}: {category}: {message}"
+
+# The staff actions a plan page posts to: the service, the one form field it takes, and
+# the message shown when it succeeds.
+STAFF_ACTIONS = {
+    "move": (services.plan_move, "position", MOVED),
+    "requeue": (services.plan_requeue, "position", REQUEUED),
+    "discard": (services.plan_discard_any, "reason", DISCARDED),
+}
 
 INVARIANT_LABELS = {
     "single_active_plan": "At most one active plan",
@@ -52,25 +60,6 @@ def _session_url(name: str) -> str:
 
 def _plan_url(plan_id: str) -> str:
     return reverse("admin:sessions_app_plan_change", args=[plan_id])
-
-
-def _detail_text(detail: dict) -> str:
-    if not isinstance(detail, dict):
-        return ""
-    parts = []
-    for key, value in detail.items():
-        if isinstance(value, list):
-            value = ", ".join(str(v) for v in value)
-        parts.append(f"{key}: {value}")
-    return queries.snippet("; ".join(parts), 240) or ""
-
-
-def _timeline(events: list[Event]) -> list[dict]:
-    rows = []
-    for event in events:
-        channel, who = admin_render.actor_label(event.actor)
-        rows.append({"event": event, "channel": channel, "who": who, "detail": _detail_text(event.detail)})
-    return rows
 
 
 class NineplanAdmin(admin.ModelAdmin):
@@ -96,9 +85,13 @@ class NineplanAdmin(admin.ModelAdmin):
             raise PermissionDenied
         return super().changelist_view(request, extra_context)
 
-    def change_view(self, request, object_id, form_url="", extra_context=None):
-        if request.method not in ("GET", "HEAD"):
+    def check_page_request(self, request) -> None:
+        # Object pages only read: every change is a staff action posted to its own URL.
+        if request.method not in ("GET", "HEAD") or not self.has_view_permission(request):
             raise PermissionDenied
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        self.check_page_request(request)
         return super().change_view(request, object_id, form_url, extra_context)
 
     def page_context(self, request, **extra) -> dict:
@@ -194,10 +187,7 @@ class SessionAdmin(NineplanAdmin):
         return [path("search/", search, name="sessions_app_history_search"), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        if request.method not in ("GET", "HEAD"):
-            raise PermissionDenied
-        if not self.has_view_permission(request):
-            raise PermissionDenied
+        self.check_page_request(request)
         name = unquote(object_id)
         if not is_session_name(name):
             raise Http404("No such session.")
@@ -227,7 +217,7 @@ class SessionAdmin(NineplanAdmin):
             completed_count=state.completed_count,
             discarded=page.discarded,
             discarded_count=state.discarded_count,
-            timeline=_timeline(page.events),
+            timeline=admin_render.timeline(page.events),
             event_count=page.event_count,
             chart=admin_render.chart(page.series),
             valid=page.validation.valid,
@@ -256,23 +246,7 @@ class SessionAdmin(NineplanAdmin):
                 error = f"{exc.category}: {exc.message}"
             else:
                 pattern = admin_render.match_pattern(query)
-                for hit in hits:
-                    plan = hit.plan
-                    elsewhere = None
-                    if not (admin_render.has_match(plan.goal, pattern) or admin_render.has_match(plan.outcome, pattern)):
-                        for name in ("context", "inputs", "outputs"):
-                            if admin_render.has_match(getattr(plan, name), pattern):
-                                elsewhere = (SECTION_TITLES[name], admin_render.highlight(getattr(plan, name), pattern))
-                                break
-                    results.append(
-                        {
-                            "hit": hit,
-                            "plan": plan,
-                            "goal": admin_render.highlight(plan.goal, pattern),
-                            "outcome": admin_render.highlight(plan.outcome, pattern),
-                            "elsewhere": elsewhere,
-                        }
-                    )
+                results = [admin_render.search_result(hit, pattern) for hit in hits]
         context = self.page_context(
             request,
             title="History search",
@@ -318,50 +292,43 @@ class PlanAdmin(NineplanAdmin):
         return [path("<path:object_id>/act/<str:action>/", act, name="sessions_app_plan_act"), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        if request.method not in ("GET", "HEAD"):
-            raise PermissionDenied
-        if not self.has_view_permission(request):
-            raise PermissionDenied
+        self.check_page_request(request)
         plan_id = unquote(object_id)
-        plan = Plan.objects.filter(id=plan_id).first() if is_plan_id(plan_id) else None
-        if plan is None:
+        if not is_plan_id(plan_id):
             raise Http404("No such plan.")
-        events, event_count = admin_queries.plan_events(plan)
+        try:
+            page = admin_queries.plan_page(plan_id)
+        except PlanNotFound:
+            raise Http404("No such plan.") from None
+        plan = page.plan
         context = self.page_context(
             request,
             title=f"Plan {plan.id}",
             plan=plan,
-            place=admin_queries.queue_place(plan),
+            place=page.place,
             sections=[(SECTION_TITLES[name], admin_render.markdown(getattr(plan, name))) for name in SECTIONS],
             outcome=admin_render.markdown(plan.outcome),
             discard_reason=admin_render.markdown(plan.discard_reason),
-            file=admin_queries.plan_file_check(plan),
-            timeline=_timeline(events),
-            event_count=event_count,
+            file=page.file,
+            timeline=admin_render.timeline(page.events),
+            event_count=page.event_count,
             can_intervene=can_intervene(request.user),
         )
         return TemplateResponse(request, "admin/sessions_app/plan_page.html", context)
 
     # --- staff actions: each one is a service call, recorded with the staff user as actor ---
 
-    def _run(self, request, plan_id: str, session_name: str, action: str, fields: dict) -> bool:
+    def _run(self, request, plan_id: str, session_name: str, action: str, value: str) -> bool:
+        service, field, done = STAFF_ACTIONS[action]
         actor = actor_for(request.user)
         try:
-            if action == "move":
-                plan = services.plan_move(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
-                text = MOVED.format(plan=plan.id, position=fields["position"])
-            elif action == "requeue":
-                plan = services.plan_requeue(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
-                text = REQUEUED.format(plan=plan.id, position=fields["position"])
-            else:
-                plan = services.plan_discard_any(session_name=session_name, plan_id=plan_id, actor=actor, **fields)
-                text = DISCARDED.format(plan=plan.id)
+            plan = service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
         except NineplanError as exc:
             self.message_user(
                 request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
             )
             return False
-        self.message_user(request, text, messages.SUCCESS)
+        self.message_user(request, done.format(plan=plan.id, **{field: value}), messages.SUCCESS)
         return True
 
     def action_view(self, request, object_id, action):
@@ -370,45 +337,42 @@ class PlanAdmin(NineplanAdmin):
         if request.method != "POST":
             return HttpResponseNotAllowed(["POST"])
         plan_id = unquote(object_id)
-        if action not in ("move", "requeue", "discard") or not is_plan_id(plan_id):
+        if action not in STAFF_ACTIONS or not is_plan_id(plan_id):
             raise Http404("No such plan or action.")
-        session_name = Plan.objects.filter(id=plan_id).values_list("session_id", flat=True).first()
+        session_name = admin_queries.session_of_plan(plan_id)
         if session_name is None:
             raise Http404("No such plan.")
-        # Values are passed on as sent: the services match them exactly and name what is accepted.
-        if action == "discard":
-            fields = {"reason": request.POST.get("reason", "")}
-        else:
-            fields = {"position": request.POST.get("position", "")}
-        self._run(request, plan_id, session_name, action, fields)
+        field = STAFF_ACTIONS[action][1]
+        # The value is passed on as sent: the services match it exactly and name what is accepted.
+        self._run(request, plan_id, session_name, action, request.POST.get(field, ""))
         target = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
             target = _plan_url(plan_id)
         return HttpResponseRedirect(target)
 
-    def _each(self, request, queryset, action: str, fields: dict) -> None:
+    def _each(self, request, queryset, action: str, value: str) -> None:
         for plan_id, session_name in queryset.values_list("id", "session_id"):
-            self._run(request, plan_id, session_name, action, fields)
+            self._run(request, plan_id, session_name, action, value)
 
     @admin.action(description="Move selected queued plans to the front", permissions=["intervene"])
     def move_to_front(self, request, queryset):
         # Each move to the front lands before the previous one, so go last-first to keep
         # the selected plans in their queue order.
-        self._each(request, queryset.order_by("-queue_position"), "move", {"position": "front"})
+        self._each(request, queryset.order_by("-queue_position"), "move", "front")
 
     @admin.action(description="Move selected queued plans to the back", permissions=["intervene"])
     def move_to_back(self, request, queryset):
-        self._each(request, queryset.order_by("queue_position"), "move", {"position": "back"})
+        self._each(request, queryset.order_by("queue_position"), "move", "back")
 
     @admin.action(description="Return selected active plans to the front of their queue", permissions=["intervene"])
     def requeue_plans(self, request, queryset):
-        self._each(request, queryset.order_by("id"), "requeue", {"position": "front"})
+        self._each(request, queryset.order_by("id"), "requeue", "front")
 
     @admin.action(description="Discard selected plans…", permissions=["intervene"])
     def discard_plans(self, request, queryset):
         form = DiscardForm(request.POST if "confirm" in request.POST else None)
         if form.is_bound and form.is_valid():
-            self._each(request, queryset.order_by("id"), "discard", {"reason": form.cleaned_data["reason"]})
+            self._each(request, queryset.order_by("id"), "discard", form.cleaned_data["reason"])
             return None
         context = self.page_context(
             request,
@@ -444,4 +408,4 @@ class EventAdmin(NineplanAdmin):
 
     @admin.display(description="detail")
     def detail_text(self, obj):
-        return _detail_text(obj.detail)
+        return admin_render.event_detail(obj.detail)

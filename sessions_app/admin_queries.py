@@ -10,38 +10,39 @@ from django.db.models import Count, Exists, IntegerField, Max, OuterRef, QuerySe
 from django.db.models.functions import Coalesce
 
 from sessions_app import planfiles, queries
+from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
 QUEUE_SHOWN = 200
 HISTORY_SHOWN = 50
 EVENTS_SHOWN = 100
 PLAN_EVENTS_SHOWN = 200
+HISTORY_FIELDS = ("id", "session_id", "goal", "outcome", "discard_reason", "completed_at", "discarded_at")
+
+
+def _outer_session_plans(status: str) -> QuerySet[Plan]:
+    """The plans in ``status`` of the session row an enclosing sessions query is on."""
+    return Plan.objects.filter(session=OuterRef("pk"), status=status)
 
 
 def _plan_count(status: str) -> Coalesce:
     # A correlated subquery per column rather than joins: joining plans and events in one
     # GROUP BY would multiply the counts, and each subquery uses the (session, status) index.
-    per_session = (
-        Plan.objects.filter(session=OuterRef("pk"), status=status)
-        .order_by()
-        .values("session")
-        .annotate(n=Count("pk"))
-        .values("n")
-    )
+    per_session = _outer_session_plans(status).order_by().values("session").annotate(n=Count("pk")).values("n")
     return Coalesce(Subquery(per_session, output_field=IntegerField()), Value(0))
 
 
 def has_active_plan() -> Exists:
-    return Exists(Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE))
+    return Exists(_outer_session_plans(Plan.Status.ACTIVE))
 
 
 def has_queued_work() -> Exists:
-    return Exists(Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.QUEUED))
+    return Exists(_outer_session_plans(Plan.Status.QUEUED))
 
 
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     """Sessions with the columns of the sessions list, all computed in the one list query."""
-    active = Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE)
+    active = _outer_session_plans(Plan.Status.ACTIVE)
     last_event = (
         Event.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(at=Max("created_at")).values("at")
     )
@@ -66,25 +67,20 @@ class SessionPage:
     validation: queries.Validation
 
 
+def _latest(session: Session, status: str, stamp: str) -> list[Plan]:
+    """The session's plans in ``status``, the most recent by ``stamp`` first."""
+    qs = Plan.objects.filter(session=session, status=status).order_by(f"-{stamp}", "-id")
+    return list(qs.only(*HISTORY_FIELDS)[:HISTORY_SHOWN])
+
+
 def session_page(name: object) -> SessionPage:
     state = queries.session_state(name, limit=QUEUE_SHOWN)
     session = state.session
-    history_fields = ("id", "session_id", "goal", "outcome", "discard_reason", "completed_at", "discarded_at")
-    completed = list(
-        Plan.objects.filter(session=session, status=Plan.Status.COMPLETED)
-        .order_by("-completed_at", "-id")
-        .only(*history_fields)[:HISTORY_SHOWN]
-    )
-    discarded = list(
-        Plan.objects.filter(session=session, status=Plan.Status.DISCARDED)
-        .order_by("-discarded_at", "-id")
-        .only(*history_fields)[:HISTORY_SHOWN]
-    )
     events = Event.objects.filter(session=session)
     return SessionPage(
         state=state,
-        completed=completed,
-        discarded=discarded,
+        completed=_latest(session, Plan.Status.COMPLETED, "completed_at"),
+        discarded=_latest(session, Plan.Status.DISCARDED, "discarded_at"),
         events=list(events.order_by("-created_at", "-id")[:EVENTS_SHOWN]),
         event_count=events.count(),
         series=session_series(session),
@@ -127,6 +123,10 @@ def plan_events(plan: Plan) -> tuple[list[Event], int]:
     return list(events.order_by("created_at", "id")[:PLAN_EVENTS_SHOWN]), events.count()
 
 
+def session_of_plan(plan_id: str) -> str | None:
+    return Plan.objects.filter(id=plan_id).values_list("session_id", flat=True).first()
+
+
 @dataclass
 class FileCheck:
     path: str
@@ -145,7 +145,7 @@ def plan_file_check(plan: Plan) -> FileCheck:
     Both sides go through the file format's parser, so line-ending and trailing-newline
     differences the format cannot carry do not count as a mismatch.
     """
-    path = str(planfiles.plan_path(plan.session_id, plan.id))
+    path = queries.plan_path(plan)
     text = planfiles.read_plan(plan.session_id, plan.id)
     if text is None:
         return FileCheck(path, exists=False, expected=plan.is_open, differing=[])
@@ -165,3 +165,21 @@ def queue_place(plan: Plan) -> int | None:
         session_id=plan.session_id, status=Plan.Status.QUEUED, queue_position__lt=plan.queue_position
     ).count()
     return ahead + 1
+
+
+@dataclass
+class PlanPage:
+    plan: Plan
+    place: int | None
+    file: FileCheck
+    events: list[Event]
+    event_count: int
+
+
+def plan_page(plan_id: str) -> PlanPage:
+    """Everything the plan page shows, in a fixed number of queries and one file read."""
+    plan = Plan.objects.filter(id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound(f"No plan {plan_id} exists.")
+    events, event_count = plan_events(plan)
+    return PlanPage(plan, queue_place(plan), plan_file_check(plan), events, event_count)

@@ -17,7 +17,8 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from sessions_app import search
+from sessions_app import queries, search
+from sessions_app.models import SECTION_TITLES, Event
 
 # html=False makes markdown-it print any HTML in the source as text; its link check
 # already refuses javascript:, vbscript:, file: and data: URLs (except some images).
@@ -101,6 +102,25 @@ def has_match(text: str | None, pattern: re.Pattern[str] | None) -> bool:
     return bool(text and pattern and pattern.search(text))
 
 
+def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> dict:
+    """A hit with its goal and outcome highlighted and, when neither holds a match, the
+    first other section that does, so the reviewer sees why the plan was found."""
+    plan = hit.plan
+    elsewhere = None
+    if not (has_match(plan.goal, pattern) or has_match(plan.outcome, pattern)):
+        for name in ("context", "inputs", "outputs"):
+            if has_match(getattr(plan, name), pattern):
+                elsewhere = (SECTION_TITLES[name], highlight(getattr(plan, name), pattern))
+                break
+    return {
+        "hit": hit,
+        "plan": plan,
+        "goal": highlight(plan.goal, pattern),
+        "outcome": highlight(plan.outcome, pattern),
+        "elsewhere": elsewhere,
+    }
+
+
 # --- who did it ---------------------------------------------------------------------------
 
 
@@ -114,6 +134,26 @@ def actor_label(actor: str) -> tuple[str, str]:
     if sep and kind == "api":
         return "API", name
     return "system", actor
+
+
+def event_detail(detail: dict) -> str:
+    """An event's detail as one short line of ``key: value`` pairs."""
+    if not isinstance(detail, dict):
+        return ""
+    parts = []
+    for key, value in detail.items():
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        parts.append(f"{key}: {value}")
+    return queries.snippet("; ".join(parts), 240) or ""
+
+
+def timeline(events: list[Event]) -> list[dict]:
+    rows = []
+    for event in events:
+        channel, who = actor_label(event.actor)
+        rows.append({"event": event, "channel": channel, "who": who, "detail": event_detail(event.detail)})
+    return rows
 
 
 # --- the session chart --------------------------------------------------------------------

@@ -80,8 +80,7 @@ def plan_detail(name: str, plan_id: str) -> Plan:
         .first()
     )
     if plan is None:
-        if not Session.objects.filter(name=name).exists():
-            raise SessionNotFound(f"No session named '{name}' exists.")
+        queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
         raise PlanNotFound(f"No plan {plan_id} in session '{name}'.")
     plan.fingerprint = f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}"
     plan.shown_events = list(Event.objects.filter(plan=plan).order_by("id")[:PLAN_EVENTS_SHOWN])

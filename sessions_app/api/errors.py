@@ -83,7 +83,6 @@ def problem(
     detail: str,
     suggestion: str | None = None,
     parameter: str | None = None,
-    instance: str | None = None,
 ) -> dict:
     body = {
         "type": "about:blank",
@@ -96,8 +95,6 @@ def problem(
         body["suggestion"] = suggestion
     if parameter:
         body["parameter"] = parameter
-    if instance:
-        body["instance"] = instance
     return body
 
 
@@ -113,7 +110,8 @@ def _validation_detail(detail) -> tuple[str, str | None]:
     return (str(detail), None)
 
 
-def _translate(exc) -> tuple[int, dict, dict]:
+def _translate(exc) -> tuple[int, dict, dict] | None:
+    """(status, problem body, headers), or None for an exception that is not ours to answer."""
     if isinstance(exc, Http404):
         exc = exceptions.NotFound()
     elif isinstance(exc, DjangoPermissionDenied):
@@ -164,14 +162,14 @@ def _translate(exc) -> tuple[int, dict, dict]:
         )
         return code, body, {"Retry-After": "1"}
 
-    raise LookupError  # not ours: DRF re-raises it
+    return None
 
 
 def exception_handler(exc, context) -> Response | None:
-    try:
-        code, body, headers = _translate(exc)
-    except LookupError:
-        return None
+    translated = _translate(exc)
+    if translated is None:
+        return None  # DRF re-raises it
+    code, body, headers = translated
     request = context.get("request")
     if request is not None:
         body["instance"] = request.path

@@ -10,6 +10,7 @@ from drf_spectacular.utils import OpenApiParameter
 
 from sessions_app import validation
 from sessions_app.errors import ValidationFailed
+from sessions_app.identifiers import PLAN_ID_RE, SESSION_NAME_RE
 
 
 # What validation.text accepts as non-blank, for the schema: no NUL anywhere, and at least
@@ -17,6 +18,10 @@ from sessions_app.errors import ValidationFailed
 _SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 NOT_BLANK_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
 NO_NUL_PATTERN = r"^[^\x00]*$"
+
+# The formats identifiers.is_session_name and is_plan_id accept, wherever a name or id is given.
+SESSION_NAME_SCHEMA = {"type": "string", "pattern": rf"^{SESSION_NAME_RE.pattern}$", "maxLength": 64}
+PLAN_ID_SCHEMA = {"type": "string", "pattern": rf"^{PLAN_ID_RE.pattern}$"}
 
 
 def shown(value: str, limit: int = 40) -> str:
@@ -120,10 +125,7 @@ class NameParam:
     description: str
 
     def openapi(self) -> OpenApiParameter:
-        pattern = r"^[a-z]+-[a-z]+-[a-z]+$" if self.kind == "session" else r"^[a-z0-9]{5}$"
-        schema = {"type": "string", "pattern": pattern}
-        if self.kind == "session":
-            schema["maxLength"] = 64
+        schema = SESSION_NAME_SCHEMA if self.kind == "session" else PLAN_ID_SCHEMA
         return OpenApiParameter(self.name, type=schema, location=OpenApiParameter.QUERY, description=self.description)
 
     def parse(self, request) -> str | None:

@@ -65,13 +65,13 @@ IF_NONE_MATCH = OpenApiParameter(
 )
 SESSION_IN_PATH = OpenApiParameter(
     "name",
-    type={"type": "string", "pattern": r"^[a-z]+-[a-z]+-[a-z]+$", "maxLength": 64},
+    type=params.SESSION_NAME_SCHEMA,
     location=OpenApiParameter.PATH,
     description="The session's name: three lowercase words joined by '-', like brave-amber-otter.",
 )
 PLAN_IN_PATH = OpenApiParameter(
     "plan_id",
-    type={"type": "string", "pattern": r"^[a-z0-9]{5}$"},
+    type=params.PLAN_ID_SCHEMA,
     location=OpenApiParameter.PATH,
     description="The plan's id: 5 characters of a-z and 0-9, like k3x9q.",
 )
@@ -151,6 +151,17 @@ class ReadOnlyView(APIView):
             "results": serializer(rows, many=True, context={"request": request}).data,
         }
 
+    def conditional_page(self, request, name: str, qs, serializer) -> Response:
+        """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
+        parameters are checked before the session is looked up: a bad one is a 400 whether
+        or not the session exists."""
+        number, per_page = self.page_params(request)
+        return self.conditional(
+            request,
+            api_queries.session_fingerprint(name),
+            lambda: Response(self.page(request, qs, serializer, number, per_page)),
+        )
+
 
 TAG_SESSIONS = ["sessions"]
 TAG_PLANS = ["plans"]
@@ -222,12 +233,7 @@ class SessionQueueView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        number, per_page = self.page_params(request)
-        return self.conditional(
-            request,
-            api_queries.session_fingerprint(name),
-            lambda: Response(self.page(request, api_queries.queue(name), s.QueuedPlanSerializer, number, per_page)),
-        )
+        return self.conditional_page(request, name, api_queries.queue(name), s.QueuedPlanSerializer)
 
 
 STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
@@ -254,14 +260,8 @@ class SessionPlansView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        status = STATUS.parse(request)
-        number, per_page = self.page_params(request)
-        qs = api_queries.plans(name, status=status)
-        return self.conditional(
-            request,
-            api_queries.session_fingerprint(name),
-            lambda: Response(self.page(request, qs, s.PlanSummarySerializer, number, per_page)),
-        )
+        qs = api_queries.plans(name, status=STATUS.parse(request))
+        return self.conditional_page(request, name, qs, s.PlanSummarySerializer)
 
 
 class PlanDetailView(ReadOnlyView):
@@ -373,7 +373,6 @@ class HistorySearchView(ReadOnlyView):
 
 class Cursor:
     """The ?after= parameter: opaque to clients, an event id inside."""
-
 
     @staticmethod
     def openapi() -> OpenApiParameter:
