@@ -17,7 +17,7 @@ install: $(VENV)/.installed
 run: install
 	$(PY) manage.py migrate --noinput
 	$(PY) manage.py collectstatic --noinput --verbosity 0
-	@echo "9plan admin: http://$(HOST):$(PORT)/admin/  (create a login: $(PY) manage.py createsuperuser)"
+	@echo "9plan admin: http://$(HOST):$(PORT)/admin/  (log in as a reviewer: $(PY) manage.py create_reviewer NAME; example data: $(PY) manage.py nineplan_demo)"
 	$(VENV)/bin/gunicorn nineplan.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
 
 mcp: install
