@@ -18,3 +18,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F
     # One test database per run: two runs on one server (CI and a developer, say) would
     # otherwise drop each other's database in the middle of the suite.
     DATABASES["default"]["TEST"]["NAME"] += f"_{os.getpid()}"  # noqa: F405
+
+# Static files are served by the test server's own handler; an empty collected folder
+# keeps whitenoise from warning on every request that it has none.
+STATIC_ROOT = os.path.join(_run_dir, "staticfiles")
+os.makedirs(STATIC_ROOT, exist_ok=True)
