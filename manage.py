@@ -9,6 +9,13 @@ def main() -> None:
     from django.core.exceptions import ImproperlyConfigured
 
     try:
+        if sys.argv[1:2] == ["mcp"]:
+            # An MCP client waits for the server's first answer: the `mcp` command runs
+            # before Django loads its apps and loads them itself, after answering.
+            from mcp_bridge.management.commands.mcp import Command
+
+            Command().run_from_argv(sys.argv)
+            return
         from django.core.management import execute_from_command_line
 
         execute_from_command_line(sys.argv)

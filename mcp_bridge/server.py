@@ -5,12 +5,15 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp_types import CallToolResult, ToolAnnotations
+from mcp.shared.exceptions import MCPError
+from mcp_types import INTERNAL_ERROR, CallToolResult, ToolAnnotations
 from pydantic import ValidationError
 
-from mcp_bridge import prompts, responses, tools
+from mcp_bridge import prompts, readiness, responses
+from sessions_app.errors import NineplanError
 from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
@@ -32,7 +35,18 @@ class NineplanServer(MCPServer):
     naming the field, in the SPEC §6 format, as does an unknown tool name.
     """
 
+    async def list_tools(self):
+        try:
+            await _tools_loaded()
+        except NineplanError as exc:
+            raise MCPError(INTERNAL_ERROR, exc.message) from exc
+        return await super().list_tools()
+
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
+        try:
+            await _tools_loaded()
+        except NineplanError as exc:
+            return responses.from_exception(_shown_session(None, arguments), exc)
         tool = self._tool_manager.get_tool(name)
         session = _shown_session(self.nineplan_state.get(context), arguments)
         if tool is None:
@@ -80,6 +94,15 @@ class NineplanServer(MCPServer):
             )
 
 
+async def _tools_loaded() -> None:
+    # Over stdio the server answers `initialize` while Django's apps and the tools load
+    # in the background (readiness.start); a request that needs the tools waits for them
+    # in a worker thread, so the event loop keeps serving meanwhile.
+    if not readiness.apps_ready():
+        await anyio.to_thread.run_sync(readiness.wait_apps)
+    readiness.wait_apps()  # raises if loading failed
+
+
 def _clip(value: object, limit: int = 60) -> str:
     # Names echoed back from the caller are cut short, so a hostile argument cannot make
     # an error response outgrow the context budget.
@@ -93,7 +116,23 @@ def _shown_session(current: str | None, arguments: dict[str, Any] | None) -> str
 
 
 def build_server() -> NineplanServer:
+    server = new_server()
+    add_tools(server)
+    return server
+
+
+def new_server() -> NineplanServer:
+    """The server with its instructions and prompt but no tools yet: it needs none of
+    Django's apps, so it can answer `initialize` while they load (then add_tools)."""
     server = NineplanServer("9plan", instructions=prompts.INSTRUCTIONS, version="1.0.0")
+    server.prompt(name="bootstrap", title="Set up a 9plan session")(prompts.bootstrap)
+    return server
+
+
+def add_tools(server: NineplanServer) -> None:
+    """Registers the tools; Django's apps must be loaded, as the tools import the models."""
+    from mcp_bridge import tools
+
     server.nineplan_state = tools.ConnectionState()  # type: ignore[attr-defined]
     for name, fn, title in tools.TOOLS:
         read_only = fn in tools.READ_ONLY
@@ -111,5 +150,3 @@ def build_server() -> NineplanServer:
         )
         # Advertise what call_tool enforces: no arguments beyond the declared ones.
         server._tool_manager.get_tool(name).parameters["additionalProperties"] = False
-    server.prompt(name="bootstrap", title="Set up a 9plan session")(prompts.bootstrap)
-    return server

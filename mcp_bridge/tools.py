@@ -157,9 +157,7 @@ PositionArg = Annotated[
 
 
 def _queue_place(plan: Plan) -> int:
-    return Plan.objects.filter(
-        session_id=plan.session_id, status=Plan.Status.QUEUED, queue_position__lt=plan.queue_position
-    ).count() + 1
+    return queries.queue_place(plan)
 
 
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
@@ -338,7 +336,7 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_pull(session_name=name, actor=ACTOR)
-        remaining = Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED).count()
+        remaining = queries.queue_length(name)
         data = {
             "plan_id": plan.id,
             "plan_path": queries.plan_path(plan),
@@ -393,15 +391,14 @@ def plan_complete(
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
-        state = queries.session_state(name, limit=1)
-        nxt = state.queue[0] if state.queue else None
+        status = queries.queue_status(name)
         data = {
             "plan_id": plan.id,
-            "queue_length": state.queue_length,
-            "completed_count": state.completed_count,
-            "next": None if nxt is None else {"id": nxt.id, "goal": _short(nxt.goal, 120)},
+            "queue_length": status.length,
+            "completed_count": status.completed,
+            "next": None if status.next_id is None else {"id": status.next_id, "goal": _short(status.next_goal, 120)},
         }
-        hint = "Next: 9plan_queue_pull." if nxt else "The queue is empty: task complete! 🎉"
+        hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
         return responses.ok(name, f"Plan completed. {hint}", data)
 
     return _run(ctx, session_name, body)
@@ -419,7 +416,7 @@ def plan_discard(
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
-        length = Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED).count()
+        length = queries.queue_length(name)
         return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
 
     return _run(ctx, session_name, body)

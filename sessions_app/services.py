@@ -13,12 +13,13 @@ file the repair can judge, never a plan without its text).
 from __future__ import annotations
 
 import logging
+import os
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 from django.db import DatabaseError, IntegrityError, connection, transaction
-from django.db.models import Max, Min
 from django.utils import timezone
 
 from sessions_app import planfiles, validation
@@ -34,6 +35,11 @@ from sessions_app.errors import (
 )
 from sessions_app.identifiers import new_plan_id, new_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
+
+try:
+    import fcntl
+except ImportError:  # Windows: writers wait in SQLite's own retry loop
+    fcntl = None
 
 log = logging.getLogger("nineplan.services")
 
@@ -58,7 +64,7 @@ def _write() -> Iterator[list[Callable[[], None]]]:
     """One write transaction; yields a list of undo steps for files written inside it."""
     undo: list[Callable[[], None]] = []
     try:
-        with transaction.atomic():
+        with _writer_turn(), transaction.atomic():
             yield undo
     except NineplanError:
         _run(undo)
@@ -70,6 +76,43 @@ def _write() -> Iterator[list[Callable[[], None]]]:
     except BaseException:
         _run(undo)
         raise
+
+
+_turns = threading.Lock()
+_turn_file: dict[str, tuple[int, int]] = {}  # database path -> (pid, descriptor)
+
+
+@contextmanager
+def _writer_turn() -> Iterator[None]:
+    """Writers of one SQLite file take turns, handed over as soon as the last one ends.
+
+    A writer that finds SQLite's write lock taken sleeps and retries (after 1, 2, 5 ...
+    up to 100 ms), so under contention the lock sits free while waiters sleep and an
+    unlucky one waits seconds (SPEC §11). Waiting on an exclusive flock of a file beside
+    the database instead, taken before BEGIN IMMEDIATE, the kernel wakes the next writer
+    at once. Measured with 4 processes on 2 cores (bench/, docs/benchmarks.md): p99 fell
+    from 130-180 ms to 22 ms and the maximum from 1.1 s to 30 ms at the same throughput;
+    the median rose from 2 to 8.5 ms, as waiting is shared out evenly.
+
+    Only an outermost transaction takes a turn: code already in a transaction may hold
+    SQLite's lock, and a turn-holder waiting for that lock would then wait on it in turn
+    (a deadlock). SQLite's own lock remains the guarantee; turns only order the writers.
+    """
+    name = str(connection.settings_dict.get("NAME") or "")
+    in_memory = name.startswith((":", "file:"))
+    if fcntl is None or connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
+        yield
+        return
+    with _turns:  # threads of one process share the descriptor, so they queue here first
+        pid, fd = _turn_file.get(name, (None, None))
+        if pid != os.getpid():  # a forked child must not share its parent's open file
+            fd = os.open(f"{name}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            _turn_file[name] = (os.getpid(), fd)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fd, fcntl.LOCK_UN)
 
 
 # PostgreSQL's codes for a transaction that lost to a concurrent one (serialization
@@ -88,7 +131,8 @@ def _database_failed(exc: DatabaseError) -> DatabaseFailed:
             f"The change collided with a concurrent change to the same session and was rolled back ({reason}).",
             suggestion="Retry the call: nothing of it was saved, so retrying is safe.",
         )
-    if state in WAITED_TOO_LONG or "locked" in reason:
+    # "database is locked" is SQLite's; PoolTimeout means every pooled connection was busy.
+    if state in WAITED_TOO_LONG or "locked" in reason or type(exc.__cause__).__name__ == "PoolTimeout":
         return DatabaseFailed(
             f"The database was busy with other writers for too long and the change was rolled back ({reason}).",
             suggestion="Retry the call in a moment: nothing of it was saved.",
@@ -134,12 +178,15 @@ def _active_plan(session: Session) -> Plan:
 
 
 def _next_position(session: Session, position: str) -> int:
-    bounds = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).aggregate(
-        low=Min("queue_position"), high=Max("queue_position")
-    )
-    if bounds["low"] is None:
-        return 0
-    return bounds["low"] - 1 if position == "front" else bounds["high"] + 1
+    # One end of the (session, status, queue_position) index, read directly. MIN and MAX
+    # in one aggregate make SQLite scan the whole queue instead: measured 5 ms at 10,000
+    # queued plans, against 0.05 ms this way.
+    queued = Plan.objects.filter(session=session, status=Plan.Status.QUEUED)
+    if position == "front":
+        low = queued.order_by("queue_position").values_list("queue_position", flat=True).first()
+        return 0 if low is None else low - 1
+    high = queued.order_by("-queue_position").values_list("queue_position", flat=True).first()
+    return 0 if high is None else high + 1
 
 
 def _check_queue_room(session: Session, adding: int) -> None:

@@ -1,0 +1,224 @@
+"""Shared parts of the benchmarks: the private environment, statistics, seeded text and
+fast bulk seeding.
+
+Every benchmark runs against a data directory the runner creates in the system's temp
+folder, never the user's: the environment below points 9plan's database, plan files and
+secret key there before Django is imported.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import math
+import os
+import random
+import statistics
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+MANAGE = str(REPO / "manage.py")
+BARE_SERVER = str(Path(__file__).resolve().parent / "bare_server.py")
+PYTHON = sys.executable
+SEED = 9  # every generated text and id derives from it, so runs are comparable
+
+
+def bench_env(data_dir: Path, database_url: str | None = None) -> dict[str, str]:
+    """Environment for a benchmark process: 9plan's settings aimed at ``data_dir``."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("NINEPLAN_", "DJANGO_", "PYTEST"))}
+    env.pop("DATABASE_URL", None)
+    env.update(
+        DJANGO_SETTINGS_MODULE="nineplan.settings",
+        DJANGO_SECRET_KEY="benchmarks-only-not-a-secret",
+        DJANGO_ALLOWED_HOSTS="testserver,127.0.0.1,localhost",
+        NINEPLAN_SESSIONS_PATH=str(data_dir / "sessions"),
+        NINEPLAN_LOG_LEVEL="error",
+        DATABASE_URL=database_url or f"sqlite:///{data_dir / '9plan.sqlite3'}",
+        PYTHONPATH=os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH", "")])),
+    )
+    return env
+
+
+def setup_django(data_dir: Path, database_url: str | None = None, *, migrate: bool = True) -> None:
+    """Point this process at ``data_dir``, set Django up and create the schema."""
+    os.environ.update(bench_env(data_dir, database_url))
+    if str(REPO) not in sys.path:
+        sys.path.insert(0, str(REPO))
+    import django
+
+    django.setup()
+    if migrate:
+        import io
+
+        from django.core.management import call_command
+
+        (data_dir / "sessions").mkdir(parents=True, exist_ok=True)
+        call_command("migrate", interactive=False, verbosity=0, stdout=io.StringIO())
+
+
+# --- statistics ---------------------------------------------------------------------------
+
+
+def median(values: list[float]) -> float:
+    return statistics.median(values) if values else math.nan
+
+
+def percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile: the smallest value with ``pct`` % of the values at or below."""
+    if not values:
+        return math.nan
+    ordered = sorted(values)
+    rank = max(1, math.ceil(pct / 100 * len(ordered)))
+    return ordered[rank - 1]
+
+
+def emit(result: dict) -> None:
+    """A benchmark process hands its figures to the runner as one JSON line on stdout."""
+    sys.stdout.write("BENCH-RESULT " + json.dumps(result) + "\n")
+    sys.stdout.flush()
+
+
+def progress(message: str) -> None:
+    sys.stderr.write(f"  .. {message}\n")
+    sys.stderr.flush()
+
+
+# --- seeded text ----------------------------------------------------------------------------
+
+# Planted words with known frequencies, so "selective" and "common" mean measured shares
+# of the plans, not guesses. None of them is a prefix of a generated word.
+COMMON_WORDS = ("service", "module")  # in every plan
+SELECTIVE_WORDS = {"zircon": 0.01, "quasar": 0.005, "velvet": 0.002, "lantern": 0.001}
+
+
+class TextMaker:
+    """Plan text from a fixed vocabulary with a Zipf-like spread, reproducible from a seed."""
+
+    SYLLABLES = ("ka", "lo", "mi", "ner", "tus", "pra", "ven", "di", "rho", "sel", "ta", "gor", "fin", "bu", "xe")
+
+    def __init__(self, seed: int = SEED, vocabulary: int = 4000):
+        self.rng = random.Random(seed)
+        words = set()
+        while len(words) < vocabulary:
+            n = self.rng.randint(2, 4)
+            words.add("".join(self.rng.choice(self.SYLLABLES) for _ in range(n)))
+        self.words = sorted(words)
+        # Cumulative weights: choices() then bisects instead of summing the list every call.
+        self.cum_weights = list(itertools.accumulate(1 / (i + 1) for i in range(len(self.words))))
+
+    def sentence(self, n: int) -> str:
+        return " ".join(self.rng.choices(self.words, cum_weights=self.cum_weights, k=n))
+
+    def chars(self, approx: int) -> str:
+        # About six characters per generated word with its space.
+        return self.sentence(max(1, approx // 6))
+
+    def plan(self, index: int, total: int, size: int = 1500) -> dict[str, str]:
+        """Sections of one plan of about ``size`` characters; planted words by index so that
+        each selective word is in exactly its share of the plans."""
+        planted = [w for w, share in SELECTIVE_WORDS.items() if index % max(1, round(1 / share)) == 0]
+        part = max(20, size // 8)
+        return {
+            "context": f"{COMMON_WORDS[0]} " + self.chars(part),
+            "goal": self.chars(min(part, 90)) + (" " + " ".join(planted) if planted else ""),
+            "inputs": self.chars(part // 2),
+            "outputs": self.chars(part // 2),
+            "approach": self.chars(part * 2),
+            "success_criteria": self.chars(part // 2),
+            "notes": "",
+            "outcome": f"{COMMON_WORDS[1]} " + self.chars(part * 2),
+        }
+
+
+def plan_ids(count: int, seed: int = SEED, taken: set[str] | None = None) -> list[str]:
+    """``count`` distinct plan ids in the real id format, reproducible from a seed."""
+    from sessions_app.identifiers import is_plan_id
+
+    rng = random.Random(seed * 7919 + count)
+    alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+    taken = set() if taken is None else taken
+    out = []
+    while len(out) < count:
+        candidate = "".join(rng.choice(alphabet) for _ in range(5))
+        if candidate not in taken and is_plan_id(candidate):
+            taken.add(candidate)
+            out.append(candidate)
+    return out
+
+
+def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -> list[str]:
+    """``count`` distinct session names of the real three-word shape."""
+    from sessions_app.identifiers import is_session_name
+
+    rng = random.Random(seed * 104729 + count)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    taken = set() if taken is None else taken
+    out = []
+    while len(out) < count:
+        name = "-".join("".join(rng.choice(letters) for _ in range(rng.randint(4, 7))) for _ in range(3))
+        if name not in taken and is_session_name(name):
+            taken.add(name)
+            out.append(name)
+    return out
+
+
+# --- bulk seeding ---------------------------------------------------------------------------
+
+PLAN_COLUMNS = (
+    "id", "session_name", "status", "queue_position", "context", "goal", "inputs", "outputs", "approach",
+    "success_criteria", "notes", "outcome", "discard_reason", "version", "created_at", "updated_at",
+    "completed_at", "discarded_at",
+)
+
+
+def bulk_insert(table: str, columns: tuple[str, ...], rows, batch: int = 5000) -> int:
+    """Plain multi-row INSERTs through Django's connection (triggers fire, so completed plans
+    land in the search index exactly as the services would put them there)."""
+    from django.db import connection, transaction
+
+    columns_sql = ", ".join(columns)
+    marks = ", ".join(["%s"] * len(columns))
+    sql = f"INSERT INTO {table} ({columns_sql}) VALUES ({marks})"
+    done = 0
+    chunk: list[tuple] = []
+    with transaction.atomic(), connection.cursor() as cur:
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= batch:
+                cur.executemany(sql, chunk)
+                done += len(chunk)
+                chunk = []
+        if chunk:
+            cur.executemany(sql, chunk)
+            done += len(chunk)
+    return done
+
+
+def db_now():
+    """Now, in the form the database backend stores a DateTimeField (raw INSERTs bypass the ORM)."""
+    from django.db import connection
+    from django.utils import timezone
+
+    return connection.ops.adapt_datetimefield_value(timezone.now())
+
+
+def plan_row(plan_id: str, session: str, status: str, position: int | None, sections: dict, when) -> tuple:
+    done = when if status == "completed" else None
+    gone = when if status == "discarded" else None
+    return (
+        plan_id, session, status, position, sections["context"], sections["goal"], sections["inputs"],
+        sections["outputs"], sections["approach"], sections["success_criteria"], sections.get("notes", ""),
+        sections.get("outcome", "") if status == "completed" else "", "", 1, when, when, done, gone,
+    )
+
+
+def write_plan_files(session: str, rows: list[tuple[str, dict]]) -> None:
+    """Plan files for seeded queued plans, without the per-file fsync of the real writer:
+    seeding is set-up, not what is measured."""
+    from sessions_app import planfiles
+
+    folder = planfiles.plans_dir(session)
+    folder.mkdir(parents=True, exist_ok=True)
+    for plan_id, sections in rows:
+        (folder / f"{plan_id}.txt").write_text(planfiles.render(sections), encoding="utf-8")

@@ -1,0 +1,240 @@
+"""History search over many completed plans: 9plan's search (what 9plan_history_search
+calls) against the same query hand-written against FTS5 on a plain sqlite3 connection.
+
+All plans sit in one session, the worst case for the tool: the session filter removes
+nothing. Selective queries use words planted in a known share (<= 1%) of the plans;
+common queries use words that are in every plan.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from pathlib import Path
+
+from common import (
+    COMMON_WORDS,
+    PLAN_COLUMNS,
+    TextMaker,
+    bulk_insert,
+    db_now,
+    median,
+    percentile,
+    plan_ids,
+    plan_row,
+    progress,
+    setup_django,
+)
+
+SELECTIVE = ("zircon", "quasar", "lantern", "zircon quasar", "velvet lantern")
+COMMON = (COMMON_WORDS[0], COMMON_WORDS[1], f"{COMMON_WORDS[0]} {COMMON_WORDS[1]}")
+LIMIT = 5
+FTS = "sessions_app_plan_fts"
+SELECTIVE_MS, COMMON_MS, RATIO = 10.0, 200.0, 1.2
+
+
+def seed(total: int) -> str:
+    from sessions_app import services
+
+    name = services.session_create(task_description="search benchmark", actor="bench").name
+    text = TextMaker()
+    now = db_now()
+    ids = plan_ids(total)
+    t0 = time.perf_counter()
+    rows = (plan_row(ids[i], name, "completed", None, text.plan(i, total), now) for i in range(total))
+    bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
+    progress(f"history: {total:,} completed plans inserted and indexed in {time.perf_counter() - t0:.0f} s")
+    return name
+
+
+class HandWritten:
+    """What a developer would write straight against FTS5: all words first, then any word."""
+
+    def __init__(self, path: str):
+        self.db = sqlite3.connect(path)
+
+    @staticmethod
+    def _match(words: list[str], joiner: str) -> str:
+        quoted = [f'"{w}"' for w in words]
+        quoted[-1] += "*"
+        return f" {joiner} ".join(quoted)
+
+    def search(self, query: str, session: str, limit: int = LIMIT) -> list[tuple]:
+        words = query.lower().split()
+        sql = (
+            "SELECT p.* FROM (SELECT plan_id, rank FROM " + FTS + " WHERE " + FTS + " MATCH ? AND session_name = ?"
+            " ORDER BY rank LIMIT ?) AS hit JOIN sessions_app_plan AS p ON p.id = hit.plan_id ORDER BY hit.rank"
+        )
+        rows = self.db.execute(sql, (self._match(words, "AND"), session, limit)).fetchall()
+        if len(rows) < limit and len(words) > 1:
+            seen = {r[0] for r in rows}
+            more = self.db.execute(sql, (self._match(words, "OR"), session, limit + len(rows))).fetchall()
+            rows += [r for r in more if r[0] not in seen][: limit - len(rows)]
+        return rows
+
+
+def _measure(queries: tuple[str, ...], session: str, hand, repeats: int, compare: bool = True) -> tuple[list, list]:
+    from sessions_app import queries as reads
+
+    ours, theirs = [], []
+    for query in queries:
+        # Both sides return the same plans; a benchmark of two different answers is no comparison.
+        a = [h.plan.id for h in reads.history_search(query, session_name=session, max_results=LIMIT)]
+        b = [r[0] for r in hand.search(query, session)]
+        if compare and a != b:
+            raise AssertionError(f"search {query!r}: 9plan found {a}, hand-written FTS5 found {b}")
+        for _ in range(repeats):
+            t0 = time.perf_counter()
+            reads.history_search(query, session_name=session, max_results=LIMIT)
+            t1 = time.perf_counter()
+            hand.search(query, session)
+            t2 = time.perf_counter()
+            ours.append((t1 - t0) * 1000)
+            theirs.append((t2 - t1) * 1000)
+    return ours, theirs
+
+
+def _rows(label: str, total: int, ours: list, theirs: list | None, limit_ms: float, engine: str) -> list[dict]:
+    med, p95 = median(ours), percentile(ours, 95)
+    base_med = median(theirs) if theirs else None
+    base_p95 = percentile(theirs, 95) if theirs else None
+    ratio = med / base_med if base_med else None
+    met = med <= limit_ms and (ratio is None or ratio <= RATIO)
+    ratio_target = f"; <= {RATIO}x" if theirs else ""
+    return [
+        {
+            "bench": "history search",
+            "figure": f"{engine}: {label}, {total:,} plans, median",
+            "value": med,
+            "baseline": base_med,
+            "unit": "ms",
+            "ratio": ratio,
+            "target": f"<= {limit_ms:g} ms{ratio_target}",
+            "met": met,
+        },
+        {
+            "bench": "history search",
+            "figure": f"{engine}: {label}, {total:,} plans, p95",
+            "value": p95,
+            "baseline": base_p95,
+            "unit": "ms",
+            "ratio": p95 / base_p95 if base_p95 else None,
+            "target": "(shown)",
+            "met": None,
+        },
+    ]
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    setup_django(data_dir)
+    from django.conf import settings
+
+    total = params["search_plans"]
+    session = seed(total)
+    hand = HandWritten(settings.DATABASES["default"]["NAME"])
+    repeats = params["search_repeats"]
+    sel_ours, sel_hand = _measure(SELECTIVE, session, hand, repeats)
+    progress("history: selective queries measured")
+    com_ours, com_hand = _measure(COMMON, session, hand, repeats)
+    progress("history: common queries measured")
+    rows = _rows("selective (words in <= 1% of plans)", total, sel_ours, sel_hand, SELECTIVE_MS, "SQLite")
+    rows += _rows("common (a word in every plan)", total, com_ours, com_hand, COMMON_MS, "SQLite")
+    return {"rows": rows}
+
+
+class HandWrittenPostgres:
+    """The same search hand-written for PostgreSQL's full-text search: the plans whose
+    stored tsvector matches all words, best ts_rank first, then any word."""
+
+    COLUMNS = ", ".join(f"p.{c}" for c in PLAN_COLUMNS)
+
+    def __init__(self, url: str):
+        import psycopg
+
+        self.db = psycopg.connect(url, autocommit=True)
+
+    def search(self, query: str, session: str, limit: int = LIMIT) -> list[tuple]:
+        words = query.lower().split()
+
+        def tsquery(joiner: str) -> str:
+            quoted = [f"'{w}'" for w in words]
+            quoted[-1] += ":*"
+            return f" {joiner} ".join(quoted)
+
+        sql = (
+            f"SELECT {self.COLUMNS} FROM sessions_app_plan p, to_tsquery('simple', %s) q"
+            " WHERE p.status = 'completed' AND p.session_name = %s AND p.search_vector @@ q"
+            " ORDER BY ts_rank(p.search_vector, q, 1) DESC LIMIT %s"
+        )
+        rows = self.db.execute(sql, (tsquery("&"), session, limit)).fetchall()
+        if len(rows) < limit and len(words) > 1:
+            seen = {r[0] for r in rows}
+            more = self.db.execute(sql, (tsquery("|"), session, limit + len(rows))).fetchall()
+            rows += [r for r in more if r[0] not in seen][: limit - len(rows)]
+        return rows
+
+
+def run_postgres(data_dir: Path, params: dict) -> dict:
+    """The same comparison on PostgreSQL, in a throw-away database created beside the one
+    DATABASE_URL names (never inside it) and dropped afterwards."""
+    url = params.get("postgres_url")
+    if not url:
+        return {
+            "rows": [
+                {
+                    "bench": "history search",
+                    "figure": "PostgreSQL: skipped (DATABASE_URL does not name PostgreSQL)",
+                    "value": None,
+                    "baseline": None,
+                    "unit": "ms",
+                    "ratio": None,
+                    "target": "(optional)",
+                    "met": None,
+                }
+            ]
+        }
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    parts = urlsplit(url)
+    scratch = f"nineplan_bench_{os.getpid()}"
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    bench_url = urlunsplit(parts._replace(path="/" + scratch))
+    _pg_admin(admin_url, f'CREATE DATABASE "{scratch}"')
+    hand = None
+    try:
+        setup_django(data_dir, database_url=bench_url)
+        total = params["search_plans"]
+        session = seed(total)
+        hand = HandWrittenPostgres(bench_url)
+        # PostgreSQL ranks at most search.PG_RANK_CANDIDATES matches of a common word, the
+        # hand-written query ranks them all: the two may pick different plans, so the
+        # answers are not compared here (tests/ compare the engines).
+        sel_ours, sel_hand = _measure(SELECTIVE, session, hand, params["search_repeats"], compare=False)
+        com_ours, com_hand = _measure(COMMON, session, hand, params["search_repeats"], compare=False)
+        rows = _rows("selective (words in <= 1% of plans)", total, sel_ours, sel_hand, SELECTIVE_MS, "PostgreSQL")
+        rows += _rows("common (a word in every plan)", total, com_ours, com_hand, COMMON_MS, "PostgreSQL")
+    finally:
+        from django.db import connections
+
+        if hand is not None:
+            hand.db.close()
+        connections.close_all()
+        _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+    return {"rows": rows}
+
+
+def _pg_admin(url: str, sql: str) -> None:
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql)
+    except ImportError:
+        import psycopg2
+
+        conn = psycopg2.connect(url)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(sql)
+        conn.close()

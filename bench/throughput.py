@@ -1,0 +1,164 @@
+"""Throughput: several processes doing mixed queue operations on one SQLite file.
+
+Each worker is a separate process with its own session (as agents working side by side
+are) and calls the services in a loop: add, pull, note, defer, pull, complete, then a
+state read and a history search. Every call's latency is kept; a "database is locked"
+error is counted apart from any other failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import PYTHON, REPO, TextMaker, bench_env, median, percentile, progress, setup_django
+
+CYCLE = ("add", "pull", "note", "defer", "pull", "complete", "state", "search")
+OPS_TARGET, P99_TARGET_MS = 1000.0, 50.0
+RUNNER = str(Path(__file__).resolve().parent / "run.py")
+
+
+def worker(data_dir: Path, session: str, seconds: float) -> None:
+    """One worker process: wait for "go" on stdin, loop for ``seconds``, print JSON figures."""
+    setup_django(data_dir, migrate=False)
+    from sessions_app import queries, services
+
+    text = TextMaker(seed=sum(map(ord, session)))
+    calls = {
+        "add": lambda: services.plan_enqueue(
+            session_name=session,
+            context=text.chars(150),
+            goal=text.chars(60),
+            approach=text.chars(250),
+            success_criteria=text.chars(80),
+        ),
+        "pull": lambda: services.plan_pull(session_name=session),
+        "note": lambda: services.plan_note(session_name=session, text=text.chars(120)),
+        "defer": lambda: services.plan_defer(session_name=session, reason="waiting on a dependency"),
+        "complete": lambda: services.plan_complete(session_name=session, outcome=text.chars(200)),
+        "state": lambda: queries.session_state(session, limit=10),
+        "search": lambda: queries.history_search("module service", session_name=session, max_results=5),
+    }
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    latencies: list[float] = []
+    locked = other = 0
+    errors: list[str] = []
+    cpu_start = time.process_time()
+    start = time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        for op in CYCLE:
+            t0 = time.perf_counter()
+            try:
+                calls[op]()
+            except Exception as exc:  # domain errors included: counted, never fatal, the run goes on
+                if "locked" in str(exc).lower():
+                    locked += 1
+                else:
+                    other += 1
+                    if len(errors) < 3:
+                        errors.append(f"{op}: {type(exc).__name__}: {exc}")
+            latencies.append(time.perf_counter() - t0)
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    sys.stdout.write(
+        json.dumps(
+            {"latencies": latencies, "elapsed": elapsed, "cpu": cpu, "locked": locked, "other": other, "errors": errors}
+        )
+        + "\n"
+    )
+    sys.stdout.flush()
+
+
+def _race(data_dir: Path, sessions: list[str], seconds: float) -> dict:
+    """Run one worker per session, all started at once; their pooled figures."""
+    env = bench_env(data_dir)
+    procs = [
+        subprocess.Popen(
+            [PYTHON, RUNNER, "--worker", str(data_dir), name, str(seconds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=str(REPO),
+            text=True,
+        )
+        for name in sessions
+    ]
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError("a throughput worker failed to start")
+    for p in procs:  # all start together: each is blocked on its stdin until now
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    results = [json.loads(p.stdout.readline()) for p in procs]
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    for r in results:
+        for e in r["errors"]:
+            progress(f"throughput error: {e}")
+    latencies = [x * 1000 for r in results for x in r["latencies"]]
+    elapsed = max(r["elapsed"] for r in results)
+    return {
+        "latencies": latencies,
+        "ops": len(latencies) / elapsed,
+        "cpu_per_op": sum(r["cpu"] for r in results) / max(1, len(latencies)) * 1000,
+        "locked": sum(r["locked"] for r in results),
+        "other": sum(r["other"] for r in results),
+        "elapsed": elapsed,
+    }
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    setup_django(data_dir)
+    from sessions_app import services
+
+    text = TextMaker()
+    processes = params["throughput_processes"]
+    sessions = []
+    for _ in range(processes + 1):
+        name = services.session_create(task_description="throughput", actor="bench").name
+        for _ in range(5):
+            services.plan_enqueue(
+                session_name=name, context=text.chars(100), goal=text.chars(50), approach="a", success_criteria="s"
+            )
+        sessions.append(name)
+    from django.db import connections
+
+    connections.close_all()
+    seconds = params["throughput_seconds"]
+    # One process alone first: its rate and CPU per operation bound what several
+    # processes can reach on this machine's cores.
+    alone = _race(data_dir, sessions[:1], seconds)
+    race = _race(data_dir, sessions[1:], seconds)
+    latencies = race["latencies"]
+    progress(f"throughput: {len(latencies):,} operations in {race['elapsed']:.1f} s by {processes} processes")
+    label = f"{processes} processes, {seconds:g} s"
+    cores = os.cpu_count() or 1
+
+    def row(figure, value, unit, target, met):
+        return {"bench": "throughput", "figure": figure, "value": value, "baseline": None, "unit": unit,
+                "ratio": None, "target": target, "met": met}
+
+    p99 = percentile(latencies, 99)
+    ops = race["ops"]
+    ceiling = cores / alone["cpu_per_op"] * 1000
+    return {
+        "rows": [
+            row(f"operations/s in total ({label})", ops, "ops/s", f">= {OPS_TARGET:,.0f}", ops >= OPS_TARGET),
+            row("latency p50", median(latencies), "ms", "(shown)", None),
+            row("latency p99", p99, "ms", f"<= {P99_TARGET_MS:g} ms", p99 <= P99_TARGET_MS),
+            row("latency max", max(latencies), "ms", "(shown)", None),
+            row("'database is locked' errors", race["locked"], "count", "0", race["locked"] == 0),
+            row("other errors", race["other"], "count", "0", race["other"] == 0),
+            row("1 process alone, same mix: operations/s", alone["ops"], "ops/s", "(shown)", None),
+            row("CPU time per operation (1 process alone)", alone["cpu_per_op"], "ms", "(shown)", None),
+            row(f"ceiling: {cores} cores / CPU per operation", ceiling, "ops/s", "(shown)", None),
+        ]
+    }

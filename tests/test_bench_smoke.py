@@ -1,0 +1,76 @@
+"""`bench/run.py --quick` runs end to end and prints every figure with its target.
+
+Only the table's shape is checked: timings are for the benchmarks to report, never for a
+test to assert.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+
+import pytest
+
+from tests.conftest import PYTHON, REPO
+
+pytestmark = pytest.mark.slow
+
+FIGURES = [
+    "spawn -> initialize answered (median of",
+    "CPU time used until initialize answered",
+    "spawn -> first tool answered (session_resume)",
+    "spawn -> initialize answered, 5 sessions / 50 plans",
+    "spawn -> first tool answered, 5 sessions / 50 plans",
+    "fresh data dir -> first tool answered",
+    *[f"{op} @ 10 plans" for op in ("add", "pull", "note", "complete", "search")],
+    *[f"{op} @ 100 plans" for op in ("add", "pull", "note", "complete", "search")],
+    *[f"{op}: 100 vs 10 plans" for op in ("add", "pull", "note", "complete", "search")],
+    "bare MCPServer no-op tool round trip",
+    "SQLite: selective (words in <= 1% of plans), 2,000 plans, median",
+    "SQLite: selective (words in <= 1% of plans), 2,000 plans, p95",
+    "SQLite: common (a word in every plan), 2,000 plans, median",
+    "SQLite: common (a word in every plan), 2,000 plans, p95",
+    "PostgreSQL",
+    "operations/s in total (4 processes",
+    "latency p50",
+    "latency p99",
+    "latency max",
+    "'database is locked' errors",
+    "1 process alone, same mix: operations/s",
+    "CPU time per operation",
+    "ceiling: ",
+    "admin: sessions list",
+    "admin: session page",
+    "manage.py mcp, start-up + one tool call (ru_maxrss)",
+    "manage.py mcp, after the round trips at 100 plans (ru_maxrss)",
+]
+
+
+def test_quick_run_prints_every_figure_with_its_target(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_"))}
+    env.pop("DATABASE_URL", None)  # the PostgreSQL variant is optional; here it reports itself skipped
+    env["TMPDIR"] = str(tmp_path)  # the runner's data directories land here, and must be gone after
+    result = subprocess.run(
+        [PYTHON, str(REPO / "bench" / "run.py"), "--quick"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    lines = [line for line in out.splitlines() if line.startswith("| ")]
+    header = [c.strip() for c in lines[0].split("|")[1:-1]]
+    assert header == ["benchmark", "figure", "9plan", "baseline", "ratio", "target", "met"]
+    for figure in FIGURES:
+        row = next((line for line in lines if figure in line), None)
+        assert row is not None, f"no row for {figure!r} in:\n{out}"
+        cells = [c.strip() for c in row.split("|")[1:-1]]
+        assert cells[5], f"row {figure!r} has no target: {row}"
+    assert "FAILED" not in out, out
+    assert "'database is locked' errors" in out
+    locked = next(line for line in lines if "'database is locked' errors" in line)
+    assert [c.strip() for c in locked.split("|")[1:-1]][2] == "0", locked
+    assert "figures;" in out.splitlines()[-1]
+    assert list(tmp_path.glob("nineplan-bench-*")) == [], "the runner left its data directory behind"
