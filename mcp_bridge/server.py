@@ -9,7 +9,7 @@ import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
-from mcp_types import INTERNAL_ERROR, CallToolResult, ToolAnnotations
+from mcp_types import INTERNAL_ERROR, ToolAnnotations
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, readiness, responses

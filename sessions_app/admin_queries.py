@@ -6,8 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, IntegerField, Max, OuterRef, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, Max, OuterRef, QuerySet, Subquery
 
 from sessions_app import planfiles, queries
 from sessions_app.errors import PlanNotFound
@@ -20,36 +19,24 @@ PLAN_EVENTS_SHOWN = 200
 HISTORY_FIELDS = ("id", "session_id", "goal", "outcome", "discard_reason", "completed_at", "discarded_at")
 
 
-def _outer_session_plans(status: str) -> QuerySet[Plan]:
-    """The plans in ``status`` of the session row an enclosing sessions query is on."""
-    return Plan.objects.filter(session=OuterRef("pk"), status=status)
-
-
-def _plan_count(status: str) -> Coalesce:
-    # A correlated subquery per column rather than joins: joining plans and events in one
-    # GROUP BY would multiply the counts, and each subquery uses the (session, status) index.
-    per_session = _outer_session_plans(status).order_by().values("session").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(per_session, output_field=IntegerField()), Value(0))
-
-
 def has_active_plan() -> Exists:
-    return Exists(_outer_session_plans(Plan.Status.ACTIVE))
+    return Exists(queries.session_plans(Plan.Status.ACTIVE))
 
 
 def has_queued_work() -> Exists:
-    return Exists(_outer_session_plans(Plan.Status.QUEUED))
+    return Exists(queries.session_plans(Plan.Status.QUEUED))
 
 
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     """Sessions with the columns of the sessions list, all computed in the one list query."""
-    active = _outer_session_plans(Plan.Status.ACTIVE)
+    active = queries.session_plans(Plan.Status.ACTIVE)
     last_event = (
         Event.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(at=Max("created_at")).values("at")
     )
     return qs.annotate(
-        queue_length=_plan_count(Plan.Status.QUEUED),
-        completed_count=_plan_count(Plan.Status.COMPLETED),
-        discarded_count=_plan_count(Plan.Status.DISCARDED),
+        queue_length=queries.plan_count(Plan.Status.QUEUED),
+        completed_count=queries.plan_count(Plan.Status.COMPLETED),
+        discarded_count=queries.plan_count(Plan.Status.DISCARDED),
         active_plan_id=Subquery(active.values("id")[:1]),
         active_plan_goal=Subquery(active.values("goal")[:1]),
         last_activity=Subquery(last_event),
