@@ -247,7 +247,7 @@ def check_text(text: str, expect: dict[str, Any]) -> list[str]:
 # --- running ------------------------------------------------------------------------------
 
 
-def server_environment(data_dir: Path) -> dict[str, str]:
+def server_environment(data_dir: Path, *, log_level: str = "warn", **extra: str) -> dict[str, str]:
     """The caller's environment with 9plan pointed at ``data_dir`` and nothing else of
     9plan's or Django's configuration leaking in (a real user's database, say)."""
     env = {
@@ -259,9 +259,10 @@ def server_environment(data_dir: Path) -> dict[str, str]:
         DJANGO_SETTINGS_MODULE="nineplan.settings",
         NINEPLAN_SESSIONS_PATH=str(data_dir / "sessions"),
         DATABASE_URL=f"sqlite:///{data_dir / 'db.sqlite3'}",
-        NINEPLAN_LOG_LEVEL="warn",
+        NINEPLAN_LOG_LEVEL=log_level,
         PYTHONUNBUFFERED="1",
     )
+    env.update(extra)
     return env
 
 

@@ -9,7 +9,6 @@ These tests use their own data directory, never the test database.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 from pathlib import Path
 
@@ -19,6 +18,7 @@ from mcp import Client, StdioServerParameters
 
 from tests.conftest import MANAGE, PYTHON, REPO
 from tests.mcp_bridge.helpers import body_of, error, ok, plan_args
+from validation.replay import server_environment
 
 pytestmark = pytest.mark.slow
 
@@ -42,20 +42,7 @@ LOG_KEYS = {"time", "level", "logger", "msg"}
 
 def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     """The environment of a user's shell: no test settings, 9plan pointed at ``data_dir``."""
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_")) and k != "DATABASE_URL"
-    }
-    env.update(
-        DJANGO_SETTINGS_MODULE="nineplan.settings",
-        NINEPLAN_SESSIONS_PATH=str(data_dir / "sessions"),
-        DATABASE_URL=f"sqlite:///{data_dir / 'db.sqlite3'}",
-        NINEPLAN_LOG_LEVEL="info",
-        PYTHONUNBUFFERED="1",
-    )
-    env.update(extra)
-    return env
+    return server_environment(data_dir, log_level="info", **extra)
 
 
 def teed_server(data_dir: Path, stdout_copy: Path, stderr_log: Path) -> StdioServerParameters:
