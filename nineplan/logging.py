@@ -13,7 +13,8 @@ import sys
 from datetime import datetime, timezone
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime"}
+# uvicorn adds "color_message", the same message with terminal colour codes: noise in JSON.
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color_message"}
 
 
 class JsonFormatter(logging.Formatter):
