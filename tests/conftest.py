@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 from pathlib import Path
 
@@ -65,6 +66,15 @@ def plan_fields(**overrides) -> dict:
     }
     fields.update(overrides)
     return fields
+
+
+def break_plans_folder(sessions_dir: Path, session_name: str) -> Path:
+    """Makes the session's plans folder unwritable in a way that holds for root too (which
+    ignores permission bits): the folder becomes a regular file. Returns its path."""
+    plans = sessions_dir / session_name / "plans"
+    shutil.rmtree(plans, ignore_errors=True)
+    plans.write_text("a file where the folder should be")
+    return plans
 
 
 @pytest.fixture

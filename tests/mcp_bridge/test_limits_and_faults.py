@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import break_plans_folder
 from tests.mcp_bridge.helpers import error, in_thread, ok, plan_args, snapshot
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -131,14 +132,6 @@ async def test_an_outcome_over_its_limit(client, sessions_dir, settings):
 
 
 # --- file-system faults ---------------------------------------------------------------------
-
-
-def break_plans_folder(sessions_dir: Path, name: str) -> None:
-    plans = sessions_dir / name / "plans"
-    for f in plans.iterdir():
-        f.unlink()
-    plans.rmdir()
-    plans.write_text("a file where the folder should be")
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ from django.db import connection
 
 from sessions_app import planfiles, queries, repair, search, services
 from sessions_app.models import Event, Plan
-from tests.conftest import plan_fields
+from tests.conftest import break_plans_folder, plan_fields
 from tests.sessions_app.conftest import plan_file
 from tests.sessions_app.stdio_server import StdioServer
 
@@ -276,9 +276,7 @@ def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(make_plan, session
     fine = services.session_create()
     stuck = make_plan(broken)
     ok = make_plan(fine)
-    plans = sessions_dir / broken.name / "plans"
-    shutil.rmtree(plans)
-    plans.write_text("not a folder")  # the repair cannot write there
+    break_plans_folder(sessions_dir, broken.name)  # the repair cannot write there
     plan_file(sessions_dir, ok).unlink()
 
     actions = repair.repair_all(apply=True)
@@ -293,9 +291,7 @@ def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(make_plan, session
 
 def test_the_command_fails_loudly_when_a_repair_fails(session, make_plan, sessions_dir):
     stuck = make_plan(session)
-    plans = sessions_dir / session.name / "plans"
-    shutil.rmtree(plans)
-    plans.write_text("not a folder")
+    break_plans_folder(sessions_dir, session.name)
     out = io.StringIO()
 
     with pytest.raises(CommandError, match="1 repair\\(s\\) failed"):

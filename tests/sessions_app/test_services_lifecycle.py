@@ -8,6 +8,7 @@ import pytest
 
 from sessions_app import planfiles, queries, services
 from sessions_app.models import Event, Plan
+from tests.conftest import break_plans_folder
 from tests.sessions_app.conftest import events, plan_file
 
 STAMP = r"Deferred \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: "
@@ -192,19 +193,10 @@ def test_blank_reason_or_outcome_is_rejected(session, active, rejects, name, fie
 # --- file system failures -------------------------------------------------------------------
 
 
-def break_plans_folder(sessions_dir, session) -> None:
-    """Root ignores permission bits, so the plans folder becomes a regular file instead."""
-    plans = sessions_dir / session.name / "plans"
-    for f in plans.iterdir():
-        f.unlink()
-    plans.rmdir()
-    plans.write_text("a file where the folder should be")
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["defer", "note"])
 def test_a_plans_folder_that_is_a_file_gives_file_system_error(session, active, sessions_dir, rejects, name):
-    break_plans_folder(sessions_dir, session)
+    break_plans_folder(sessions_dir, session.name)
     with rejects("FILE_SYSTEM_ERROR"):
         step(name, session.name)()
 
@@ -227,7 +219,7 @@ def test_an_unwritable_plan_file_gives_file_system_error_and_leaves_no_temp_file
 @pytest.mark.parametrize("name", ["complete", "discard"])
 def test_complete_and_discard_succeed_when_the_file_cannot_be_deleted(session, active, sessions_dir, name):
     # The database is authoritative; a file left behind is reported by admin_validate.
-    break_plans_folder(sessions_dir, session)
+    break_plans_folder(sessions_dir, session.name)
 
     step(name, session.name)()
 

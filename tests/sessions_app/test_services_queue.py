@@ -8,7 +8,7 @@ from django.db import connection
 from sessions_app import planfiles, services
 from sessions_app.identifiers import PLAN_ID_RE
 from sessions_app.models import Event, Plan
-from tests.conftest import plan_fields
+from tests.conftest import break_plans_folder, plan_fields
 from tests.sessions_app.conftest import events, plan_file
 
 
@@ -183,11 +183,7 @@ def test_a_database_failure_mid_batch_rolls_back_rows_and_files(session, session
 @pytest.mark.django_db
 def test_enqueue_into_an_unwritable_plans_folder_gives_file_system_error(session, sessions_dir, make_plan, rejects):
     make_plan(session)
-    plans = sessions_dir / session.name / "plans"
-    for f in plans.iterdir():
-        f.unlink()
-    plans.rmdir()
-    plans.write_text("a file where the folder should be")
+    break_plans_folder(sessions_dir, session.name)
 
     with rejects("FILE_SYSTEM_ERROR"):
         services.plan_enqueue(session_name=session.name, **plan_fields(goal="Never added"))
@@ -243,11 +239,7 @@ def test_pull_restores_a_missing_plan_file_from_the_database(session, make_plan,
 @pytest.mark.django_db
 def test_pull_that_cannot_restore_the_file_changes_nothing(session, make_plan, sessions_dir, rejects):
     make_plan(session)
-    plans = sessions_dir / session.name / "plans"
-    for f in plans.iterdir():
-        f.unlink()
-    plans.rmdir()
-    plans.write_text("a file where the folder should be")
+    break_plans_folder(sessions_dir, session.name)
 
     with rejects("FILE_SYSTEM_ERROR"):
         services.plan_pull(session_name=session.name)
