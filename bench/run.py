@@ -14,6 +14,7 @@ script prints them as one table, the target beside each figure. See docs/benchma
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import platform
@@ -29,7 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import PYTHON, REPO, bench_env  # noqa: E402
 
-BENCHMARKS = ("startup", "roundtrip", "search", "search-pg", "throughput", "pages")
+# Benchmark name -> (module in bench/, function taking the data dir and the parameters).
+BENCHMARKS = {
+    "startup": ("startup", "run"),
+    "roundtrip": ("roundtrip", "run"),
+    "search": ("history", "run"),
+    "search-pg": ("history", "run_postgres"),
+    "throughput": ("throughput", "run"),
+    "pages": ("pages", "run"),
+}
 
 DEFAULT = {
     "startup_runs": 10,
@@ -66,32 +75,10 @@ def child(name: str, data_dir: Path, params: dict) -> None:
     """Run one benchmark in this process and print its result line."""
     from common import emit
 
-    if name == "startup":
-        import startup as bench
-
-        result = bench.run(data_dir, params)
-    elif name == "roundtrip":
-        import roundtrip as bench
-
-        result = bench.run(data_dir, params)
-    elif name == "search":
-        import history as bench
-
-        result = bench.run(data_dir, params)
-    elif name == "search-pg":
-        import history as bench
-
-        result = bench.run_postgres(data_dir, params)
-    elif name == "throughput":
-        import throughput as bench
-
-        result = bench.run(data_dir, params)
-    elif name == "pages":
-        import pages as bench
-
-        result = bench.run(data_dir, params)
-    else:
+    if name not in BENCHMARKS:
         raise SystemExit(f"unknown benchmark {name!r}")
+    module, function = BENCHMARKS[name]
+    result = getattr(importlib.import_module(module), function)(data_dir, params)
     emit(result)
 
 
