@@ -157,7 +157,9 @@ PositionArg = Annotated[
 
 
 def _queue_place(plan: Plan) -> int:
-    return queries.queue_place(plan)
+    # Set by the service from inside its transaction; counting afterwards could also
+    # count plans another writer queued meanwhile.
+    return plan.queue_place
 
 
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:

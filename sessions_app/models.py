@@ -16,16 +16,33 @@ SECTION_TITLES = {
 }
 
 
+COUNTERS = ("count_queued", "count_completed", "count_discarded")
+
+
 class Session(models.Model):
     name = models.CharField(primary_key=True, max_length=64)
     task_description = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # How many of the session's plans are in each status, kept by database triggers
+    # (sessions_app/counters.py): never written by 9plan's code.
+    count_queued = models.IntegerField(default=0, db_default=0, editable=False)
+    count_completed = models.IntegerField(default=0, db_default=0, editable=False)
+    count_discarded = models.IntegerField(default=0, db_default=0, editable=False)
 
     class Meta:
         ordering = ["-created_at"]
 
     def __str__(self) -> str:
         return self.name
+
+    def save(self, *args, **kwargs) -> None:
+        # The counters belong to the triggers: saving a session read earlier must not
+        # write back the counts it was read with.
+        if not self._state.adding and not kwargs.get("force_insert") and kwargs.get("update_fields") is None:
+            kwargs["update_fields"] = [
+                f.name for f in self._meta.concrete_fields if not f.primary_key and f.name not in COUNTERS
+            ]
+        super().save(*args, **kwargs)
 
 
 class Plan(models.Model):

@@ -5,10 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Count, Exists, IntegerField, OuterRef, Subquery, Value
-from django.db.models.functions import Coalesce
+from django.db.models import Exists, F, OuterRef
 
-from sessions_app import planfiles, search, validation
+from sessions_app import counters, planfiles, search, validation
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import SECTIONS, Plan, Session
 
@@ -42,21 +41,17 @@ def plan_path(plan: Plan) -> str:
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
     qs = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position")
-    total = qs.count()
     rows = list(qs.only("id", "goal", "queue_position", "session_id")[:limit] if limit else qs)
-    return rows, total
+    return rows, session.count_queued
 
 
 def active_plan(session: Session) -> Plan | None:
     return Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).first()
 
 
-def counts(session: Session, statuses: tuple[str, ...] = ("queued", "completed", "discarded")) -> dict[str, int]:
-    # One COUNT per status, each answered from the (session, status, ...) index alone. A
-    # single aggregate with FILTERs reads every plan row of the session instead: measured
-    # 33 ms against 2 ms at 20,000 plans (bench/, round trip of 9plan_plan_complete).
-    plans = Plan.objects.filter(session=session)
-    return {status: plans.filter(status=status).count() for status in statuses}
+def counts(session: Session) -> dict[str, int]:
+    """The session's plans per status, from the counters on its row (sessions_app/counters.py)."""
+    return {status: getattr(session, column) for status, column in counters.COLUMNS.items()}
 
 
 @dataclass
@@ -72,31 +67,24 @@ class SessionState:
 def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
     session = get_session(name)
     rows, total = queue(session, limit=limit)
-    c = counts(session, ("completed", "discarded"))  # the queue was counted just above
-    return SessionState(session, rows, total, active_plan(session), c["completed"], c["discarded"])
+    return SessionState(session, rows, total, active_plan(session), session.count_completed, session.count_discarded)
 
 
 # Reads run after every add, pull and complete, written out in SQL: the ORM takes about
 # 0.25 ms to build each query on the benchmark machine, the statements themselves 0.02 ms
 # (bench/; docs/benchmarks.md). Plain SQL that SQLite and PostgreSQL both accept.
 _PLANS = Plan._meta.db_table
+_SESSIONS = Session._meta.db_table
 _SESSION = Plan._meta.get_field("session").column
-
-
-def queue_place(plan: Plan) -> int:
-    """The place (1 = next) of a queued plan in its session's queue."""
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT COUNT(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s AND queue_position < %s",
-            [plan.session_id, Plan.Status.QUEUED, plan.queue_position],
-        )
-        return cur.fetchone()[0] + 1
 
 
 def queue_length(name: str) -> int:
     with connection.cursor() as cur:
-        cur.execute(f"SELECT COUNT(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s", [name, Plan.Status.QUEUED])
-        return cur.fetchone()[0]
+        cur.execute(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
+        row = cur.fetchone()
+    if row is None:
+        raise SessionNotFound(f"No session named '{name}' exists.")
+    return row[0]
 
 
 @dataclass(frozen=True)
@@ -112,17 +100,18 @@ def queue_status(name: str) -> QueueStatus:
     exist: what an agent needs after finishing a plan, in one statement."""
     with connection.cursor() as cur:
         cur.execute(
-            f"""SELECT
-                (SELECT COUNT(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s),
-                (SELECT COUNT(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s),
-                front.id, front.goal
-            FROM (SELECT 1 AS one) AS anchor LEFT JOIN (
+            f"""SELECT s.count_queued, s.count_completed, front.id, front.goal
+            FROM {_SESSIONS} AS s LEFT JOIN (
                 SELECT id, goal FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s
                 ORDER BY queue_position LIMIT 1
-            ) AS front ON 1 = 1""",
-            [name, Plan.Status.QUEUED, name, Plan.Status.COMPLETED, name, Plan.Status.QUEUED],
+            ) AS front ON 1 = 1
+            WHERE s.name = %s""",
+            [name, Plan.Status.QUEUED, name],
         )
-        return QueueStatus(*cur.fetchone())
+        row = cur.fetchone()
+    if row is None:
+        raise SessionNotFound(f"No session named '{name}' exists.")
+    return QueueStatus(*row)
 
 
 def session_plans(status: str):
@@ -130,12 +119,10 @@ def session_plans(status: str):
     return Plan.objects.filter(session=OuterRef("pk"), status=status)
 
 
-def plan_count(status: str) -> Coalesce:
-    # A correlated subquery per column rather than a join and GROUP BY over all plans:
-    # it is computed only for the rows a page shows, each through the (session, status)
-    # index, so a page of sessions costs the same at a thousand plans or a million.
-    per_session = session_plans(status).order_by().values("session").annotate(n=Count("pk")).values("n")
-    return Coalesce(Subquery(per_session, output_field=IntegerField()), Value(0))
+def plan_count(status: str) -> F:
+    """The count of a session's plans in ``status``, for annotating a sessions query: the
+    counter on the session row, so a page of sessions reads no plans at all."""
+    return F(counters.COLUMNS[status])
 
 
 def sessions_with_counts():

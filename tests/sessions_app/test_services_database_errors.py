@@ -18,7 +18,7 @@ def test_a_broken_database_rule_is_reported_and_rolled_back(session):
     events = Event.objects.count()
     with pytest.raises(DatabaseFailed) as info:
         with services._write():
-            services._event(session, Event.Kind.REPAIRED, "test")
+            services._event(session.name, Event.Kind.REPAIRED, "test")
             Session.objects.create(name=session.name)  # the primary key exists
     error = info.value
     assert error.category == "DATABASE_ERROR"
