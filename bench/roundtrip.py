@@ -48,6 +48,11 @@ def seed_session(size: int, text: TextMaker, taken: set[str]) -> str:
     now = db_now()
     queued = [(ids[i], text.plan(i, size, size=1000)) for i in range(size)]
     done = [(ids[size + i], text.plan(i, size, size=1000)) for i in range(size)]
+    # The query finds 5 plans at every size, so every answer holds 5 results and the
+    # sizes differ only in how many plans the session holds.
+    for _, sections in done[:5]:
+        if QUERY not in sections["goal"]:
+            sections["goal"] += f" {QUERY}"
     rows = [plan_row(pid, name, "queued", i, sections, now) for i, (pid, sections) in enumerate(queued)]
     rows += [plan_row(pid, name, "completed", None, sections, now) for pid, sections in done]
     bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)

@@ -172,9 +172,15 @@ def _json_cost(text: str) -> int:
 
 def _short(text: str | None, max_bytes: int) -> str | None:
     """A one-line snippet whose JSON encoding takes at most ``max_bytes`` bytes."""
-    text = queries.snippet(text, max_bytes)
-    if text is None or len(responses.dumps(text).encode()) - 2 <= max_bytes:
-        return text
+    short = queries.snippet(text, max_bytes)
+    if short is None or _json_cost(short) <= max_bytes:
+        return short
+    # The "…" of a cut takes 3 bytes for its one character: a cut 2 characters shorter
+    # fits whenever the text needs no escapes and is ASCII, as most is.
+    text = short
+    short = queries.snippet(text, max_bytes - 2)
+    if _json_cost(short) <= max_bytes:
+        return short
     budget = max_bytes - _json_cost("…")
     # A prefix's JSON cost grows with its length, so the longest prefix within the budget
     # is found by bisection: a few encodings, not one per character (that took ~20 ms of

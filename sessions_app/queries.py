@@ -165,10 +165,7 @@ def history_search(query: object, *, session_name: object | None, max_results: o
         # Index rows leave with their session's plans, so hits prove the session exists:
         # the check costs a query only when nothing was found.
         get_session(session_name)
-    # order_by(): the model's default ordering joins the sessions table to sort by
-    # session, work that a lookup by primary key does not need (measured: 0.5 -> 0.3 ms).
-    plans = Plan.objects.order_by().in_bulk([h.plan_id for h in hits])
-    return [HistoryHit(plans[h.plan_id], h.rank, h.score) for h in hits if h.plan_id in plans]
+    return [HistoryHit(h.plan, h.rank, h.score) for h in hits]
 
 
 def history_get(*, session_name: object, plan_id: object) -> Plan:

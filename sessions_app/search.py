@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from django.db import connection
 
@@ -50,6 +51,7 @@ class Hit:
     plan_id: str
     rank: int
     score: float
+    plan: Any = None  # the completed Plan
 
 
 def words(query: str) -> list[str]:
@@ -117,39 +119,56 @@ def _fts_query(terms: list[str], joiner: str) -> str:
     return f" {joiner} ".join(quoted)
 
 
-def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple[str, float]]:
-    where = f"{FTS_TABLE} MATCH %s"
-    found: list[tuple[str, float]] = []
+def _plans(sql: str, params: list) -> list:
+    """The plans a search statement returns, each with its ``search_score``: the plan rows
+    come in the same statement as the matches (a second query for them cost as much as
+    the match itself on a selective search)."""
+    from sessions_app import store
+
+    found = []
+    for plan, score in store.plans_with_extra(sql, params):
+        plan.search_score = score
+        found.append(plan)
+    return found
+
+
+def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list:
+    from sessions_app.store import ALL_PLAN_COLUMNS as _plan_columns
+
+    found: list = []
     seen: set[str] = set()
     joiners = ["AND", "OR"] if len(terms) > 1 else ["AND"]
-    with connection.cursor() as cur:
-        for joiner in joiners:
-            params: list = [_fts_query(terms, joiner)]
-            sql = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {where}"
-            if session_name is not None:
-                sql += " AND session_name = %s"
-                params.append(session_name)
-            sql += " ORDER BY rank LIMIT %s"
-            params.append(limit + len(found))
-            cur.execute(sql, params)
-            for plan_id, score in cur.fetchall():
-                if plan_id not in seen and len(found) < limit:
-                    seen.add(plan_id)
-                    found.append((plan_id, float(score)))
-            if len(found) >= limit:
-                break
+    for joiner in joiners:
+        params: list = [_fts_query(terms, joiner)]
+        matches = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
+        if session_name is not None:
+            matches += " AND session_name = %s"
+            params.append(session_name)
+        matches += " ORDER BY rank LIMIT %s"
+        params.append(limit + len(found))
+        sql = (
+            f"SELECT {_plan_columns}, hit.rank AS search_score FROM ({matches}) AS hit "
+            f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
+        )
+        for plan in _plans(sql, params):
+            if plan.id not in seen and len(found) < limit:
+                seen.add(plan.id)
+                found.append(plan)
+        if len(found) >= limit:
+            break
     return found
 
 
 def search(query: str, *, session_name: str | None, limit: int) -> list[Hit]:
+    """The best ``limit`` completed plans for the query, best first, each with its plan."""
     terms = words(query)
     if not terms:
         return []
     if connection.vendor == "sqlite":
-        rows = _sqlite_search(terms, session_name, limit)
+        plans = _sqlite_search(terms, session_name, limit)
     else:
-        rows = _postgres_search(terms, session_name, limit)
-    return [Hit(plan_id=plan_id, rank=i + 1, score=score) for i, (plan_id, score) in enumerate(rows)]
+        plans = _postgres_search(terms, session_name, limit)
+    return [Hit(plan_id=p.id, rank=i + 1, score=float(p.search_score), plan=p) for i, p in enumerate(plans)]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------
@@ -178,34 +197,37 @@ def _ts_query(terms: list[str], joiner: str) -> str:
     return f" {joiner} ".join(quoted)
 
 
-def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple[str, float]]:
-    found: list[tuple[str, float]] = []
+def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list:
+    from sessions_app.store import ALL_PLAN_COLUMNS as _plan_columns
+
+    found: list = []
     joiners = ["&", "|"] if len(terms) > 1 else ["&"]
-    with connection.cursor() as cur:
-        for joiner in joiners:
-            params: list = [_ts_query(terms, joiner)]
-            where = f"p.status = 'completed' AND p.{PG_VECTOR_COLUMN} @@ q.query"
-            if session_name is not None:
-                where += " AND p.session_name = %s"
-                params.append(session_name)
-            if found:
-                where += " AND NOT (p.id = ANY(%s))"
-                params.append([plan_id for plan_id, _ in found])
-            params += [PG_RANK_CANDIDATES, limit - len(found)]
-            # Normalization 1 divides by the log of the plan's length, so that, as with
-            # BM25, a word in a short plan counts for more than in a long one.
-            cur.execute(
-                f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
-                    matches AS (
-                        SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
-                        FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s)
-                SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s""",
-                params,
-            )
-            # Scores are negated so that, as with FTS5's rank, lower is better.
-            found += [(plan_id, -float(score)) for plan_id, score in cur.fetchall()]
-            if len(found) >= limit:
-                break
+    for joiner in joiners:
+        params: list = [_ts_query(terms, joiner)]
+        where = f"p.status = 'completed' AND p.{PG_VECTOR_COLUMN} @@ q.query"
+        if session_name is not None:
+            where += " AND p.session_name = %s"
+            params.append(session_name)
+        if found:
+            where += " AND NOT (p.id = ANY(%s))"
+            params.append([plan.id for plan in found])
+        params += [PG_RANK_CANDIDATES, limit - len(found)]
+        # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
+        # a word in a short plan counts for more than in a long one. Scores are negated so
+        # that, as with FTS5's rank, lower is better.
+        found += _plans(
+            f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
+                matches AS (
+                    SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
+                    FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
+                best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
+            SELECT {_plan_columns}, -best.score AS search_score
+            FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
+            ORDER BY best.score DESC, p.completed_at DESC, p.id""",
+            params,
+        )
+        if len(found) >= limit:
+            break
     return found
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from django.db import connection
+from django.db import DEFAULT_DB_ALIAS, connection, connections
 
 from sessions_app import feed
 from sessions_app.models import Event, Plan, Session
@@ -44,6 +44,46 @@ _EVENT_DETAIL = Event._meta.get_field("detail")
 
 def _plan(row: tuple | None) -> Plan | None:
     return None if row is None else Plan.from_db(connection.alias, _PLAN_NAMES, row)
+
+
+ALL_PLAN_COLUMNS = ", ".join(f"p.{f.column}" for f in Plan._meta.concrete_fields)
+_ALL_PLAN_NAMES = [f.attname for f in Plan._meta.concrete_fields]
+
+
+_CONVERTERS: dict[str, list[tuple[int, list, Any]]] = {}
+
+
+def _converters(conn) -> list[tuple[int, list, Any]]:
+    """(index, converter functions, expression) for the plan columns this database hands
+    back in another type than the model's (timestamps, on SQLite); worked out once."""
+    found = _CONVERTERS.get(conn.vendor)
+    if found is None:
+        found = []
+        for i, f in enumerate(Plan._meta.concrete_fields):
+            col = f.get_col(PLANS)
+            funcs = conn.ops.get_db_converters(col) + f.get_db_converters(conn)
+            if funcs:
+                found.append((i, funcs, col))
+        _CONVERTERS[conn.vendor] = found
+    return found
+
+
+def plans_with_extra(sql: str, params: list) -> list[tuple[Plan, Any]]:
+    """Run ``sql``, which selects ALL_PLAN_COLUMNS then one more value, and return each row
+    as a whole Plan and that value: what Plan.objects.raw() gives, at half its cost."""
+    conn = connections[DEFAULT_DB_ALIAS]
+    with conn.cursor() as cur:
+        cur.execute(sql, params)
+        rows = cur.fetchall()
+    converters = _converters(conn)
+    found = []
+    for row in rows:
+        values = list(row[:-1])
+        for i, funcs, col in converters:
+            for func in funcs:
+                values[i] = func(values[i], col, conn)
+        found.append((Plan.from_db(conn.alias, _ALL_PLAN_NAMES, values), row[-1]))
+    return found
 
 
 def when(value: datetime) -> Any:
