@@ -7,8 +7,9 @@ file is re-rendered from the database), a file whose plan is no longer queued/ac
 ``preserved/`` folder and reported), a file for a plan the database never committed
 (kept aside: it holds an agent's text), or a temporary file of an interrupted write
 (removed once it is old enough not to be a write in progress). The SQLite search index
-is checked against the completed plans and rebuilt if they differ. Every applied repair
-is written to the event log.
+is checked against the completed plans and rebuilt if they differ, and the plan counts
+on each session row against its plans (recounted if they differ, their triggers
+re-created if missing). Every applied repair is written to the event log.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sessions_app import planfiles, search
+from sessions_app import counters, planfiles, search
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
@@ -35,7 +36,7 @@ OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 @dataclass(frozen=True)
 class Action:
     session: str
-    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex
+    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount
     target: str
     detail: str
     failed: str = ""
@@ -210,6 +211,31 @@ def index_repair(*, apply: bool) -> list[Action]:
     return [action]
 
 
+def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Action]:
+    """The plan counts on session rows match their plans, and the triggers that keep them
+    exist; missing triggers are re-created and wrong counts recomputed."""
+    actions: list[Action] = []
+    with transaction.atomic():
+        if not counters.triggers_present():
+            actions.append(Action("*", "recount", "triggers", "the triggers that keep the plan counts were missing"))
+            if apply:
+                counters.ensure_triggers()
+        drift = counters.drifted(session_name)
+        for name, off in drift.items():
+            detail = "; ".join(f"{status}: {kept} kept, {counted} counted" for status, (kept, counted) in off.items())
+            actions.append(Action(name, "recount", "plan counts", detail))
+            if apply:
+                counters.recount(name)
+                Event.objects.create(
+                    session_id=name,
+                    kind=Event.Kind.REPAIRED,
+                    actor=ACTOR,
+                    detail={"action": "recount", **{status: {"kept": k, "counted": c} for status, (k, c) in off.items()}},
+                )
+                log.info("repaired", extra={"session": name, "action": "recount"})
+    return actions
+
+
 def _index_drift_by_session() -> dict[str, tuple[int, int]]:
     from django.db.models import Count
 
@@ -261,7 +287,8 @@ def session_names() -> list[str]:
 
 
 def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
-    """Repairs every session (or just ``session_name``), then the search index."""
+    """Repairs every session (or just ``session_name``), then the plan counts and the
+    search index."""
     names = [session_name] if session_name is not None else session_names()
     actions: list[Action] = []
     # One query for every session's open plans, then a directory listing each: a session
@@ -272,6 +299,7 @@ def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
         if _looks_in_step(name, expected.get(name, set())):
             continue
         actions.extend(session_repair(session_name=name, apply=apply))
+    actions.extend(counts_repair(apply=apply, session_name=session_name))
     if session_name is None:
         actions.extend(index_repair(apply=apply))
     return actions

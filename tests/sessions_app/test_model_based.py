@@ -17,7 +17,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from sessions_app import planfiles, queries, services
 from sessions_app.errors import NineplanError
-from sessions_app.models import SECTIONS, Event, Plan
+from sessions_app.models import SECTIONS, Event, Plan, Session
 
 STAMP = r"Deferred \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC: "
 
@@ -111,14 +111,15 @@ class NineplanMachine(RuleBasedStateMachine):
     @rule(fields=PLAN, position=POSITION)
     def add(self, fields, position):
         plan = services.plan_enqueue(session_name=self.name, position=position, **fields)
-        self._added([plan.id], [fields], position)
+        self._added([plan], [fields], position)
 
     @rule(batch=st.lists(PLAN, min_size=1, max_size=4), position=POSITION)
     def add_batch(self, batch, position):
         created = services.plan_enqueue_many(session_name=self.name, plans=batch, position=position)
-        self._added([p.id for p in created], batch, position)
+        self._added(created, batch, position)
 
-    def _added(self, ids, batch, position) -> None:
+    def _added(self, plans, batch, position) -> None:
+        ids = [p.id for p in plans]
         assert len(set(ids)) == len(ids) and not set(ids) & set(self.model.plans)
         for plan_id, fields in zip(ids, batch, strict=True):
             sections = {name: fields.get(name) or "" for name in SECTIONS}
@@ -128,6 +129,8 @@ class NineplanMachine(RuleBasedStateMachine):
             self.model.queue[:0] = ids
         else:
             self.model.queue.extend(ids)
+        # Each plan reports its place in the queue (1 = next) as the call left it.
+        assert [p.queue_place for p in plans] == [self.model.queue.index(i) + 1 for i in ids]
 
     @precondition(lambda self: self.model.active is None and self.model.queue)
     @rule()
@@ -157,6 +160,7 @@ class NineplanMachine(RuleBasedStateMachine):
             self.model.queue.insert(0, plan_id)
         else:
             self.model.queue.append(plan_id)
+        assert plan.queue_place == self.model.queue.index(plan_id) + 1
 
     @precondition(lambda self: self.model.active is not None)
     @rule(text=SOME_TEXT, mode=st.sampled_from([None, "append", "replace"]))
@@ -278,6 +282,10 @@ class NineplanMachine(RuleBasedStateMachine):
         assert [p.id for p in rows.values() if p.status == "active"] == ([self.model.active] if self.model.active else [])
         completed = sorted((p for p in rows.values() if p.status == "completed"), key=lambda p: (p.completed_at, p.id))
         assert {p.id for p in completed} == set(self.model.completed)
+        # The counts the triggers keep on the session row follow every step.
+        kept = Session.objects.values_list("count_queued", "count_completed", "count_discarded").get(name=self.name)
+        statuses = [mp.status for mp in self.model.plans.values()]
+        assert kept == (statuses.count("queued"), statuses.count("completed"), statuses.count("discarded"))
 
     @invariant()
     def files_match_the_model(self):

@@ -261,3 +261,21 @@ def test_rebuild_refills_the_index_from_completed_plans(session, complete_plan, 
 
     assert search.rebuild_index() == 1
     assert fts_rows(done.id) == [("Rebuilt", "Done.")]
+
+
+@pytest.mark.django_db
+def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, corpus):
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        hits = queries.history_search("sqlite", session_name=session.name)
+    # One statement: the matches and their plan rows together.
+    assert len(captured.captured_queries) == 1
+    assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
+    stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}
+    for hit in hits:
+        row = stored[hit.plan.id]
+        # Every field as the ORM would load it, timestamps included (SQLite returns text).
+        for field in Plan._meta.concrete_fields:
+            assert getattr(hit.plan, field.attname) == getattr(row, field.attname), field.name
+        assert hit.plan.completed_at.tzinfo is not None
