@@ -36,7 +36,11 @@ OPS = ("add", "pull", "note", "complete", "search")
 TARGET_MS = {"add": 5.0, "pull": 5.0, "complete": 5.0, "search": 6.0}
 RATIO_TARGET = 1.5
 GROWTH_TARGET = 1.2
-QUERY = "zircon quasar"
+# Words the text generator never makes, planted in exactly 5 completed plans at every
+# size: each search ranks the same 5 matches and returns them all, so the two sizes differ
+# only in how many plans the session holds. (How search cost grows with the number of
+# matches is the history-search benchmark's subject.)
+QUERY = "obsidian meridian"
 
 
 def seed_session(size: int, text: TextMaker, taken: set[str]) -> str:
@@ -48,11 +52,8 @@ def seed_session(size: int, text: TextMaker, taken: set[str]) -> str:
     now = db_now()
     queued = [(ids[i], text.plan(i, size, size=1000)) for i in range(size)]
     done = [(ids[size + i], text.plan(i, size, size=1000)) for i in range(size)]
-    # The query finds 5 plans at every size, so every answer holds 5 results and the
-    # sizes differ only in how many plans the session holds.
     for _, sections in done[:5]:
-        if QUERY not in sections["goal"]:
-            sections["goal"] += f" {QUERY}"
+        sections["goal"] += f" {QUERY}"
     rows = [plan_row(pid, name, "queued", i, sections, now) for i, (pid, sections) in enumerate(queued)]
     rows += [plan_row(pid, name, "completed", None, sections, now) for pid, sections in done]
     bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
