@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, Max, OuterRef, QuerySet, Subquery
+from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
 from sessions_app import planfiles, queries
 from sessions_app.errors import PlanNotFound
@@ -30,9 +30,9 @@ def has_queued_work() -> Exists:
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     """Sessions with the columns of the sessions list, all computed in the one list query."""
     active = queries.session_plans(Plan.Status.ACTIVE)
-    last_event = (
-        Event.objects.filter(session=OuterRef("pk")).order_by().values("session").annotate(at=Max("created_at")).values("at")
-    )
+    # The newest event by id: one step down the (session, id) index, where the latest
+    # created_at would read every event of the session.
+    last_event = Event.objects.filter(session=OuterRef("pk")).order_by("-id").values("created_at")[:1]
     return qs.annotate(
         queue_length=queries.plan_count(Plan.Status.QUEUED),
         completed_count=queries.plan_count(Plan.Status.COMPLETED),

@@ -88,6 +88,25 @@ def test_sessions_list_sorts_by_the_computed_columns(busy, quiet, reviewer_clien
     assert descending == fewer_first[::-1]
 
 
+def test_sessions_list_sorts_by_the_active_plan_goal(busy, quiet, reviewer_client, make_plan):
+    other = services.session_create(task_description="Audit")
+    make_plan(other, goal="Audit the invoices")
+    services.plan_pull(session_name=other.name)
+    working = {busy["session"].name, other.name}
+
+    def order(query):
+        response = reviewer_client.get(reverse("admin:sessions_app_session_changelist") + query)
+        names = [s.name for s in response.context["cl"].result_list]
+        assert set(names) == working | {quiet.name}
+        # Where a session without an active plan goes is the database's choice (SQLite
+        # puts NULL first, PostgreSQL last); the sessions with one are in goal order.
+        return [n for n in names if n in working]
+
+    # Column 4 is "active plan", sorted by its goal: "Audit ..." before "Migrate ...".
+    assert order("?o=4") == [other.name, busy["session"].name]
+    assert order("?o=-4") == [busy["session"].name, other.name]
+
+
 # --- session page ----------------------------------------------------------------------
 
 
