@@ -7,11 +7,14 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import Exists, F, OuterRef
 
-from sessions_app import counters, planfiles, search, validation
+from sessions_app import counters, planfiles, search, store, validation
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import SECTIONS, Plan, Session
 
 LIST_CAP = 20
+_PLANS = Plan._meta.db_table
+_SESSIONS = Session._meta.db_table
+_SESSION = Plan._meta.get_field("session").column
 SNIPPET_CHARS = 120
 
 
@@ -22,12 +25,25 @@ def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str | None:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+# The reads behind every 9plan_session_resume and state call go through store.load: the
+# ORM took about 0.3 ms to build each of their three queries, five times what they take
+# to run (bench/, throughput: the state read was the costliest operation of the mix).
+_SESSION_FIELDS = tuple(Session._meta.concrete_fields)
+_QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "queue_position", "goal"))
+
+
+def _columns(fields: tuple) -> str:
+    return ", ".join(f"t.{f.column}" for f in fields)
+
+
 def get_session(name: object) -> Session:
     name = validation.session_name(name)
-    try:
-        return Session.objects.get(name=name)
-    except Session.DoesNotExist:
-        raise SessionNotFound(f"No session named '{name}' exists.") from None
+    rows = store.load(
+        Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
+    )
+    if not rows:
+        raise SessionNotFound(f"No session named '{name}' exists.")
+    return rows[0]
 
 
 def session_path(name: str) -> str:
@@ -40,13 +56,24 @@ def plan_path(plan: Plan) -> str:
 
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
-    qs = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position")
-    rows = list(qs.only("id", "goal", "queue_position", "session_id")[:limit] if limit else qs)
-    return rows, session.count_queued
+    fields = _QUEUE_FIELDS if limit else store.ALL_PLAN_FIELDS
+    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s ORDER BY t.queue_position"
+    params: list = [session.name, Plan.Status.QUEUED]
+    if limit:
+        sql += " LIMIT %s"
+        params.append(limit)
+    return store.load(Plan, fields, sql, params), session.count_queued
 
 
 def active_plan(session: Session) -> Plan | None:
-    return Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).first()
+    fields = store.ALL_PLAN_FIELDS
+    rows = store.load(
+        Plan,
+        fields,
+        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s LIMIT 1",
+        [session.name, Plan.Status.ACTIVE],
+    )
+    return rows[0] if rows else None
 
 
 def counts(session: Session) -> dict[str, int]:
@@ -73,9 +100,6 @@ def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState
 # Reads run after every add, pull and complete, written out in SQL: the ORM takes about
 # 0.25 ms to build each query on the benchmark machine, the statements themselves 0.02 ms
 # (bench/; docs/benchmarks.md). Plain SQL that SQLite and PostgreSQL both accept.
-_PLANS = Plan._meta.db_table
-_SESSIONS = Session._meta.db_table
-_SESSION = Plan._meta.get_field("session").column
 
 
 def queue_length(name: str) -> int:

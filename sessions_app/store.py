@@ -3,9 +3,10 @@ out in SQL that SQLite and PostgreSQL both accept.
 
 The ORM builds each statement anew on every call, about 0.2-0.3 ms apiece on a 2-core
 machine against 0.02-0.05 ms to run it, and a queue operation runs five to seven of them:
-measured, the ORM was two thirds of each operation's CPU time (bench/, throughput). Only
-the services call this module, inside their write transaction; everything else keeps
-using the ORM. Rows come back as model instances, so the services' code reads the same.
+measured, the ORM was two thirds of each operation's CPU time (bench/, throughput). The
+services call its writes, inside their write transaction; the hottest reads (the
+session state, history search) use ``load``. Everything else keeps using the ORM. Rows
+come back as model instances, so the code that uses them reads the same.
 """
 
 from __future__ import annotations
@@ -33,7 +34,6 @@ _PLAN_FIELDS = [
 _PLAN_NAMES = [f.attname for f in _PLAN_FIELDS]
 _PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
 _SESSION_NAMES = ["name", "count_queued", "count_completed", "count_discarded"]
-_COLUMN = {f.attname: f.column for f in Plan._meta.concrete_fields}
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
 _INSERT_PLAN = (
     f"INSERT INTO {PLANS} ({', '.join(f.column for f in _INSERT_FIELDS)}) "
@@ -46,11 +46,7 @@ def _plan(row: tuple | None) -> Plan | None:
     return None if row is None else Plan.from_db(connection.alias, _PLAN_NAMES, row)
 
 
-ALL_PLAN_COLUMNS = ", ".join(f"p.{f.column}" for f in Plan._meta.concrete_fields)
-_ALL_PLAN_NAMES = [f.attname for f in Plan._meta.concrete_fields]
-
-
-_CONVERTERS: dict[str, list[tuple[int, list, Any]]] = {}
+_CONVERTERS: dict[tuple, list[tuple[int, list, Any]]] = {}
 
 
 def _sqlite_timestamp(value: Any, expression: Any, conn: Any) -> datetime | None:
@@ -58,47 +54,65 @@ def _sqlite_timestamp(value: Any, expression: Any, conn: Any) -> datetime | None
     # make_aware of a zoneinfo zone is replace), without looking the settings up for
     # each value: a search's five plans have twenty timestamps, and that lookup was a
     # quarter of the search's cost above the query itself.
-    if value is None or isinstance(value, datetime):
-        return value
-    parsed = datetime.fromisoformat(value)
+    if value is None:
+        return None
+    # Text, or already a naive datetime when the column's declared type made the driver
+    # parse it.
+    parsed = value if isinstance(value, datetime) else datetime.fromisoformat(value)
     zone = conn.timezone
     return parsed.replace(tzinfo=zone) if zone is not None and parsed.tzinfo is None else parsed
 
 
-def _converters(conn) -> list[tuple[int, list, Any]]:
-    """(index, converter functions, expression) for the plan columns this database hands
-    back in another type than the model's (timestamps, on SQLite); worked out once."""
-    found = _CONVERTERS.get(conn.vendor)
+def _converters(conn, fields: tuple) -> list[tuple[int, list, Any]]:
+    """(index, converter functions, expression) for the columns this database hands back
+    in another type than the model's (timestamps, on SQLite); worked out once."""
+    key = (conn.vendor, fields)
+    found = _CONVERTERS.get(key)
     if found is None:
         found = []
-        for i, f in enumerate(Plan._meta.concrete_fields):
-            col = f.get_col(PLANS)
+        for i, f in enumerate(fields):
+            col = f.get_col(f.model._meta.db_table)
             if conn.vendor == "sqlite" and f.get_internal_type() == "DateTimeField":
                 funcs = [_sqlite_timestamp]
             else:
                 funcs = conn.ops.get_db_converters(col) + f.get_db_converters(conn)
             if funcs:
                 found.append((i, funcs, col))
-        _CONVERTERS[conn.vendor] = found
+        _CONVERTERS[key] = found
     return found
 
 
-def plans_with_extra(sql: str, params: list) -> list[tuple[Plan, Any]]:
-    """Run ``sql``, which selects ALL_PLAN_COLUMNS then one more value, and return each row
-    as a whole Plan and that value: what Plan.objects.raw() gives, at half its cost."""
+def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> list:
+    """Run ``sql``, which selects the columns of ``fields`` (a subset of the model's fields,
+    in the model's order) and then ``extra`` more values, and return each row as a model
+    instance (the fields not selected are deferred), or as (instance, *extras) with
+    ``extra``. What QuerySet.raw() does, at half its cost."""
     conn = connections[DEFAULT_DB_ALIAS]
     with conn.cursor() as cur:
         cur.execute(sql, params)
         rows = cur.fetchall()
-    converters = _converters(conn)
+    converters = _converters(conn, fields)
+    names = [f.attname for f in fields]
+    width = len(fields)
     found = []
     for row in rows:
-        values = list(row[:-1])
+        values = list(row[:width])
         for i, funcs, col in converters:
             for func in funcs:
                 values[i] = func(values[i], col, conn)
-        found.append((Plan.from_db(conn.alias, _ALL_PLAN_NAMES, values), row[-1]))
+        obj = model.from_db(conn.alias, names, values)
+        found.append((obj, *row[width:]) if extra else obj)
     return found
+
+
+ALL_PLAN_FIELDS = tuple(Plan._meta.concrete_fields)
+ALL_PLAN_COLUMNS = ", ".join(f"p.{f.column}" for f in ALL_PLAN_FIELDS)
+
+
+def plans_with_extra(sql: str, params: list) -> list[tuple[Plan, Any]]:
+    """Run ``sql``, which selects ALL_PLAN_COLUMNS then one more value: each row as a whole
+    Plan and that value."""
+    return load(Plan, ALL_PLAN_FIELDS, sql, params, extra=1)
 
 
 def when(value: datetime) -> Any:

@@ -179,3 +179,32 @@ def test_it_reports_every_problem_at_once(session, make_plan, sessions_dir):
 def test_validating_an_unknown_session_gives_session_not_found(rejects):
     with rejects("SESSION_NOT_FOUND"):
         queries.admin_validate("calm-blue-heron")
+
+
+def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):
+    """get_session, queue and active_plan read with hand-written SQL: what they return
+    must equal the ORM's rows, field for field, with aware timestamps."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import Plan, Session
+
+    for i in range(3):
+        make_plan(session, goal=f"goal {i}")
+    services.plan_pull(session_name=session.name)
+    with CaptureQueriesContext(connection) as captured:
+        state = queries.session_state(session.name)
+    assert len(captured.captured_queries) == 3
+    orm_session = Session.objects.get(name=session.name)
+    for field in Session._meta.concrete_fields:
+        assert getattr(state.session, field.attname) == getattr(orm_session, field.attname), field.name
+    assert state.session.created_at.tzinfo is not None
+    orm_active = Plan.objects.get(session=session, status="active")
+    for field in Plan._meta.concrete_fields:
+        assert getattr(state.active, field.attname) == getattr(orm_active, field.attname), field.name
+    assert state.active.updated_at.tzinfo is not None
+    queued = list(Plan.objects.filter(session=session, status="queued").order_by("queue_position"))
+    assert [(p.id, p.goal, p.queue_position) for p in state.queue] == [(p.id, p.goal, p.queue_position) for p in queued]
+    whole, total = queries.queue(orm_session, limit=None)
+    assert total == 2
+    assert [p.updated_at for p in whole] == [p.updated_at for p in queued]
