@@ -170,11 +170,8 @@ def plan_file_text(plan: Plan) -> str:
     return text if text is not None else planfiles.render(plan.sections())
 
 
-@dataclass
-class HistoryHit:
-    plan: Plan
-    rank: int
-    score: float
+# A hit: its plan (with the searched sections), its rank (1 = best) and the engine's score.
+HistoryHit = search.Hit
 
 
 def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
@@ -189,7 +186,7 @@ def history_search(query: object, *, session_name: object | None, max_results: o
         # Index rows leave with their session's plans, so hits prove the session exists:
         # the check costs a query only when nothing was found.
         get_session(session_name)
-    return [HistoryHit(h.plan, h.rank, h.score) for h in hits]
+    return hits
 
 
 def history_get(*, session_name: object, plan_id: object) -> Plan:

@@ -46,7 +46,7 @@ SQLITE_SCHEMA = [
 SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Hit:
     plan_id: str
     rank: int
@@ -126,14 +126,14 @@ def _plans(sql: str, params: list) -> list:
     from sessions_app import store
 
     found = []
-    for plan, score in store.plans_with_extra(sql, params):
+    for plan, score in store.hits_with_score(sql, params):
         plan.search_score = score
         found.append(plan)
     return found
 
 
 def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list:
-    from sessions_app.store import ALL_PLAN_COLUMNS as _plan_columns
+    from sessions_app.store import HIT_COLUMNS as _plan_columns
 
     found: list = []
     seen: set[str] = set()
@@ -198,7 +198,7 @@ def _ts_query(terms: list[str], joiner: str) -> str:
 
 
 def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list:
-    from sessions_app.store import ALL_PLAN_COLUMNS as _plan_columns
+    from sessions_app.store import HIT_COLUMNS as _plan_columns
 
     found: list = []
     joiners = ["&", "|"] if len(terms) > 1 else ["&"]

@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models.base import ModelState
 
 from sessions_app import feed
 from sessions_app.models import Event, Plan, Session
@@ -46,7 +47,7 @@ def _plan(row: tuple | None) -> Plan | None:
     return None if row is None else Plan.from_db(connection.alias, _PLAN_NAMES, row)
 
 
-_CONVERTERS: dict[tuple, list[tuple[int, list, Any]]] = {}
+_CONVERTERS: dict[tuple, tuple] = {}
 
 
 def _sqlite_timestamp(value: Any, expression: Any, conn: Any) -> datetime | None:
@@ -63,13 +64,15 @@ def _sqlite_timestamp(value: Any, expression: Any, conn: Any) -> datetime | None
     return parsed.replace(tzinfo=zone) if zone is not None and parsed.tzinfo is None else parsed
 
 
-def _converters(conn, fields: tuple) -> list[tuple[int, list, Any]]:
-    """(index, converter functions, expression) for the columns this database hands back
-    in another type than the model's (timestamps, on SQLite); worked out once."""
-    key = (conn.vendor, fields)
-    found = _CONVERTERS.get(key)
-    if found is None:
-        found = []
+def _reading(conn, fields: tuple) -> tuple[tuple[str, ...], list[tuple[int, list, Any]]]:
+    """For reading rows of ``fields``: their names, and (index, converter functions,
+    expression) for the columns this database hands back in another type than the model's
+    (timestamps, on SQLite). Worked out once per tuple of fields (they are module
+    constants, looked up by identity: hashing nine fields cost more than the lookup)."""
+    key = (conn.vendor, id(fields))
+    entry = _CONVERTERS.get(key)
+    if entry is None or entry[0] is not fields:
+        converters = []
         for i, f in enumerate(fields):
             col = f.get_col(f.model._meta.db_table)
             if conn.vendor == "sqlite" and f.get_internal_type() == "DateTimeField":
@@ -77,42 +80,60 @@ def _converters(conn, fields: tuple) -> list[tuple[int, list, Any]]:
             else:
                 funcs = conn.ops.get_db_converters(col) + f.get_db_converters(conn)
             if funcs:
-                found.append((i, funcs, col))
-        _CONVERTERS[key] = found
-    return found
+                converters.append((i, funcs, col))
+        entry = (fields, tuple(f.attname for f in fields), converters)
+        _CONVERTERS[key] = entry
+    return entry[1], entry[2]
 
 
 def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> list:
-    """Run ``sql``, which selects the columns of ``fields`` (a subset of the model's fields,
-    in the model's order) and then ``extra`` more values, and return each row as a model
-    instance (the fields not selected are deferred), or as (instance, *extras) with
-    ``extra``. What QuerySet.raw() does, at half its cost."""
+    """Run ``sql``, which selects the columns of ``fields`` (a module-level tuple of some of
+    the model's fields, in the model's order) and then ``extra`` more values, and return
+    each row as a model instance (the fields not selected are deferred), or as (instance,
+    *extras) with ``extra``. What QuerySet.raw() does, at half its cost."""
     conn = connections[DEFAULT_DB_ALIAS]
     with conn.cursor() as cur:
         cur.execute(sql, params)
         rows = cur.fetchall()
-    converters = _converters(conn, fields)
-    names = [f.attname for f in fields]
+    attnames, converters = _reading(conn, fields)
     width = len(fields)
+    alias = conn.alias
     found = []
     for row in rows:
         values = list(row[:width])
         for i, funcs, col in converters:
             for func in funcs:
                 values[i] = func(values[i], col, conn)
-        obj = model.from_db(conn.alias, names, values)
+        # Built as Django rebuilds an unpickled instance: the attributes set directly,
+        # without __init__ (which walks every field and sends the init signals, none of
+        # which 9plan's models have): a third of a search's cost above its query. A field
+        # not selected is absent, so it loads on first access, as a deferred field does.
+        obj = model.__new__(model)
+        obj.__dict__.update(zip(attnames, values))
+        obj._state = ModelState()
+        obj._state.adding = False
+        obj._state.db = alias
         found.append((obj, *row[width:]) if extra else obj)
     return found
 
 
 ALL_PLAN_FIELDS = tuple(Plan._meta.concrete_fields)
-ALL_PLAN_COLUMNS = ", ".join(f"p.{f.column}" for f in ALL_PLAN_FIELDS)
 
 
-def plans_with_extra(sql: str, params: list) -> list[tuple[Plan, Any]]:
-    """Run ``sql``, which selects ALL_PLAN_COLUMNS then one more value: each row as a whole
-    Plan and that value."""
-    return load(Plan, ALL_PLAN_FIELDS, sql, params, extra=1)
+# What a search hit is read for (the tools, the admin and the REST API): its identity, the
+# searched sections and when it was completed. The rest (the approach and notes above all,
+# often the longest sections) loads on first access.
+HIT_FIELDS = tuple(
+    f
+    for f in Plan._meta.concrete_fields
+    if f.attname in ("id", "session_id", "status", "goal", "context", "inputs", "outputs", "outcome", "completed_at")
+)
+HIT_COLUMNS = ", ".join(f"p.{f.column}" for f in HIT_FIELDS)
+
+
+def hits_with_score(sql: str, params: list) -> list[tuple[Plan, Any]]:
+    """Run ``sql``, which selects HIT_COLUMNS then a score: each row as a Plan and its score."""
+    return load(Plan, HIT_FIELDS, sql, params, extra=1)
 
 
 def when(value: datetime) -> Any:

@@ -208,3 +208,15 @@ def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):
     whole, total = queries.queue(orm_session, limit=None)
     assert total == 2
     assert [p.updated_at for p in whole] == [p.updated_at for p in queued]
+
+
+def test_no_init_signal_listens_to_the_models_store_builds():
+    """store.load builds instances without __init__, as unpickling does, so it would skip
+    pre_init/post_init receivers: if one is ever added for these models, load must change."""
+    from django.db.models import signals
+
+    from sessions_app.models import Plan, Session
+
+    for model in (Plan, Session):
+        assert not signals.pre_init.has_listeners(model)
+        assert not signals.post_init.has_listeners(model)
