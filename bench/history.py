@@ -227,8 +227,22 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
         if hand is not None:
             hand.db.close()
         connections.close_all()
-        _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+        _pg_drop(admin_url, scratch)
     return {"rows": rows}
+
+
+def _pg_drop(admin_url: str, name: str) -> None:
+    """Drop the scratch database, waiting for an autovacuum worker that may still be in it
+    (FORCE cannot end a superuser's process)."""
+    for attempt in range(30):
+        try:
+            _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except Exception as exc:
+            if attempt == 29:
+                raise
+            progress(f"history: waiting to drop {name} ({type(exc).__name__})")
+            time.sleep(1)
 
 
 def _pg_admin(url: str, sql: str) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import math
 import os
 import platform
 import shutil
@@ -181,6 +182,20 @@ def _load() -> str:
         return "?"
 
 
+def _cpu_check() -> str:
+    """Milliseconds for a fixed pure-Python loop, best of 3: the machine's speed at the time.
+    A shared virtual machine's varies (the same loop took 340 and 560 ms minutes apart on
+    the benchmark machine), and every figure moves with it; compare runs with similar checks."""
+    best = math.inf
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(2_000_000):
+            total += i
+        best = min(best, time.perf_counter() - started)
+    return f"{best * 1000:.0f} ms"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description="9plan benchmarks (SPEC §10).")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few repeats: a smoke run")
@@ -211,6 +226,7 @@ def main() -> None:
 
     base = Path(tempfile.mkdtemp(prefix="nineplan-bench-"))
     load_before = _load()
+    cpu_before = _cpu_check()
     started = time.perf_counter()
     rows: list[dict] = []
     memory: dict = {}
@@ -233,7 +249,8 @@ def main() -> None:
         f"9plan benchmarks{' (--quick: smoke sizes, figures are not meaningful)' if args.quick else ''}: "
         f"{os.cpu_count()} cores, Python {platform.python_version()}, SQLite {sqlite3.sqlite_version}, "
         f"{time.strftime('%Y-%m-%d %H:%M')}, {time.perf_counter() - started:.0f} s, "
-        f"load average {load_before} before / {_load()} after (other work on the machine slows every figure)"
+        f"load average {load_before} before / {_load()} after (other work on the machine slows every figure), "
+        f"CPU check {cpu_before} before / {_cpu_check()} after (a fixed Python loop: lower is faster)"
     )
     print()
     print_table(rows)

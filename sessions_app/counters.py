@@ -50,28 +50,59 @@ SQLITE_TRIGGERS = {
 }
 
 POSTGRES_FUNCTION = "sessions_app_plan_counts"
+
+
+def _pg_moves(sign: str, rows: str) -> str:
+    """The per-session changes of the counts for a transition table of plan rows."""
+    flags = ", ".join(
+        f"{sign}(CASE WHEN status = '{status}' THEN 1 ELSE 0 END) AS {status}" for status in COUNTED
+    )
+    return f"SELECT session_name, {flags} FROM {rows}"
+
+
+def _pg_apply(moves: str) -> str:
+    sums = ", ".join(f"SUM({status}) AS {status}" for status in COUNTED)
+    sets = ", ".join(f"{column} = s.{column} + d.{status}" for status, column in COLUMNS.items())
+    changed = " OR ".join(f"d.{status} <> 0" for status in COUNTED)
+    return (
+        f"UPDATE {SESSION_TABLE} s SET {sets} FROM (SELECT session_name, {sums} FROM ({moves}) m "
+        f"GROUP BY session_name) d WHERE s.name = d.session_name AND ({changed})"
+    )
+
+
+# PostgreSQL: statement-level triggers over the statement's transition tables, so a bulk
+# insert of many plans (an import, a restore) updates each session row once. A row-level
+# trigger updated the same session row once per plan, and in one transaction PostgreSQL
+# walks every earlier version of the row on each update: 100,000 plans took minutes.
+# Each branch's statement is planned only when it runs, so it names only the transition
+# tables its event has.
 POSTGRES_SCHEMA = [
     f"""CREATE OR REPLACE FUNCTION {POSTGRES_FUNCTION}() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
-        IF TG_OP IN ('UPDATE', 'DELETE') THEN
-            {_moves("-", "OLD", "session_name")};
-        END IF;
-        IF TG_OP IN ('INSERT', 'UPDATE') THEN
-            {_moves("+", "NEW", "session_name")};
+        IF TG_OP = 'INSERT' THEN
+            {_pg_apply(_pg_moves("", "new_rows"))};
+        ELSIF TG_OP = 'DELETE' THEN
+            {_pg_apply(_pg_moves("-", "old_rows"))};
+        ELSE
+            {_pg_apply(_pg_moves("", "new_rows") + " UNION ALL " + _pg_moves("-", "old_rows"))};
         END IF;
         RETURN NULL;
     END $$""",
+    # Names used by an earlier form of these triggers (row-level), gone if present.
     f"DROP TRIGGER IF EXISTS {POSTGRES_FUNCTION} ON {PLAN_TABLE}",
-    f"""CREATE TRIGGER {POSTGRES_FUNCTION} AFTER INSERT OR DELETE ON {PLAN_TABLE}
-        FOR EACH ROW EXECUTE FUNCTION {POSTGRES_FUNCTION}()""",
-    # As on SQLite, writing a plan's text (an UPDATE that sets status to what it was)
-    # does not touch the session row.
     f"DROP TRIGGER IF EXISTS {POSTGRES_FUNCTION}_moved ON {PLAN_TABLE}",
-    f"""CREATE TRIGGER {POSTGRES_FUNCTION}_moved AFTER UPDATE OF status, session_name ON {PLAN_TABLE}
-        FOR EACH ROW WHEN (OLD.status IS DISTINCT FROM NEW.status OR OLD.session_name IS DISTINCT FROM NEW.session_name)
+    f"DROP TRIGGER IF EXISTS {POSTGRES_FUNCTION}_ins ON {PLAN_TABLE}",
+    f"""CREATE TRIGGER {POSTGRES_FUNCTION}_ins AFTER INSERT ON {PLAN_TABLE}
+        REFERENCING NEW TABLE AS new_rows FOR EACH STATEMENT EXECUTE FUNCTION {POSTGRES_FUNCTION}()""",
+    f"DROP TRIGGER IF EXISTS {POSTGRES_FUNCTION}_upd ON {PLAN_TABLE}",
+    f"""CREATE TRIGGER {POSTGRES_FUNCTION}_upd AFTER UPDATE ON {PLAN_TABLE}
+        REFERENCING OLD TABLE AS old_rows NEW TABLE AS new_rows FOR EACH STATEMENT
         EXECUTE FUNCTION {POSTGRES_FUNCTION}()""",
+    f"DROP TRIGGER IF EXISTS {POSTGRES_FUNCTION}_del ON {PLAN_TABLE}",
+    f"""CREATE TRIGGER {POSTGRES_FUNCTION}_del AFTER DELETE ON {PLAN_TABLE}
+        REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION {POSTGRES_FUNCTION}()""",
 ]
-POSTGRES_TRIGGERS = (POSTGRES_FUNCTION, f"{POSTGRES_FUNCTION}_moved")
+POSTGRES_TRIGGERS = (f"{POSTGRES_FUNCTION}_ins", f"{POSTGRES_FUNCTION}_upd", f"{POSTGRES_FUNCTION}_del")
 
 RECOUNT = f"""UPDATE {SESSION_TABLE} SET {", ".join(
     f"{column} = (SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = {SESSION_TABLE}.name "
@@ -113,7 +144,7 @@ def triggers_present(conn=None) -> bool:
 
 def _postgres_triggers_present(cur) -> bool:
     cur.execute(
-        "SELECT COUNT(*) FROM pg_trigger WHERE tgname IN (%s, %s) AND NOT tgisinternal", list(POSTGRES_TRIGGERS)
+        "SELECT COUNT(*) FROM pg_trigger WHERE tgname = ANY(%s) AND NOT tgisinternal", [list(POSTGRES_TRIGGERS)]
     )
     return cur.fetchone()[0] == len(POSTGRES_TRIGGERS)
 
