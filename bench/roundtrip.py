@@ -47,7 +47,12 @@ def seed_session(size: int, text: TextMaker, taken: set[str]) -> str:
     """A session with ``size`` queued plans (with their files) and ``size`` completed ones."""
     from sessions_app import services
 
+    from sessions_app.models import Plan
+
     name = services.session_create(task_description="benchmark session", actor="bench").name
+    # Plans the measured calls of a smaller size added have ids of their own, drawn at
+    # random: the seeded ones must not take them again.
+    taken.update(Plan.objects.values_list("id", flat=True))
     ids = plan_ids(2 * size, taken=taken)
     now = db_now()
     queued = [(ids[i], text.plan(i, size, size=1000)) for i in range(size)]
