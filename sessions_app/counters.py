@@ -104,10 +104,13 @@ POSTGRES_SCHEMA = [
 ]
 POSTGRES_TRIGGERS = (f"{POSTGRES_FUNCTION}_ins", f"{POSTGRES_FUNCTION}_upd", f"{POSTGRES_FUNCTION}_del")
 
+def _counted(status: str, session: str) -> str:
+    """A subquery counting the plans in ``status`` of the session row ``session`` names."""
+    return f"(SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = {session}.name AND p.status = '{status}')"
+
+
 RECOUNT = f"""UPDATE {SESSION_TABLE} SET {", ".join(
-    f"{column} = (SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = {SESSION_TABLE}.name "
-    f"AND p.status = '{status}')"
-    for status, column in COLUMNS.items()
+    f"{column} = {_counted(status, SESSION_TABLE)}" for status, column in COLUMNS.items()
 )}"""
 
 
@@ -152,10 +155,7 @@ def _postgres_triggers_present(cur) -> bool:
 def drifted(session_name: str | None = None) -> dict[str, dict[str, tuple[int, int]]]:
     """Sessions whose counters differ from their plans: {name: {status: (kept, counted)}}."""
     columns = ", ".join(f"s.{c}" for c in COLUMNS.values())
-    counts = ", ".join(
-        f"(SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = s.name AND p.status = '{status}')"
-        for status in COUNTED
-    )
+    counts = ", ".join(_counted(status, "s") for status in COUNTED)
     sql = f"SELECT s.name, {columns}, {counts} FROM {SESSION_TABLE} s"
     params: list = []
     if session_name is not None:

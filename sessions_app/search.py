@@ -119,23 +119,12 @@ def _fts_query(terms: list[str], joiner: str) -> str:
     return f" {joiner} ".join(quoted)
 
 
-def _plans(sql: str, params: list) -> list:
-    """The plans a search statement returns, each with its ``search_score``: the plan rows
-    come in the same statement as the matches (a second query for them cost as much as
-    the match itself on a selective search)."""
+def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
+    """(plan, score) of the best matches; the plan rows come in the same statement as the
+    matches (a second query for them cost as much as the match on a selective search)."""
     from sessions_app import store
 
-    found = []
-    for plan, score in store.hits_with_score(sql, params):
-        plan.search_score = score
-        found.append(plan)
-    return found
-
-
-def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list:
-    from sessions_app.store import HIT_COLUMNS as _plan_columns
-
-    found: list = []
+    found: list[tuple] = []
     seen: set[str] = set()
     joiners = ["AND", "OR"] if len(terms) > 1 else ["AND"]
     for joiner in joiners:
@@ -147,13 +136,13 @@ def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> li
         matches += " ORDER BY rank LIMIT %s"
         params.append(limit + len(found))
         sql = (
-            f"SELECT {_plan_columns}, hit.rank AS search_score FROM ({matches}) AS hit "
+            f"SELECT {store.HIT_COLUMNS}, hit.rank FROM ({matches}) AS hit "
             f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
-        for plan in _plans(sql, params):
+        for plan, score in store.hits_with_score(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
-                found.append(plan)
+                found.append((plan, score))
         if len(found) >= limit:
             break
     return found
@@ -165,10 +154,10 @@ def search(query: str, *, session_name: str | None, limit: int) -> list[Hit]:
     if not terms:
         return []
     if connection.vendor == "sqlite":
-        plans = _sqlite_search(terms, session_name, limit)
+        found = _sqlite_search(terms, session_name, limit)
     else:
-        plans = _postgres_search(terms, session_name, limit)
-    return [Hit(plan_id=p.id, rank=i + 1, score=float(p.search_score), plan=p) for i, p in enumerate(plans)]
+        found = _postgres_search(terms, session_name, limit)
+    return [Hit(plan_id=p.id, rank=i + 1, score=float(score), plan=p) for i, (p, score) in enumerate(found)]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------
@@ -197,10 +186,10 @@ def _ts_query(terms: list[str], joiner: str) -> str:
     return f" {joiner} ".join(quoted)
 
 
-def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list:
-    from sessions_app.store import HIT_COLUMNS as _plan_columns
+def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
+    from sessions_app import store
 
-    found: list = []
+    found: list[tuple] = []
     joiners = ["&", "|"] if len(terms) > 1 else ["&"]
     for joiner in joiners:
         params: list = [_ts_query(terms, joiner)]
@@ -210,18 +199,18 @@ def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> 
             params.append(session_name)
         if found:
             where += " AND NOT (p.id = ANY(%s))"
-            params.append([plan.id for plan in found])
+            params.append([plan.id for plan, _ in found])
         params += [PG_RANK_CANDIDATES, limit - len(found)]
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
         # a word in a short plan counts for more than in a long one. Scores are negated so
         # that, as with FTS5's rank, lower is better.
-        found += _plans(
+        found += store.hits_with_score(
             f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
                 matches AS (
                     SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
                     FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
                 best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
-            SELECT {_plan_columns}, -best.score AS search_score
+            SELECT {store.HIT_COLUMNS}, -best.score
             FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
             ORDER BY best.score DESC, p.completed_at DESC, p.id""",
             params,

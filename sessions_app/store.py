@@ -27,12 +27,11 @@ EVENTS = Event._meta.db_table
 # What the services read and write of a plan, in the model's field order (Model.from_db
 # takes the values in that order). The timestamps are left out: the services set them and
 # never read them, and Django loads a deferred one on first access if anyone does.
-_PLAN_FIELDS = [
+_PLAN_FIELDS = tuple(
     f
     for f in Plan._meta.concrete_fields
     if f.attname not in ("created_at", "updated_at", "completed_at", "discarded_at")
-]
-_PLAN_NAMES = [f.attname for f in _PLAN_FIELDS]
+)
 _PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
 _SESSION_NAMES = ["name", "count_queued", "count_completed", "count_discarded"]
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
@@ -41,10 +40,6 @@ _INSERT_PLAN = (
     f"VALUES ({', '.join(['%s'] * len(_INSERT_FIELDS))})"
 )
 _EVENT_DETAIL = Event._meta.get_field("detail")
-
-
-def _plan(row: tuple | None) -> Plan | None:
-    return None if row is None else Plan.from_db(connection.alias, _PLAN_NAMES, row)
 
 
 _CONVERTERS: dict[tuple, tuple] = {}
@@ -154,12 +149,13 @@ def session_for_write(name: str) -> Session | None:
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:
     """A plan of the session in ``status`` (the front one, for the queue)."""
     order = " ORDER BY queue_position LIMIT 1" if first_in_queue else " LIMIT 1"
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT {_PLAN_COLUMNS} FROM {PLANS} WHERE session_name = %s AND status = %s{order}",
-            [session_name, status],
-        )
-        return _plan(cur.fetchone())
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_PLAN_COLUMNS} FROM {PLANS} WHERE session_name = %s AND status = %s{order}",
+        [session_name, status],
+    )
+    return rows[0] if rows else None
 
 
 def active_plan_id(session_name: str) -> str | None:
