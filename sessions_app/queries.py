@@ -76,11 +76,6 @@ def active_plan(session: Session) -> Plan | None:
     return rows[0] if rows else None
 
 
-def counts(session: Session) -> dict[str, int]:
-    """The session's plans per status, from the counters on its row (sessions_app/counters.py)."""
-    return {status: getattr(session, column) for status, column in counters.COLUMNS.items()}
-
-
 @dataclass
 class SessionState:
     session: Session

@@ -24,16 +24,18 @@ PLANS = Plan._meta.db_table
 SESSIONS = Session._meta.db_table
 EVENTS = Event._meta.db_table
 
-# What the services read and write of a plan, in the model's field order (Model.from_db
-# takes the values in that order). The timestamps are left out: the services set them and
-# never read them, and Django loads a deferred one on first access if anyone does.
+# What the services read and write of a plan. The timestamps are left out: the services
+# set them and never read them, and Django loads a deferred one on first access if anyone
+# does.
 _PLAN_FIELDS = tuple(
     f
     for f in Plan._meta.concrete_fields
     if f.attname not in ("created_at", "updated_at", "completed_at", "discarded_at")
 )
 _PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
-_SESSION_NAMES = ["name", "count_queued", "count_completed", "count_discarded"]
+_LOCKED_SESSION_FIELDS = tuple(
+    Session._meta.get_field(name) for name in ("name", "count_queued", "count_completed", "count_discarded")
+)
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
 _INSERT_PLAN = (
     f"INSERT INTO {PLANS} ({', '.join(f.column for f in _INSERT_FIELDS)}) "
@@ -83,7 +85,7 @@ def _reading(conn, fields: tuple) -> tuple[tuple[str, ...], list[tuple[int, list
 
 def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> list:
     """Run ``sql``, which selects the columns of ``fields`` (a module-level tuple of some of
-    the model's fields, in the model's order) and then ``extra`` more values, and return
+    the model's fields, in the tuple's order) and then ``extra`` more values, and return
     each row as a model instance (the fields not selected are deferred), or as (instance,
     *extras) with ``extra``. What QuerySet.raw() does, at half its cost."""
     conn = connections[DEFAULT_DB_ALIAS]
@@ -140,10 +142,9 @@ def session_for_write(name: str) -> Session | None:
     """The session row with its counts; on PostgreSQL also locked until the transaction ends
     (on SQLite, BEGIN IMMEDIATE has already serialised the writers)."""
     lock = "" if connection.vendor == "sqlite" else " FOR UPDATE"
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT {', '.join(_SESSION_NAMES)} FROM {SESSIONS} WHERE name = %s{lock}", [name])
-        row = cur.fetchone()
-    return None if row is None else Session.from_db(connection.alias, _SESSION_NAMES, row)
+    columns = ", ".join(f.column for f in _LOCKED_SESSION_FIELDS)
+    rows = load(Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock}", [name])
+    return rows[0] if rows else None
 
 
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:
