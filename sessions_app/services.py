@@ -203,9 +203,15 @@ def _check_queue_room(session: Session, adding: int) -> None:
         )
 
 
-def _write_file(undo: list, plan: Plan) -> None:
+_UNREAD = object()
+
+
+def _write_file(undo: list, plan: Plan, previous: str | None | object = _UNREAD) -> None:
+    """Write the plan's file, with an undo step. ``previous`` is the file's text if the
+    caller has just read it (None: there was none), so it is not read a second time."""
     path = planfiles.plan_path(plan.session_id, plan.id)
-    previous = planfiles.read_plan(plan.session_id, plan.id) if path.exists() else None
+    if previous is _UNREAD:
+        previous = planfiles.read_plan(plan.session_id, plan.id) if path.exists() else None
     planfiles.write_plan(plan.session_id, plan.id, plan.sections())
     if previous is None:
         undo.append(lambda: path.unlink(missing_ok=True))
@@ -226,20 +232,21 @@ def compose_append(stored: str, fragment: str) -> str:
     return tail if head == "" else f"{head}\n\n{tail}"
 
 
-def _absorb_file(plan: Plan, actor: str) -> None:
+def _absorb_file(plan: Plan, actor: str) -> str | None:
     """Keep what the agent wrote in the plan file: the database takes the file's sections.
 
     A missing or unreadable file leaves the database copy as it is. A section whose
     heading was removed keeps its database text (its lines went to the section above,
     so nothing is lost either way); text above the first heading joins the Notes.
+    Returns the file's text as read (None: no readable file).
     """
-    text = planfiles.read_plan(plan.session_id, plan.id)
-    if text is None:
+    read = planfiles.read_plan(plan.session_id, plan.id)
+    if read is None:
         log.warning("plan file missing; keeping the database copy", extra={"session": plan.session_id, "plan": plan.id})
-        return
-    if text == planfiles.render(plan.sections()):
-        return  # untouched since 9plan wrote it: nothing to parse
-    text = text.replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
+        return None
+    if read == planfiles.render(plan.sections()):
+        return read  # untouched since 9plan wrote it: nothing to parse
+    text = read.replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
     parsed = planfiles.parse(text)
     changed = []
     for name in SECTIONS:
@@ -256,6 +263,7 @@ def _absorb_file(plan: Plan, actor: str) -> None:
         changed.append("preamble")
     if changed:
         _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
+    return read
 
 
 TOUCHED = ("version", "updated_at")
@@ -419,7 +427,7 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
         # Restored inside the transaction: if the file cannot be written the pull is
         # undone, rather than reporting an error for a plan that is now active anyway.
         if planfiles.read_plan(session.name, plan.id) is None:
-            _write_file(undo, plan)
+            _write_file(undo, plan, previous=None)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id})
     return plan
 
@@ -433,7 +441,7 @@ def plan_defer(
     with _write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
-        _absorb_file(plan, actor)
+        previous = _absorb_file(plan, actor)
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
         plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
         validation.plan_size(plan.sections(), field="reason")
@@ -443,7 +451,7 @@ def plan_defer(
         _touch(plan)
         store.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
-        _write_file(undo, plan)
+        _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
     return plan
 
@@ -499,7 +507,7 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
     with _write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
-        _absorb_file(plan, actor)
+        previous = _absorb_file(plan, actor)
         notes = compose_append(plan.notes, text) if mode == "append" else text
         # Limits apply to the composed result, and report its size (SPEC §8).
         validation.text("notes", notes, required=False)
@@ -508,7 +516,7 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
         _touch(plan)
         store.update_plan(plan, (*SECTIONS, *TOUCHED))
         _event(session.name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
-        _write_file(undo, plan)
+        _write_file(undo, plan, previous)
     log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
     return plan
 
@@ -548,14 +556,14 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
         plan = _lock_plan(session, plan_id)
         if plan.status != Plan.Status.ACTIVE:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
-        _absorb_file(plan, actor)
+        previous = _absorb_file(plan, actor)
         plan.status = Plan.Status.QUEUED
         plan.queue_position = _next_position(session, position)
         plan.queue_place = _place(session, position)
         _touch(plan)
         store.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
-        _write_file(undo, plan)
+        _write_file(undo, plan, previous)
     return plan
 
 
