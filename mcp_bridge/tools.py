@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_bridge import responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import planfiles, queries, services, validation
+from sessions_app import planfiles, queries, services, inputs
 from sessions_app.errors import NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import Plan
@@ -123,7 +123,7 @@ def _run(
                         "9plan_admin_sessions lists the sessions.",
                     )
                 raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
-            validation.session_name(requested)
+            inputs.session_name(requested)
         return body(requested)
     except NineplanError as exc:
         return responses.from_exception(shown, exc)
@@ -476,7 +476,7 @@ def history_search(
     Example: {"query": "invoice models"}"""
 
     def body(name: str | None) -> CallToolResult:
-        limit = validation.positive_int("max_results", max_results, default=5, maximum=8)
+        limit = inputs.positive_int("max_results", max_results, default=5, maximum=8)
         hits = queries.history_search(query, session_name=name, max_results=limit)
         # More results get shorter snippets, so the answer's size does not grow with them.
         each = SEARCH_BYTES // max(1, len(hits)) - 60

@@ -9,13 +9,13 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate, pre_migrate, pre_save
 
-        from sessions_app import backup, counters, feed, search
+        from sessions_app import backup, plan_counts, event_feed, search
 
         # A later migration that rebuilds the plan table on SQLite drops its triggers
         # without a word; re-creating them after every migrate keeps search in sync.
         post_migrate.connect(search.ensure_index_after_migrate, sender=self)
-        post_migrate.connect(counters.ensure_triggers_after_migrate, sender=self)
+        post_migrate.connect(plan_counts.ensure_triggers_after_migrate, sender=self)
         pre_migrate.connect(backup.backup_before_data_migration, sender=self)
         # Every writer of an event, present and future, tells the event feed that an id
-        # may be uncommitted until its transaction ends (see feed.py).
-        pre_save.connect(feed.before_event_saved, sender="sessions_app.Event")
+        # may be uncommitted until its transaction ends (see event_feed.py).
+        pre_save.connect(event_feed.before_event_saved, sender="sessions_app.Event")

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from django.db import connection
 from django.db.models import Exists, F, OuterRef
 
-from sessions_app import counters, planfiles, search, store, validation
+from sessions_app import plan_counts, planfiles, search, statements, inputs
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import SECTIONS, Plan, Session
 
@@ -25,7 +25,7 @@ def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str | None:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-# The reads behind every 9plan_session_resume and state call go through store.load: the
+# The reads behind every 9plan_session_resume and state call go through statements.load: the
 # ORM took about 0.3 ms to build each of their three queries, five times what they take
 # to run (bench/, throughput: the state read was the costliest operation of the mix).
 _SESSION_FIELDS = tuple(Session._meta.concrete_fields)
@@ -37,8 +37,8 @@ def _columns(fields: tuple) -> str:
 
 
 def get_session(name: object) -> Session:
-    name = validation.session_name(name)
-    rows = store.load(
+    name = inputs.session_name(name)
+    rows = statements.load(
         Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
     )
     if not rows:
@@ -56,18 +56,18 @@ def plan_path(plan: Plan) -> str:
 
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
-    fields = _QUEUE_FIELDS if limit else store.ALL_PLAN_FIELDS
+    fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
     sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s ORDER BY t.queue_position"
     params: list = [session.name, Plan.Status.QUEUED]
     if limit:
         sql += " LIMIT %s"
         params.append(limit)
-    return store.load(Plan, fields, sql, params), session.count_queued
+    return statements.load(Plan, fields, sql, params), session.count_queued
 
 
 def active_plan(session: Session) -> Plan | None:
-    fields = store.ALL_PLAN_FIELDS
-    rows = store.load(
+    fields = statements.ALL_PLAN_FIELDS
+    rows = statements.load(
         Plan,
         fields,
         f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s LIMIT 1",
@@ -141,7 +141,7 @@ def session_plans(status: str):
 def plan_count(status: str) -> F:
     """The count of a session's plans in ``status``, for annotating a sessions query: the
     counter on the session row, so a page of sessions reads no plans at all."""
-    return F(counters.COLUMNS[status])
+    return F(plan_counts.COLUMNS[status])
 
 
 def sessions_with_counts():
@@ -172,10 +172,10 @@ HistoryHit = search.Hit
 def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
     from django.conf import settings
 
-    query = validation.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
-    limit = validation.positive_int("max_results", max_results, default=5, maximum=50)
+    query = inputs.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
+    limit = inputs.positive_int("max_results", max_results, default=5, maximum=50)
     if session_name is not None:
-        session_name = validation.session_name(session_name)
+        session_name = inputs.session_name(session_name)
     hits = search.search(query, session_name=session_name, limit=limit)
     if not hits and session_name is not None:
         # Index rows leave with their session's plans, so hits prove the session exists:
@@ -187,7 +187,7 @@ def history_search(query: object, *, session_name: object | None, max_results: o
 def history_get(*, session_name: object, plan_id: object) -> Plan:
     """A completed plan of the session, with its outcome."""
     session = get_session(session_name)
-    plan_id = validation.plan_id(plan_id)
+    plan_id = inputs.plan_id(plan_id)
     plan = Plan.objects.filter(session=session, id=plan_id).first()
     if plan is None:
         raise PlanNotFound(f"No plan {plan_id} in session '{session.name}'.")

@@ -22,7 +22,7 @@ from pathlib import Path
 from django.db import connection, transaction
 from django.utils import timezone
 
-from sessions_app import counters, planfiles, search
+from sessions_app import plan_counts, planfiles, search
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
@@ -216,16 +216,16 @@ def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
     exist; missing triggers are re-created and wrong counts recomputed."""
     actions: list[Action] = []
     with transaction.atomic():
-        if not counters.triggers_present():
+        if not plan_counts.triggers_present():
             actions.append(Action("*", "recount", "triggers", "the triggers that keep the plan counts were missing"))
             if apply:
-                counters.ensure_triggers()
-        drift = counters.drifted(session_name)
+                plan_counts.ensure_triggers()
+        drift = plan_counts.drifted(session_name)
         for name, off in drift.items():
             detail = "; ".join(f"{status}: {kept} kept, {counted} counted" for status, (kept, counted) in off.items())
             actions.append(Action(name, "recount", "plan counts", detail))
             if apply:
-                counters.recount(name)
+                plan_counts.recount(name)
                 Event.objects.create(
                     session_id=name,
                     kind=Event.Kind.REPAIRED,

@@ -122,7 +122,7 @@ def _fts_query(terms: list[str], joiner: str) -> str:
 def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
     """(plan, score) of the best matches; the plan rows come in the same statement as the
     matches (a second query for them cost as much as the match on a selective search)."""
-    from sessions_app import store
+    from sessions_app import statements
 
     found: list[tuple] = []
     seen: set[str] = set()
@@ -136,10 +136,10 @@ def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> li
         matches += " ORDER BY rank LIMIT %s"
         params.append(limit + len(found))
         sql = (
-            f"SELECT {store.HIT_COLUMNS}, hit.rank FROM ({matches}) AS hit "
+            f"SELECT {statements.HIT_COLUMNS}, hit.rank FROM ({matches}) AS hit "
             f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
-        for plan, score in store.hits_with_score(sql, params):
+        for plan, score in statements.hits_with_score(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
                 found.append((plan, score))
@@ -187,7 +187,7 @@ def _ts_query(terms: list[str], joiner: str) -> str:
 
 
 def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
-    from sessions_app import store
+    from sessions_app import statements
 
     found: list[tuple] = []
     joiners = ["&", "|"] if len(terms) > 1 else ["&"]
@@ -204,13 +204,13 @@ def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> 
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
         # a word in a short plan counts for more than in a long one. Scores are negated so
         # that, as with FTS5's rank, lower is better.
-        found += store.hits_with_score(
+        found += statements.hits_with_score(
             f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
                 matches AS (
                     SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
                     FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
                 best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
-            SELECT {store.HIT_COLUMNS}, -best.score
+            SELECT {statements.HIT_COLUMNS}, -best.score
             FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
             ORDER BY best.score DESC, p.completed_at DESC, p.id""",
             params,

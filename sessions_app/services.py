@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
-from sessions_app import planfiles, store, validation
+from sessions_app import planfiles, statements, inputs
 from sessions_app.errors import (
     DatabaseFailed,
     NineplanError,
@@ -156,19 +156,19 @@ def _run(steps: list[Callable[[], None]]) -> None:
 
 def _lock_session(name: object) -> Session:
     """The session row, with its plan counts as they are inside this write transaction."""
-    name = validation.session_name(name)
-    session = store.session_for_write(name)
+    name = inputs.session_name(name)
+    session = statements.session_for_write(name)
     if session is None:
         raise SessionNotFound(f"No session named '{name}' exists.")
     return session
 
 
 def _event(session_name: str, kind: str, actor: str, plan: Plan | None = None, **detail) -> None:
-    store.insert_event(session_name, kind, actor, None if plan is None else plan.id, detail, timezone.now())
+    statements.insert_event(session_name, kind, actor, None if plan is None else plan.id, detail, timezone.now())
 
 
 def _active_plan(session: Session) -> Plan:
-    plan = store.plan_in(session.name, Plan.Status.ACTIVE)
+    plan = statements.plan_in(session.name, Plan.Status.ACTIVE)
     if plan is None:
         raise NoActivePlan(f"Session '{session.name}' has no active plan.")
     return plan
@@ -178,7 +178,7 @@ def _next_position(session: Session, position: str) -> int:
     # One end of the (session, status, queue_position) index, read directly. MIN and MAX
     # in one aggregate make SQLite scan the whole queue instead: measured 5 ms at 10,000
     # queued plans, against 0.05 ms this way.
-    end = store.end_of_queue(session.name, front=position == "front")
+    end = statements.end_of_queue(session.name, front=position == "front")
     if end is None:
         return 0
     return end - 1 if position == "front" else end + 1
@@ -253,7 +253,7 @@ def _absorb_file(plan: Plan, actor: str) -> str | None:
         if name not in parsed.sections:
             continue
         new = parsed.sections[name]
-        if name == "goal" and validation.is_blank(new):
+        if name == "goal" and inputs.is_blank(new):
             continue  # a plan always keeps a goal
         if new != getattr(plan, name).strip("\r\n"):
             setattr(plan, name, new)
@@ -277,21 +277,21 @@ def _touch(plan: Plan) -> None:
 def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
     get = fields.get if isinstance(fields, dict) else lambda k: getattr(fields, k)
     checked = PlanInput(
-        context=validation.text(prefix + "context", get("context"), required=True),
-        goal=validation.text(prefix + "goal", get("goal"), required=True),
-        approach=validation.text(prefix + "approach", get("approach"), required=True),
-        success_criteria=validation.text(prefix + "success_criteria", get("success_criteria"), required=True),
-        inputs=validation.text(prefix + "inputs", get("inputs"), required=False),
-        outputs=validation.text(prefix + "outputs", get("outputs"), required=False),
+        context=inputs.text(prefix + "context", get("context"), required=True),
+        goal=inputs.text(prefix + "goal", get("goal"), required=True),
+        approach=inputs.text(prefix + "approach", get("approach"), required=True),
+        success_criteria=inputs.text(prefix + "success_criteria", get("success_criteria"), required=True),
+        inputs=inputs.text(prefix + "inputs", get("inputs"), required=False),
+        outputs=inputs.text(prefix + "outputs", get("outputs"), required=False),
     )
-    validation.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
+    inputs.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
     return checked
 
 
 def _new_plan_id() -> str:
     for _ in range(ID_ATTEMPTS):
         candidate = new_plan_id()
-        if not store.plan_id_taken(candidate):
+        if not statements.plan_id_taken(candidate):
             return candidate
         log.warning("plan id collision; drawing another", extra={"plan": candidate})
     raise DatabaseFailed("Could not find a free plan id after several attempts.")
@@ -303,7 +303,7 @@ def _new_plan_id() -> str:
 def session_create(*, task_description: str | None = None, actor: str = "agent") -> Session:
     """Creates a session with a fresh three-word name and its plans folder."""
     if task_description is not None:
-        task_description = validation.text("task_description", task_description, required=False) or None
+        task_description = inputs.text("task_description", task_description, required=False) or None
     with _write():
         for _ in range(ID_ATTEMPTS):
             name = new_session_name()
@@ -354,7 +354,7 @@ def plan_enqueue_many(
     write left it, as do the plans that plan_defer, plan_move and plan_requeue return."""
     from django.conf import settings
 
-    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     if not isinstance(plans, list) or not plans:
         raise ValidationFailed("plans must be a non-empty list of plans.", field="plans")
     if len(plans) > settings.NINEPLAN_MAX_BATCH:
@@ -387,7 +387,7 @@ def plan_enqueue_many(
                 updated_at=now,
                 **vars(item),
             )
-            store.insert_plan(plan)
+            statements.insert_plan(plan)
             _event(session.name, Event.Kind.PLAN_CREATED, actor, plan, position=position)
             _write_file(undo, plan)
             created.append(plan)
@@ -404,19 +404,19 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
     """Makes the front plan active; exactly one caller wins when several race."""
     with _write() as undo:
         session = _lock_session(session_name)
-        active = store.active_plan_id(session.name)
+        active = statements.active_plan_id(session.name)
         if active is not None:
             raise PlanAlreadyActive(
                 f"Plan {active} is already active in session '{session.name}'; only one plan is worked at a time."
             )
-        plan = store.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True)
+        plan = statements.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True)
         if plan is None:
             raise QueueEmpty("Task complete! 🎉 The queue is empty.")
         # Compare-and-set: the claim holds only if the plan is still queued; the unique
         # "one active plan" constraint is the last line if two writers ever got here.
         plan.status, plan.queue_position, plan.updated_at = Plan.Status.ACTIVE, None, timezone.now()
         try:
-            claimed = store.update_plan(
+            claimed = statements.update_plan(
                 plan, ("status", "queue_position", "updated_at"), only_if_status=Plan.Status.QUEUED
             )
         except IntegrityError:
@@ -436,20 +436,20 @@ def plan_defer(
     *, session_name: str, reason: str, position: str | None = None, actor: str = "agent"
 ) -> Plan:
     """Returns the active plan to the queue with the timestamped reason in its Notes."""
-    reason = validation.text("reason", reason, required=True)
-    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    reason = inputs.text("reason", reason, required=True)
+    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     with _write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
         previous = _absorb_file(plan, actor)
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
         plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
-        validation.plan_size(plan.sections(), field="reason")
+        inputs.plan_size(plan.sections(), field="reason")
         plan.status = Plan.Status.QUEUED
         plan.queue_position = _next_position(session, position)
         plan.queue_place = _place(session, position)
         _touch(plan)
-        store.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
@@ -459,17 +459,17 @@ def plan_defer(
 def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Plan:
     """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
     search, then deletes the file."""
-    outcome = validation.text("outcome", outcome, required=True)
+    outcome = inputs.text("outcome", outcome, required=True)
     with _write():
         session = _lock_session(session_name)
         plan = _active_plan(session)
         _absorb_file(plan, actor)
         plan.outcome = outcome
-        validation.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
+        inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
         plan.status = Plan.Status.COMPLETED
         plan.completed_at = timezone.now()
         _touch(plan)
-        store.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_COMPLETED, actor, plan)
     planfiles.delete_plan(session.name, plan.id)
     log.info("plan completed", extra={"session": session.name, "plan": plan.id})
@@ -478,7 +478,7 @@ def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> P
 
 def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Plan:
     """Discards the active plan (never searchable); keeps the file's edits, deletes the file."""
-    reason = validation.text("reason", reason, required=True)
+    reason = inputs.text("reason", reason, required=True)
     with _write():
         session = _lock_session(session_name)
         plan = _discard(session, _active_plan(session), reason, actor)
@@ -494,7 +494,7 @@ def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
     plan.queue_position = None
     plan.discarded_at = timezone.now()
     _touch(plan)
-    store.update_plan(plan, (*SECTIONS, "discard_reason", "status", "queue_position", "discarded_at", *TOUCHED))
+    statements.update_plan(plan, (*SECTIONS, "discard_reason", "status", "queue_position", "discarded_at", *TOUCHED))
     _event(session.name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     return plan
 
@@ -502,19 +502,19 @@ def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
 def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: str = "agent") -> Plan:
     """Appends to (or replaces) the active plan's Notes inside the serialized region, so
     concurrent appends all survive. Not idempotent: a retried append appends twice."""
-    mode = validation.choice("mode", mode, validation.NOTE_MODES, default="append")
-    text = validation.text("text", text, required=True, max_chars=10**9)
+    mode = inputs.choice("mode", mode, inputs.NOTE_MODES, default="append")
+    text = inputs.text("text", text, required=True, max_chars=10**9)
     with _write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
         previous = _absorb_file(plan, actor)
         notes = compose_append(plan.notes, text) if mode == "append" else text
         # Limits apply to the composed result, and report its size (SPEC §8).
-        validation.text("notes", notes, required=False)
-        validation.plan_size({**plan.sections(), "notes": notes}, field="notes")
+        inputs.text("notes", notes, required=False)
+        inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
         plan.notes = notes
         _touch(plan)
-        store.update_plan(plan, (*SECTIONS, *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, *TOUCHED))
         _event(session.name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
         _write_file(undo, plan, previous)
     log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
@@ -525,7 +525,7 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
 
 
 def _lock_plan(session: Session, plan_id: object) -> Plan:
-    plan_id = validation.plan_id(plan_id)
+    plan_id = inputs.plan_id(plan_id)
     try:
         return Plan.objects.get(session=session, id=plan_id)
     except Plan.DoesNotExist:
@@ -534,7 +534,7 @@ def _lock_plan(session: Session, plan_id: object) -> Plan:
 
 def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Plan:
     """Moves a queued plan to the front or back of its queue."""
-    position = validation.choice("position", position, validation.POSITIONS, default="back")
+    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     with _write():
         session = _lock_session(session_name)
         plan = _lock_plan(session, plan_id)
@@ -550,7 +550,7 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
 
 def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Plan:
     """Returns an active plan to the queue without a reason from the agent (staff action)."""
-    position = validation.choice("position", position, validation.POSITIONS, default="front")
+    position = inputs.choice("position", position, inputs.POSITIONS, default="front")
     with _write() as undo:
         session = _lock_session(session_name)
         plan = _lock_plan(session, plan_id)
@@ -561,7 +561,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
         plan.queue_position = _next_position(session, position)
         plan.queue_place = _place(session, position)
         _touch(plan)
-        store.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
         _write_file(undo, plan, previous)
     return plan
@@ -569,7 +569,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
 
 def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Plan:
     """Discards a queued or active plan chosen by id (staff action)."""
-    reason = validation.text("reason", reason, required=True)
+    reason = inputs.text("reason", reason, required=True)
     with _write():
         session = _lock_session(session_name)
         plan = _lock_plan(session, plan_id)

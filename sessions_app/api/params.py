@@ -8,12 +8,12 @@ from dataclasses import dataclass
 
 from drf_spectacular.utils import OpenApiParameter
 
-from sessions_app import validation
+from sessions_app import inputs
 from sessions_app.errors import ValidationFailed
 from sessions_app.identifiers import PLAN_ID_RE, SESSION_NAME_RE
 
 
-# What validation.text accepts as non-blank, for the schema: no NUL anywhere, and at least
+# What inputs.text accepts as non-blank, for the schema: no NUL anywhere, and at least
 # one character that str.isspace() does not count as white space.
 _SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
 NOT_BLANK_PATTERN = rf"^[^\x00]*[^\x00{_SPACE}][^\x00]*$"
@@ -113,7 +113,7 @@ class TextParam:
         raw = single(request, self.name)
         if raw is None and not self.required:
             return None
-        return validation.text(self.name, raw, required=self.required, max_chars=self.max_chars)
+        return inputs.text(self.name, raw, required=self.required, max_chars=self.max_chars)
 
 
 @dataclass(frozen=True)
@@ -133,8 +133,8 @@ class NameParam:
         if raw is None:
             return None
         if self.kind == "session":
-            return validation.session_name(raw, field=self.name)
-        return validation.plan_id(raw, field=self.name)
+            return inputs.session_name(raw, field=self.name)
+        return inputs.plan_id(raw, field=self.name)
 
 
 BOOLEAN = ("true", "false")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.urls import reverse
 from rest_framework import serializers
 
-from sessions_app import feed, queries, search
+from sessions_app import event_feed, queries, search
 
 STATUSES = ("queued", "active", "completed", "discarded")
 
@@ -100,7 +100,7 @@ class EventSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
 
     def get_cursor(self, event) -> str:
-        return feed.encode_cursor(event.id)
+        return event_feed.encode_cursor(event.id)
 
 
 class PlanDetailSerializer(serializers.Serializer):

@@ -19,7 +19,8 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
-from sessions_app import api_queries, feed, queries, transfer
+from sessions_app.api import reads as api_reads
+from sessions_app import event_feed, queries, export_import
 from sessions_app.api import params, serializers as s
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.errors import PlanNotFound, SessionNotFound
@@ -158,7 +159,7 @@ class ReadOnlyView(APIView):
         number, per_page = self.page_params(request)
         return self.conditional(
             request,
-            api_queries.session_fingerprint(name),
+            api_reads.session_fingerprint(name),
             lambda: Response(self.page(request, qs, serializer, number, per_page)),
         )
 
@@ -188,7 +189,7 @@ class SessionListView(ReadOnlyView):
     )
     def get(self, request):
         flag = {"true": True, "false": False, None: None}
-        qs = api_queries.sessions(
+        qs = api_reads.sessions(
             has_active_plan=flag[HAS_ACTIVE.parse(request)],
             has_queued=flag[HAS_QUEUED.parse(request)],
             search=SEARCH.parse(request),
@@ -217,7 +218,7 @@ class SessionDetailView(ReadOnlyView):
             state = queries.session_state(name)
             return Response(s.SessionStateSerializer(state, context={"request": request}).data)
 
-        return self.conditional(request, api_queries.session_fingerprint(name), build)
+        return self.conditional(request, api_reads.session_fingerprint(name), build)
 
 
 class SessionQueueView(ReadOnlyView):
@@ -233,7 +234,7 @@ class SessionQueueView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        return self.conditional_page(request, name, api_queries.queue(name), s.QueuedPlanSerializer)
+        return self.conditional_page(request, name, api_reads.queue(name), s.QueuedPlanSerializer)
 
 
 STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
@@ -260,7 +261,7 @@ class SessionPlansView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        qs = api_queries.plans(name, status=STATUS.parse(request))
+        qs = api_reads.plans(name, status=STATUS.parse(request))
         return self.conditional_page(request, name, qs, s.PlanSummarySerializer)
 
 
@@ -280,7 +281,7 @@ class PlanDetailView(ReadOnlyView):
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
-        plan = api_queries.plan_detail(name, plan_id)
+        plan = api_reads.plan_detail(name, plan_id)
         return self.conditional(
             request,
             plan.fingerprint,
@@ -321,7 +322,7 @@ class SessionExportView(ReadOnlyView):
         responses={200: s.ExportSerializer, **_problems(401, 403, 404, 503)},
     )
     def get(self, request, name: str):
-        return Response(transfer.export_session(_session_name(name)))
+        return Response(export_import.export_session(_session_name(name)))
 
 
 QUERY = params.TextParam(
@@ -378,7 +379,7 @@ class Cursor:
     def openapi() -> OpenApiParameter:
         return OpenApiParameter(
             "after",
-            type={"type": "string", "pattern": feed.CURSOR_PATTERN},
+            type={"type": "string", "pattern": event_feed.CURSOR_PATTERN},
             location=OpenApiParameter.QUERY,
             description="The next_cursor of the previous read; leave out to start from the first event.",
         )
@@ -386,7 +387,7 @@ class Cursor:
     @staticmethod
     def parse(request) -> int:
         raw = params.single(request, "after")
-        return 0 if raw is None else feed.decode_cursor(raw, field="after")
+        return 0 if raw is None else event_feed.decode_cursor(raw, field="after")
 
 
 FEED_SESSION = params.NameParam("session", "session", "Only this session's events.")
@@ -415,9 +416,9 @@ class EventFeedView(ReadOnlyView):
         session_name = FEED_SESSION.parse(request)
         plan_id = FEED_PLAN.parse(request)
         limit = FEED_LIMIT.parse(request)
-        session, plan = api_queries.feed_scope(session_name, plan_id)
-        page = feed.events_after(after=after, limit=limit, session=session, plan=plan)
-        cursor = feed.encode_cursor(page.last_id)
+        session, plan = api_reads.feed_scope(session_name, plan_id)
+        page = event_feed.events_after(after=after, limit=limit, session=session, plan=plan)
+        cursor = event_feed.encode_cursor(page.last_id)
         body = {
             "results": s.EventSerializer(page.events, many=True).data,
             "next_cursor": cursor,

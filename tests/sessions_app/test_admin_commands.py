@@ -13,7 +13,7 @@ from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
 from sessions_app import queries
-from sessions_app.admin_roles import REVIEWERS_GROUP, ensure_reviewers_group
+from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON
 

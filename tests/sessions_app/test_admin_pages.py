@@ -12,7 +12,8 @@ import pytest
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import admin_queries, services
+from sessions_app import services
+from sessions_app.admin import reads as admin_reads
 from sessions_app.models import Event, Plan
 from tests.sessions_app.admin_fixtures import busy, enqueue, reviewer, reviewer_client  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
@@ -192,7 +193,7 @@ def test_session_series_replays_the_queue(session, make_plan):
     services.plan_defer(session_name=session.name, reason="later")
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="ok")
-    series = [(q, d) for _, q, d in admin_queries.session_series(session)]
+    series = [(q, d) for _, q, d in admin_reads.session_series(session)]
     # created x3, pull a, discard c (queued), discard a (active), pull b, defer b, pull b, complete b
     assert series == [(1, 0), (2, 0), (3, 0), (2, 0), (1, 0), (1, 0), (0, 0), (1, 0), (0, 0), (0, 1)]
 

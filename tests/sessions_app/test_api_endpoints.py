@@ -324,16 +324,16 @@ def test_a_plan_in_any_state_with_every_section_and_its_events(api, full_session
 
 
 def test_a_plans_event_list_is_capped_with_a_count(api, session, make_plan):
-    from sessions_app import api_queries
+    from sessions_app.api import reads as api_reads
 
     make_plan(session)
     services.plan_pull(session_name=session.name)
-    for i in range(api_queries.PLAN_EVENTS_SHOWN + 5):
+    for i in range(api_reads.PLAN_EVENTS_SHOWN + 5):
         services.plan_note(session_name=session.name, text=f"note {i}")
     plan = Plan.objects.get(session=session)
     body = api.get(f"/api/sessions/{session.name}/plans/{plan.id}/").json()
-    assert len(body["events"]) == api_queries.PLAN_EVENTS_SHOWN
-    assert body["events_count"] == api_queries.PLAN_EVENTS_SHOWN + 7
+    assert len(body["events"]) == api_reads.PLAN_EVENTS_SHOWN
+    assert body["events_count"] == api_reads.PLAN_EVENTS_SHOWN + 7
     assert "plan=" + plan.id in body["events_url"]
 
 

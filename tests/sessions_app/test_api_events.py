@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from sessions_app import feed, services
+from sessions_app import event_feed, services
 from sessions_app.models import Event
 from tests.conftest import PYTHON, REPO
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
@@ -40,7 +40,7 @@ def test_the_feed_hands_out_every_event_once_in_order(api, full_session):
     events, cursor = follow(api)
     expected = list(Event.objects.order_by("id").values_list("id", "kind", "plan_id", "session_id"))
     assert [(e["id"], e["kind"], e["plan"], e["session"]) for e in events] == expected
-    assert feed.decode_cursor(cursor) == expected[-1][0]
+    assert event_feed.decode_cursor(cursor) == expected[-1][0]
     # Nothing new: the same cursor comes back with no events.
     again = api.get(f"/api/events/?after={cursor}").json()
     assert again["results"] == [] and again["next_cursor"] == cursor and again["has_more"] is False
@@ -112,9 +112,9 @@ def test_cursors_round_trip_and_match_the_published_pattern():
     import re
 
     for n in (0, 1, 42, 10**12, 2**63 - 1):
-        token = feed.encode_cursor(n)
-        assert feed.decode_cursor(token) == n
-        assert re.fullmatch(feed.CURSOR_PATTERN[1:-1], token)
+        token = event_feed.encode_cursor(n)
+        assert event_feed.decode_cursor(token) == n
+        assert re.fullmatch(event_feed.CURSOR_PATTERN[1:-1], token)
         assert str(n) not in token or n < 10
 
 
@@ -198,7 +198,7 @@ def test_an_event_that_commits_after_a_higher_id_is_not_skipped(session, subproc
 
         def read() -> None:
             try:
-                page = feed.events_after(after=0, limit=100, session=session)
+                page = event_feed.events_after(after=0, limit=100, session=session)
                 found.append([e.id for e in page.events])
             finally:
                 connections.close_all()

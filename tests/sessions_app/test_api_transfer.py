@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from sessions_app import planfiles, queries, services, transfer
+from sessions_app import planfiles, queries, services, export_import
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
@@ -34,7 +34,7 @@ def snapshot(session_name: str) -> dict:
     return {
         "session": list(Session.objects.filter(name=session_name).values()),
         "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
-        # Ids are re-drawn on import (see transfer.py); order and every other column must hold.
+        # Ids are re-drawn on import (see export_import.py); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
         "files": {
             pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)
@@ -148,7 +148,7 @@ def test_export_and_import_through_manage_py_into_a_second_database(
 
 @pytest.fixture
 def document(full_session) -> dict:
-    return transfer.export_session(full_session.name)
+    return export_import.export_session(full_session.name)
 
 
 def _mutations():
@@ -196,22 +196,22 @@ def test_a_bad_document_is_refused_naming_the_field(document, full_session, sess
     bad = copy.deepcopy(document)
     mutate(bad)
     with rejects("VALIDATION_ERROR", field=field):
-        transfer.session_import(bad)
+        export_import.session_import(bad)
 
 
 def test_an_existing_session_or_plan_is_never_overwritten(document, full_session, rejects):
     with rejects("VALIDATION_ERROR", field="session.name", match="already exists"):
-        transfer.session_import(document)
+        export_import.session_import(document)
     renamed = copy.deepcopy(document)
     renamed["session"]["name"] = "brave-amber-otter" if full_session.name != "brave-amber-otter" else "calm-amber-otter"
     with rejects("VALIDATION_ERROR", field="plans", match="already exist"):
-        transfer.session_import(renamed)
+        export_import.session_import(renamed)
 
 
 def test_plan_files_left_in_the_folder_are_never_overwritten(document, full_session, sessions_dir, rejects):
     Session.objects.all().delete()
     with rejects("VALIDATION_ERROR", field="session.name", match="already holds plan files"):
-        transfer.session_import(document)
+        export_import.session_import(document)
 
 
 def test_the_import_command_reports_errors_without_a_traceback(tmp_path):

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import counters, planfiles, queries, services
+from sessions_app import plan_counts, planfiles, queries, services
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import PYTHON, REPO, plan_fields
 
@@ -136,7 +136,7 @@ def assert_valid(session: Session) -> None:
     result = queries.admin_validate(session.name)
     assert result.valid, result.issues
     # The plan counts on the session row kept step with every racing writer.
-    assert counters.drifted(session.name) == {}
+    assert plan_counts.drifted(session.name) == {}
 
 
 def test_only_one_of_eight_racing_pulls_wins(session, make_plan, start_workers):

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from sessions_app import counters, queries, repair, services, transfer
+from sessions_app import plan_counts, queries, repair, services, export_import
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import plan_fields
 
@@ -121,17 +121,17 @@ def test_an_import_is_counted(session, sessions_dir):
     add(session, 2)
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="done")
-    data = transfer.export_session(session.name)
+    data = export_import.export_session(session.name)
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(sessions_dir / session.name)
-    restored = transfer.session_import(data)
+    restored = export_import.session_import(data)
     assert kept(restored.name) == (1, 1, 0) == counted(restored.name)
 
 
 def test_the_repair_recounts_drifted_counts_and_says_so(session):
     add(session, 2)
     Session.objects.filter(name=session.name).update(count_queued=9, count_discarded=-1)
-    assert counters.drifted(session.name) == {session.name: {"queued": (9, 2), "discarded": (-1, 0)}}
+    assert plan_counts.drifted(session.name) == {session.name: {"queued": (9, 2), "discarded": (-1, 0)}}
     dry = repair.repair_all(apply=False)
     assert [(a.session, a.kind) for a in dry] == [(session.name, "recount")]
     assert "queued: 9 kept, 2 counted" in dry[0].detail
@@ -147,23 +147,23 @@ def test_the_repair_recounts_drifted_counts_and_says_so(session):
 def _drop_triggers() -> None:
     with connection.cursor() as cur:
         if connection.vendor == "sqlite":
-            for name in counters.SQLITE_TRIGGERS:
+            for name in plan_counts.SQLITE_TRIGGERS:
                 cur.execute(f"DROP TRIGGER {name}")
         else:
-            for name in counters.POSTGRES_TRIGGERS:
-                cur.execute(f"DROP TRIGGER {name} ON {counters.PLAN_TABLE}")
+            for name in plan_counts.POSTGRES_TRIGGERS:
+                cur.execute(f"DROP TRIGGER {name} ON {plan_counts.PLAN_TABLE}")
 
 
 @pytest.mark.django_db(transaction=True)
 def test_missing_triggers_are_recreated_by_the_repair():
     session = services.session_create()
     _drop_triggers()
-    assert not counters.triggers_present()
+    assert not plan_counts.triggers_present()
     add(session, 3)
     assert kept(session.name) == (0, 0, 0)  # nothing kept the counts
     actions = repair.repair_all(apply=True)
     assert ("*", "recount", "triggers") in [(a.session, a.kind, a.target) for a in actions]
-    assert counters.triggers_present()
+    assert plan_counts.triggers_present()
     assert kept(session.name) == (3, 0, 0)
     add(session)
     assert kept(session.name) == (4, 0, 0)
@@ -181,10 +181,10 @@ def test_the_migration_counts_the_plans_already_there():
         with connection.cursor() as cur:
             columns = [c.name for c in connection.introspection.get_table_description(cur, "sessions_app_session")]
         assert "count_queued" not in columns
-        assert not counters.triggers_present()
+        assert not plan_counts.triggers_present()
     finally:
         executor = MigrationExecutor(connection)
         executor.loader.build_graph()
         executor.migrate(executor.loader.graph.leaf_nodes())
-    assert counters.triggers_present()
+    assert plan_counts.triggers_present()
     assert kept(session.name) == (2, 1, 0) == counted(session.name)

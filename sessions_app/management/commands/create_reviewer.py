@@ -12,7 +12,7 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 
-from sessions_app.admin_roles import REVIEWERS_GROUP, ensure_reviewers_group
+from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 
 PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
 

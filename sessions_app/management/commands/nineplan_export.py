@@ -8,7 +8,7 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
-from sessions_app import transfer
+from sessions_app import export_import
 from sessions_app.errors import NineplanError
 
 
@@ -24,7 +24,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, session: str, output: str | None, **options):
         try:
-            document = transfer.export_session(session)
+            document = export_import.export_session(session)
         except NineplanError as exc:
             raise CommandError(f"{exc.category}: {exc.message}") from exc
         text = json.dumps(document, cls=DjangoJSONEncoder, ensure_ascii=False, indent=1)

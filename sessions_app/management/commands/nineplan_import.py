@@ -7,7 +7,7 @@ import sys
 
 from django.core.management.base import BaseCommand, CommandError
 
-from sessions_app import transfer
+from sessions_app import export_import
 from sessions_app.errors import NineplanError
 
 MAX_BYTES = 512 * 1024 * 1024
@@ -39,7 +39,7 @@ class Command(BaseCommand):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CommandError(f"{file} is not UTF-8 JSON ({exc}); nothing was imported.") from exc
         try:
-            session = transfer.session_import(document, actor="import")
+            session = export_import.session_import(document, actor="import")
         except NineplanError as exc:
             raise CommandError(f"{exc.category}: {exc.message}") from exc
         self.stdout.write(session.name)

@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from sessions_app.admin_roles import ensure_reviewers_group
+from sessions_app.admin.roles import ensure_reviewers_group
 from sessions_app.api.views import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
 
 

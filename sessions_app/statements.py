@@ -17,7 +17,7 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models.base import ModelState
 
-from sessions_app import feed
+from sessions_app import event_feed
 from sessions_app.models import Event, Plan, Session
 
 PLANS = Plan._meta.db_table
@@ -215,7 +215,7 @@ def update_plan(plan: Plan, names: tuple[str, ...], *, only_if_status: str | Non
 def insert_event(
     session_name: str, kind: str, actor: str, plan_id: str | None, detail: dict, at: datetime
 ) -> None:
-    feed.before_event_write(connection.alias)
+    event_feed.before_event_write(connection.alias)
     with connection.cursor() as cur:
         cur.execute(
             f"INSERT INTO {EVENTS} (session_name, plan_id, kind, actor, detail, created_at) "

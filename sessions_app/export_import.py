@@ -23,7 +23,7 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from sessions_app import feed, planfiles, queries, validation
+from sessions_app import event_feed, planfiles, queries, inputs
 from sessions_app.errors import DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
@@ -158,12 +158,12 @@ def _text(
         return None
     if not isinstance(value, str):
         raise _fail(field, "must be a string.")
-    return validation.text(field, value, required=required, max_chars=max_chars)
+    return inputs.text(field, value, required=required, max_chars=max_chars)
 
 
 def _check_session(data: object) -> Session:
     data = _object("session", data, SESSION_KEYS)
-    name = validation.session_name(data["name"], field="session.name")
+    name = inputs.session_name(data["name"], field="session.name")
     return Session(
         name=name,
         task_description=_text("session.task_description", data["task_description"], nullable=True),
@@ -180,7 +180,7 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
     for i, row in enumerate(rows):
         at = f"plans[{i}]"
         row = _object(at, row, PLAN_KEYS)
-        plan_id = validation.plan_id(row["id"], field=f"{at}.id")
+        plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
         if plan_id in seen:
             raise _fail(f"{at}.id", f"plan {plan_id} appears twice.")
         seen.add(plan_id)
@@ -200,7 +200,7 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
             if active > 1:
                 raise _fail(f"{at}.status", "a session has at most one active plan.")
         text = {key: _text(f"{at}.{key}", row[key], required=(key == "goal")) for key in PLAN_TEXT}
-        validation.plan_size({k: text[k] for k in (*SECTIONS, "outcome")}, field=at)
+        inputs.plan_size({k: text[k] for k in (*SECTIONS, "outcome")}, field=at)
         # An agent's file is not held to the field limits (it may hold a whole plan), only
         # to a bound that keeps a hostile document from exhausting memory or disk.
         file_text = _text(f"{at}.file_text", row["file_text"], nullable=True, max_chars=FILE_CHARS)
@@ -290,7 +290,7 @@ def session_import(data: object, *, actor: str = "import") -> Session:
             session.save(force_insert=True)
             Plan.objects.bulk_create(plans)
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
-            feed.before_event_write()
+            event_feed.before_event_write()
             Event.objects.bulk_create(events)
             _restore_files(session, plans, files, undo)
     except IntegrityError as exc:

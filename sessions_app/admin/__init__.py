@@ -19,8 +19,10 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from sessions_app import admin_queries, admin_render, queries, services
-from sessions_app.admin_roles import actor_for, can_intervene
+from sessions_app import queries, services
+from sessions_app.admin import reads as admin_reads
+from sessions_app.admin import render
+from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError, PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, SECTIONS, Event, Plan, Session
@@ -124,13 +126,13 @@ class YesNoFilter(admin.SimpleListFilter):
 class ActivePlanFilter(YesNoFilter):
     title = "active plan"
     parameter_name = "active"
-    expression = staticmethod(admin_queries.has_active_plan)
+    expression = staticmethod(admin_reads.has_active_plan)
 
 
 class QueuedWorkFilter(YesNoFilter):
     title = "queued work"
     parameter_name = "queued"
-    expression = staticmethod(admin_queries.has_queued_work)
+    expression = staticmethod(admin_reads.has_queued_work)
 
 
 @admin.register(Session)
@@ -152,7 +154,7 @@ class SessionAdmin(NineplanAdmin):
     change_list_template = "admin/sessions_app/session/change_list.html"
 
     def get_queryset(self, request):
-        return admin_queries.annotate_sessions(super().get_queryset(request))
+        return admin_reads.annotate_sessions(super().get_queryset(request))
 
     @admin.display(description="task", ordering="task_description")
     def task(self, obj):
@@ -192,7 +194,7 @@ class SessionAdmin(NineplanAdmin):
         if not is_session_name(name):
             raise Http404("No such session.")
         try:
-            page = admin_queries.session_page(name)
+            page = admin_reads.session_page(name)
         except SessionNotFound:
             raise Http404("No such session.") from None
         state = page.state
@@ -217,9 +219,9 @@ class SessionAdmin(NineplanAdmin):
             completed_count=state.completed_count,
             discarded=page.discarded,
             discarded_count=state.discarded_count,
-            timeline=admin_render.timeline(page.events),
+            timeline=render.timeline(page.events),
             event_count=page.event_count,
-            chart=admin_render.chart(page.series),
+            chart=render.chart(page.series),
             valid=page.validation.valid,
             invariants=invariants,
             can_intervene=can_intervene(request.user),
@@ -245,8 +247,8 @@ class SessionAdmin(NineplanAdmin):
             except NineplanError as exc:
                 error = f"{exc.category}: {exc.message}"
             else:
-                pattern = admin_render.match_pattern(query)
-                results = [admin_render.search_result(hit, pattern) for hit in hits]
+                pattern = render.match_pattern(query)
+                results = [render.search_result(hit, pattern) for hit in hits]
         context = self.page_context(
             request,
             title="History search",
@@ -299,7 +301,7 @@ class PlanAdmin(NineplanAdmin):
         if not is_plan_id(plan_id):
             raise Http404("No such plan.")
         try:
-            page = admin_queries.plan_page(plan_id)
+            page = admin_reads.plan_page(plan_id)
         except PlanNotFound:
             raise Http404("No such plan.") from None
         plan = page.plan
@@ -308,11 +310,11 @@ class PlanAdmin(NineplanAdmin):
             title=f"Plan {plan.id}",
             plan=plan,
             place=page.place,
-            sections=[(SECTION_TITLES[name], admin_render.markdown(getattr(plan, name))) for name in SECTIONS],
-            outcome=admin_render.markdown(plan.outcome),
-            discard_reason=admin_render.markdown(plan.discard_reason),
+            sections=[(SECTION_TITLES[name], render.markdown(getattr(plan, name))) for name in SECTIONS],
+            outcome=render.markdown(plan.outcome),
+            discard_reason=render.markdown(plan.discard_reason),
             file=page.file,
-            timeline=admin_render.timeline(page.events),
+            timeline=render.timeline(page.events),
             event_count=page.event_count,
             can_intervene=can_intervene(request.user),
         )
@@ -341,7 +343,7 @@ class PlanAdmin(NineplanAdmin):
         plan_id = unquote(object_id)
         if action not in STAFF_ACTIONS or not is_plan_id(plan_id):
             raise Http404("No such plan or action.")
-        session_name = admin_queries.session_of_plan(plan_id)
+        session_name = admin_reads.session_of_plan(plan_id)
         if session_name is None:
             raise Http404("No such plan.")
         field = STAFF_ACTIONS[action][1]
@@ -410,4 +412,4 @@ class EventAdmin(NineplanAdmin):
 
     @admin.display(description="detail")
     def detail_text(self, obj):
-        return admin_render.event_detail(obj.detail)
+        return render.event_detail(obj.detail)
