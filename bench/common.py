@@ -166,7 +166,7 @@ def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -
 # --- bulk seeding ---------------------------------------------------------------------------
 
 PLAN_COLUMNS = (
-    "id", "session_name", "status", "queue_position", "context", "goal", "inputs", "outputs", "approach",
+    "id", "session_name", "status", "sort_key", "context", "goal", "inputs", "outputs", "approach",
     "success_criteria", "notes", "outcome", "discard_reason", "version", "created_at", "updated_at",
     "completed_at", "discarded_at",
 )

@@ -30,14 +30,16 @@ from sessions_app.models import SECTIONS, Event, Plan, Session
 log = logging.getLogger("nineplan.transfer")
 
 FORMAT = "9plan-session-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key".
+READABLE_VERSIONS = (1, 2)
 
 SESSION_KEYS = ("name", "task_description", "created_at")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
     "status",
-    "queue_position",
+    "sort_key",
     *PLAN_TEXT,
     "version",
     "created_at",
@@ -64,7 +66,7 @@ def export_session(name: object) -> dict:
         row = {
             "id": plan.id,
             "status": plan.status,
-            "queue_position": plan.queue_position,
+            "sort_key": plan.sort_key,
             **{key: getattr(plan, key) for key in PLAN_TEXT},
             "version": plan.version,
             "created_at": _when(plan.created_at),
@@ -187,14 +189,14 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
         status = row["status"]
         if status not in Plan.Status.values:
             raise _fail(f"{at}.status", f"must be one of {', '.join(Plan.Status.values)}; got {status!r}.")
-        position = row["queue_position"]
+        position = row["sort_key"]
         if status == Plan.Status.QUEUED:
-            position = _integer(f"{at}.queue_position", position)
+            position = _integer(f"{at}.sort_key", position)
             if position in positions:
-                raise _fail(f"{at}.queue_position", f"position {position} is taken by another queued plan.")
+                raise _fail(f"{at}.sort_key", f"position {position} is taken by another queued plan.")
             positions.add(position)
         elif position is not None:
-            raise _fail(f"{at}.queue_position", f"must be null for a {status} plan.")
+            raise _fail(f"{at}.sort_key", f"must be null for a {status} plan.")
         if status == Plan.Status.ACTIVE:
             active += 1
             if active > 1:
@@ -213,7 +215,7 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
                 id=plan_id,
                 session=session,
                 status=status,
-                queue_position=position,
+                sort_key=position,
                 version=_integer(f"{at}.version", row["version"], minimum=1, maximum=2**31 - 1),
                 created_at=_datetime(f"{at}.created_at", row["created_at"], required=True),
                 updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
@@ -272,15 +274,24 @@ def _check_free(session: Session, plans: list[Plan]) -> None:
         )
 
 
+def _renamed(row: object, old: str, new: str) -> object:
+    if isinstance(row, dict) and old in row and new not in row:
+        row = {(new if key == old else key): value for key, value in row.items()}
+    return row
+
+
 def session_import(data: object, *, actor: str = "import") -> Session:
     """Restores an exported session into this database, all or nothing; returns the session."""
     data = _object("document", data, ("format", "version", "exported_at", "session", "plans", "events"))
     if data["format"] != FORMAT:
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
-    if data["version"] != FORMAT_VERSION or isinstance(data["version"], bool):
-        raise _fail("version", f"must be {FORMAT_VERSION}; this 9plan cannot read version {data['version']!r}.")
+    if data["version"] not in READABLE_VERSIONS or isinstance(data["version"], bool):
+        raise _fail("version", f"must be 1 or 2; this 9plan cannot read version {data['version']!r}.")
     session = _check_session(data["session"])
-    plans, files = _check_plans(session, _list("plans", data["plans"]))
+    rows = _list("plans", data["plans"])
+    if data["version"] == 1:
+        rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
+    plans, files = _check_plans(session, rows)
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
 
     undo: list[Callable[[], None]] = []

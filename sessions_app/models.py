@@ -56,7 +56,7 @@ class Plan(models.Model):
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="plans", db_column="session_name")
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.QUEUED)
     # Signed so that "front" can always go below the current minimum; only set while queued.
-    queue_position = models.BigIntegerField(null=True, blank=True)
+    sort_key = models.BigIntegerField(null=True, blank=True)
 
     context = models.TextField(blank=True, default="")
     goal = models.TextField()
@@ -75,27 +75,27 @@ class Plan(models.Model):
     discarded_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
-        ordering = ["session", "queue_position", "created_at"]
+        ordering = ["session", "sort_key", "created_at"]
         constraints = [
             models.UniqueConstraint(
                 fields=["session"], condition=Q(status="active"), name="plan_one_active_per_session"
             ),
             models.UniqueConstraint(
-                fields=["session", "queue_position"],
+                fields=["session", "sort_key"],
                 condition=Q(status="queued"),
-                name="plan_unique_queue_position",
+                name="plan_unique_sort_key",
             ),
             models.CheckConstraint(
                 condition=Q(status__in=["queued", "active", "completed", "discarded"]), name="plan_status_valid"
             ),
             models.CheckConstraint(
-                condition=(Q(status="queued") & Q(queue_position__isnull=False))
-                | (~Q(status="queued") & Q(queue_position__isnull=True)),
+                condition=(Q(status="queued") & Q(sort_key__isnull=False))
+                | (~Q(status="queued") & Q(sort_key__isnull=True)),
                 name="plan_position_only_while_queued",
             ),
         ]
         indexes = [
-            models.Index(fields=["session", "status", "queue_position"], name="plan_session_status_pos"),
+            models.Index(fields=["session", "status", "sort_key"], name="plan_session_status_pos"),
             models.Index(fields=["session", "status", "completed_at"], name="plan_session_status_done"),
         ]
 

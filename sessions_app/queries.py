@@ -29,7 +29,7 @@ def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str | None:
 # ORM took about 0.3 ms to build each of their three queries, five times what they take
 # to run (bench/, throughput: the state read was the costliest operation of the mix).
 _SESSION_FIELDS = tuple(Session._meta.concrete_fields)
-_QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "queue_position", "goal"))
+_QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "sort_key", "goal"))
 
 
 def _columns(fields: tuple) -> str:
@@ -57,7 +57,7 @@ def plan_path(plan: Plan) -> str:
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
     fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
-    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s ORDER BY t.queue_position"
+    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s ORDER BY t.sort_key"
     params: list = [session.name, Plan.Status.QUEUED]
     if limit:
         sql += " LIMIT %s"
@@ -122,7 +122,7 @@ def queue_status(name: str) -> QueueStatus:
             f"""SELECT s.count_queued, s.count_completed, front.id, front.goal
             FROM {_SESSIONS} AS s LEFT JOIN (
                 SELECT id, goal FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s
-                ORDER BY queue_position LIMIT 1
+                ORDER BY sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",
             [name, Plan.Status.QUEUED, name],
@@ -157,6 +157,16 @@ def sessions_with_counts():
 def session_list(*, limit: int = LIST_CAP) -> tuple[list[Session], int]:
     """Sessions, newest first, annotated with their counts in one query."""
     return list(sessions_with_counts()[:limit]), Session.objects.count()
+
+
+def queue_place(plan: Plan) -> int | None:
+    """1 for the plan the next pull takes, 2 for the one after, ...; None unless queued."""
+    if plan.status != Plan.Status.QUEUED or plan.sort_key is None:
+        return None
+    ahead = Plan.objects.filter(
+        session_id=plan.session_id, status=Plan.Status.QUEUED, sort_key__lt=plan.sort_key
+    ).count()
+    return ahead + 1
 
 
 def plan_file_text(plan: Plan) -> str:
@@ -233,7 +243,7 @@ def admin_validate(name: object) -> Validation:
     result = Validation()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "queue_position", "session_id", *SECTIONS
+            "id", "status", "sort_key", "session_id", *SECTIONS
         )
     )
     active = [p for p in plans if p.status == Plan.Status.ACTIVE]
@@ -247,16 +257,16 @@ def admin_validate(name: object) -> Validation:
     for p in plans:
         if p.status != Plan.Status.QUEUED:
             continue
-        if p.queue_position is None:
+        if p.sort_key is None:
             result.fail("queue_order_preserved", f"plan {p.id} is queued without a position; fix: nineplan_repair.")
-        elif p.queue_position in positions:
+        elif p.sort_key in positions:
             result.fail(
                 "queue_order_preserved",
-                f"plans {positions[p.queue_position]} and {p.id} share queue position {p.queue_position}; "
+                f"plans {positions[p.sort_key]} and {p.id} share queue position {p.sort_key}; "
                 "fix: nineplan_repair.",
             )
         else:
-            positions[p.queue_position] = p.id
+            positions[p.sort_key] = p.id
     on_disk = set(planfiles.list_plan_files(session.name))
     open_ids = {p.id for p in plans}
     for p in plans:

@@ -175,7 +175,7 @@ def _active_plan(session: Session) -> Plan:
 
 
 def _next_position(session: Session, position: str) -> int:
-    # One end of the (session, status, queue_position) index, read directly. MIN and MAX
+    # One end of the (session, status, sort_key) index, read directly. MIN and MAX
     # in one aggregate make SQLite scan the whole queue instead: measured 5 ms at 10,000
     # queued plans, against 0.05 ms this way.
     end = statements.end_of_queue(session.name, front=position == "front")
@@ -382,7 +382,7 @@ def plan_enqueue_many(
                 id=_new_plan_id(),
                 session_id=session.name,
                 status=Plan.Status.QUEUED,
-                queue_position=_next_position(session, position),
+                sort_key=_next_position(session, position),
                 created_at=now,
                 updated_at=now,
                 **vars(item),
@@ -414,10 +414,10 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
             raise QueueEmpty("Task complete! 🎉 The queue is empty.")
         # Compare-and-set: the claim holds only if the plan is still queued; the unique
         # "one active plan" constraint is the last line if two writers ever got here.
-        plan.status, plan.queue_position, plan.updated_at = Plan.Status.ACTIVE, None, timezone.now()
+        plan.status, plan.sort_key, plan.updated_at = Plan.Status.ACTIVE, None, timezone.now()
         try:
             claimed = statements.update_plan(
-                plan, ("status", "queue_position", "updated_at"), only_if_status=Plan.Status.QUEUED
+                plan, ("status", "sort_key", "updated_at"), only_if_status=Plan.Status.QUEUED
             )
         except IntegrityError:
             raise PlanAlreadyActive(f"Another plan became active in session '{session.name}'.") from None
@@ -446,10 +446,10 @@ def plan_defer(
         plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
         inputs.plan_size(plan.sections(), field="reason")
         plan.status = Plan.Status.QUEUED
-        plan.queue_position = _next_position(session, position)
+        plan.sort_key = _next_position(session, position)
         plan.queue_place = _place(session, position)
         _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
@@ -491,10 +491,10 @@ def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
     _absorb_file(plan, actor)
     plan.discard_reason = reason
     plan.status = Plan.Status.DISCARDED
-    plan.queue_position = None
+    plan.sort_key = None
     plan.discarded_at = timezone.now()
     _touch(plan)
-    statements.update_plan(plan, (*SECTIONS, "discard_reason", "status", "queue_position", "discarded_at", *TOUCHED))
+    statements.update_plan(plan, (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", *TOUCHED))
     _event(session.name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     return plan
 
@@ -541,8 +541,8 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
         if plan.status != Plan.Status.QUEUED:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
         new_position = _next_position(session, position)
-        Plan.objects.filter(id=plan.id).update(queue_position=new_position, updated_at=timezone.now())
-        plan.queue_position = new_position
+        Plan.objects.filter(id=plan.id).update(sort_key=new_position, updated_at=timezone.now())
+        plan.sort_key = new_position
         plan.queue_place = 1 if position == "front" else session.count_queued
         _event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
     return plan
@@ -558,10 +558,10 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
         previous = _absorb_file(plan, actor)
         plan.status = Plan.Status.QUEUED
-        plan.queue_position = _next_position(session, position)
+        plan.sort_key = _next_position(session, position)
         plan.queue_place = _place(session, position)
         _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "status", "queue_position", *TOUCHED))
+        statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
         _write_file(undo, plan, previous)
     return plan

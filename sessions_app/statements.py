@@ -149,7 +149,7 @@ def session_for_write(name: str) -> Session | None:
 
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:
     """A plan of the session in ``status`` (the front one, for the queue)."""
-    order = " ORDER BY queue_position LIMIT 1" if first_in_queue else " LIMIT 1"
+    order = " ORDER BY sort_key LIMIT 1" if first_in_queue else " LIMIT 1"
     rows = load(
         Plan,
         _PLAN_FIELDS,
@@ -174,8 +174,8 @@ def end_of_queue(session_name: str, *, front: bool) -> int | None:
     direction = "ASC" if front else "DESC"
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT queue_position FROM {PLANS} WHERE session_name = %s AND status = %s "
-            f"ORDER BY queue_position {direction} LIMIT 1",
+            f"SELECT sort_key FROM {PLANS} WHERE session_name = %s AND status = %s "
+            f"ORDER BY sort_key {direction} LIMIT 1",
             [session_name, Plan.Status.QUEUED],
         )
         row = cur.fetchone()

@@ -274,12 +274,12 @@ class DiscardForm(forms.Form):
 
 @admin.register(Plan)
 class PlanAdmin(NineplanAdmin):
-    list_display = ("id", "session_link", "status", "queue_position", "goal_snippet", "created_at", "updated_at")
+    list_display = ("id", "session_link", "status", "goal_snippet", "created_at", "updated_at")
     list_filter = ("status", ("created_at", admin.DateFieldListFilter))
     search_fields = ("=id", "goal", "=session__name")
     # By the session's column, not the relation: ordering by "session" joins the sessions
     # table to sort by their creation time and sorts every plan (0.65 s at 1,000,000).
-    ordering = ("session_id", "queue_position", "created_at")
+    ordering = ("session_id", "sort_key", "created_at")
     list_per_page = 100
     actions = ("move_to_front", "move_to_back", "requeue_plans", "discard_plans")
 
@@ -362,11 +362,11 @@ class PlanAdmin(NineplanAdmin):
     def move_to_front(self, request, queryset):
         # Each move to the front lands before the previous one, so go last-first to keep
         # the selected plans in their queue order.
-        self._each(request, queryset.order_by("-queue_position"), "move", "front")
+        self._each(request, queryset.order_by("-sort_key"), "move", "front")
 
     @admin.action(description="Move selected queued plans to the back", permissions=["intervene"])
     def move_to_back(self, request, queryset):
-        self._each(request, queryset.order_by("queue_position"), "move", "back")
+        self._each(request, queryset.order_by("sort_key"), "move", "back")
 
     @admin.action(description="Return selected active plans to the front of their queue", permissions=["intervene"])
     def requeue_plans(self, request, queryset):
@@ -381,7 +381,7 @@ class PlanAdmin(NineplanAdmin):
         context = self.page_context(
             request,
             title="Discard plans",
-            plans=list(queryset.order_by("session", "queue_position", "id").only("id", "session_id", "status", "goal")),
+            plans=list(queryset.order_by("session", "sort_key", "id").only("id", "session_id", "status", "goal")),
             form=form,
             action_name="discard_plans",
             action_checkbox_name=helpers.ACTION_CHECKBOX_NAME,

@@ -144,16 +144,6 @@ def plan_file_check(plan: Plan) -> FileCheck:
     return FileCheck(path, exists=True, expected=plan.is_open, differing=differing)
 
 
-def queue_place(plan: Plan) -> int | None:
-    """1 for the plan the next pull takes, 2 for the one after, ...; None unless queued."""
-    if plan.status != Plan.Status.QUEUED or plan.queue_position is None:
-        return None
-    ahead = Plan.objects.filter(
-        session_id=plan.session_id, status=Plan.Status.QUEUED, queue_position__lt=plan.queue_position
-    ).count()
-    return ahead + 1
-
-
 @dataclass
 class PlanPage:
     plan: Plan
@@ -169,4 +159,4 @@ def plan_page(plan_id: str) -> PlanPage:
     if plan is None:
         raise PlanNotFound(f"No plan {plan_id} exists.")
     events, event_count = plan_events(plan)
-    return PlanPage(plan, queue_place(plan), plan_file_check(plan), events, event_count)
+    return PlanPage(plan, queries.queue_place(plan), plan_file_check(plan), events, event_count)

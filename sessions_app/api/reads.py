@@ -8,7 +8,10 @@ change, and is found through the (session, id) index without reading the plans.
 
 from __future__ import annotations
 
-from django.db.models import Count, OuterRef, Q, QuerySet, Subquery
+from dataclasses import dataclass
+
+from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models.functions import RowNumber
 
 from sessions_app import queries
 from sessions_app.errors import PlanNotFound, SessionNotFound
@@ -20,7 +23,6 @@ SUMMARY_FIELDS = (
     "session_id",
     "status",
     "goal",
-    "queue_position",
     "created_at",
     "updated_at",
     "completed_at",
@@ -59,8 +61,9 @@ def queue(name: str) -> QuerySet[Plan]:
     """The session's queued plans in queue order."""
     return (
         Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED)
-        .order_by("queue_position")
-        .only("id", "session_id", "goal", "queue_position")
+        .order_by("sort_key")
+        .only("id", "session_id", "goal", "sort_key")
+        .annotate(place=Window(RowNumber(), order_by=F("sort_key").asc()))
     )
 
 
@@ -72,8 +75,17 @@ def plans(name: str, *, status: str | None) -> QuerySet[Plan]:
     return qs.order_by("created_at", "id").only(*SUMMARY_FIELDS)
 
 
-def plan_detail(name: str, plan_id: str) -> Plan:
-    """The plan with ``fingerprint``, ``events_count`` and its first events (two queries)."""
+@dataclass(frozen=True)
+class PlanDetail:
+    plan: Plan
+    place: int | None  # 1 = pulled next; None unless queued
+    events: list[Event]  # the first PLAN_EVENTS_SHOWN, oldest first
+    events_count: int
+    fingerprint: str  # changes whenever the plan does (for its ETag)
+
+
+def plan_detail(name: str, plan_id: str) -> PlanDetail:
+    """The plan, its place, its first events and how many there are (three queries at most)."""
     plan = (
         Plan.objects.filter(session_id=name, id=plan_id)
         .annotate(last_event=_last_event(plan=OuterRef("pk")), events_count=Count("events"))
@@ -82,9 +94,13 @@ def plan_detail(name: str, plan_id: str) -> Plan:
     if plan is None:
         queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
         raise PlanNotFound(f"No plan {plan_id} in session '{name}'.")
-    plan.fingerprint = f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}"
-    plan.shown_events = list(Event.objects.filter(plan=plan).order_by("id")[:PLAN_EVENTS_SHOWN])
-    return plan
+    return PlanDetail(
+        plan=plan,
+        place=queries.queue_place(plan),
+        events=list(Event.objects.filter(plan=plan).order_by("id")[:PLAN_EVENTS_SHOWN]),
+        events_count=plan.events_count,
+        fingerprint=f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}",
+    )
 
 
 def feed_scope(session_name: str | None, plan_id: str | None) -> tuple[Session | None, Plan | None]:

@@ -4,6 +4,7 @@ comes from a query in sessions_app, and none of them triggers a query of its own
 from __future__ import annotations
 
 from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app import event_feed, queries, search
@@ -34,7 +35,7 @@ class SessionSummarySerializer(serializers.Serializer):
 class QueuedPlanSerializer(serializers.Serializer):
     id = serializers.CharField()
     goal = serializers.CharField()
-    queue_position = serializers.IntegerField(help_text="Lower runs sooner; only the order is meaningful.")
+    queue_position = serializers.IntegerField(source="place", help_text="The plan's place in the queue: 1 is pulled next.")
     url = serializers.SerializerMethodField()
 
     def get_url(self, plan) -> str:
@@ -45,7 +46,6 @@ class PlanSummarySerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
     goal = serializers.CharField()
-    queue_position = serializers.IntegerField(allow_null=True)
     created_at = serializers.DateTimeField()
     updated_at = serializers.DateTimeField()
     completed_at = serializers.DateTimeField(allow_null=True)
@@ -66,12 +66,24 @@ class SessionStateSerializer(serializers.Serializer):
     completed_count = serializers.IntegerField()
     discarded_count = serializers.IntegerField()
     active_plan = PlanSummarySerializer(source="active", allow_null=True)
-    queue = QueuedPlanSerializer(many=True, help_text="The first plans of the queue, in order; see queue_url for all.")
+    queue = serializers.SerializerMethodField(help_text="The first plans of the queue, in order; see queue_url for all.")
     queue_url = serializers.SerializerMethodField()
     plans_url = serializers.SerializerMethodField()
     events_url = serializers.SerializerMethodField()
     validation_url = serializers.SerializerMethodField()
     export_url = serializers.SerializerMethodField()
+
+    @extend_schema_field(QueuedPlanSerializer(many=True))
+    def get_queue(self, state) -> list[dict]:
+        return [
+            {
+                "id": plan.id,
+                "goal": plan.goal,
+                "queue_position": place,
+                "url": _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id),
+            }
+            for place, plan in enumerate(state.queue, start=1)
+        ]
 
     def get_queue_url(self, state) -> str:
         return _url(self.context, "session-queue", name=state.session.name)
@@ -104,32 +116,34 @@ class EventSerializer(serializers.Serializer):
 
 
 class PlanDetailSerializer(serializers.Serializer):
-    """A plan with every section, its outcome and its events."""
+    """A plan with every section, its outcome and its events (from api.reads.PlanDetail)."""
 
-    id = serializers.CharField()
-    session = serializers.CharField(source="session_id")
-    status = serializers.ChoiceField(choices=STATUSES)
-    queue_position = serializers.IntegerField(allow_null=True)
-    context = serializers.CharField(allow_blank=True)
-    goal = serializers.CharField()
-    inputs = serializers.CharField(allow_blank=True)
-    outputs = serializers.CharField(allow_blank=True)
-    approach = serializers.CharField(allow_blank=True)
-    success_criteria = serializers.CharField(allow_blank=True)
-    notes = serializers.CharField(allow_blank=True)
-    outcome = serializers.CharField(allow_blank=True)
-    discard_reason = serializers.CharField(allow_blank=True)
-    version = serializers.IntegerField(help_text="Grows by one with every change to the plan's text.")
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    completed_at = serializers.DateTimeField(allow_null=True)
-    discarded_at = serializers.DateTimeField(allow_null=True)
-    events = EventSerializer(many=True, source="shown_events", help_text="The plan's first events, oldest first.")
+    id = serializers.CharField(source="plan.id")
+    session = serializers.CharField(source="plan.session_id")
+    status = serializers.ChoiceField(source="plan.status", choices=STATUSES)
+    queue_position = serializers.IntegerField(
+        source="place", allow_null=True, help_text="The plan's place in the queue (1 is pulled next); null unless queued."
+    )
+    context = serializers.CharField(source="plan.context", allow_blank=True)
+    goal = serializers.CharField(source="plan.goal")
+    inputs = serializers.CharField(source="plan.inputs", allow_blank=True)
+    outputs = serializers.CharField(source="plan.outputs", allow_blank=True)
+    approach = serializers.CharField(source="plan.approach", allow_blank=True)
+    success_criteria = serializers.CharField(source="plan.success_criteria", allow_blank=True)
+    notes = serializers.CharField(source="plan.notes", allow_blank=True)
+    outcome = serializers.CharField(source="plan.outcome", allow_blank=True)
+    discard_reason = serializers.CharField(source="plan.discard_reason", allow_blank=True)
+    version = serializers.IntegerField(source="plan.version", help_text="Grows by one with every change to the plan's text.")
+    created_at = serializers.DateTimeField(source="plan.created_at")
+    updated_at = serializers.DateTimeField(source="plan.updated_at")
+    completed_at = serializers.DateTimeField(source="plan.completed_at", allow_null=True)
+    discarded_at = serializers.DateTimeField(source="plan.discarded_at", allow_null=True)
+    events = EventSerializer(many=True, help_text="The plan's first events, oldest first.")
     events_count = serializers.IntegerField(help_text="All the plan's events; see events_url when more than shown.")
     events_url = serializers.SerializerMethodField()
 
-    def get_events_url(self, plan) -> str:
-        return _url(self.context, "event-feed") + f"?session={plan.session_id}&plan={plan.id}"
+    def get_events_url(self, detail) -> str:
+        return _url(self.context, "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
 
 
 def _page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
@@ -231,7 +245,7 @@ class ExportSessionSerializer(serializers.Serializer):
 class ExportPlanSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
-    queue_position = serializers.IntegerField(allow_null=True)
+    sort_key = serializers.IntegerField(allow_null=True, help_text="Orders the queued plans: lower is pulled sooner.")
     context = serializers.CharField(allow_blank=True)
     goal = serializers.CharField()
     inputs = serializers.CharField(allow_blank=True)

@@ -281,11 +281,11 @@ class PlanDetailView(ReadOnlyView):
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
-        plan = api_reads.plan_detail(name, plan_id)
+        detail = api_reads.plan_detail(name, plan_id)
         return self.conditional(
             request,
-            plan.fingerprint,
-            lambda: Response(s.PlanDetailSerializer(plan, context={"request": request}).data),
+            detail.fingerprint,
+            lambda: Response(s.PlanDetailSerializer(detail, context={"request": request}).data),
         )
 
 

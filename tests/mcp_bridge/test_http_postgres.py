@@ -139,11 +139,11 @@ async def test_racing_adds_through_two_processes_keep_positions_unique(two_serve
         )
     assert [category(r) for r in results] == ["ok"] * CLIENTS
     positions = await in_thread(
-        lambda: list(Plan.objects.filter(session=session, status="queued").values_list("queue_position", flat=True))
+        lambda: list(Plan.objects.filter(session=session, status="queued").values_list("sort_key", flat=True))
     )
     assert len(positions) == CLIENTS and len(set(positions)) == CLIENTS
     order = await in_thread(
-        lambda: list(Plan.objects.filter(session=session).order_by("queue_position").values_list("goal", flat=True))
+        lambda: list(Plan.objects.filter(session=session).order_by("sort_key").values_list("goal", flat=True))
     )
     # Fronts precede backs whatever the interleaving.
     fronts = [g for g in order if int(g.split()[1]) % 2]

@@ -113,7 +113,7 @@ async def test_discard_drops_the_plan_from_queue_and_search(client, sessions_dir
     data = ok(await client.call_tool("9plan_plan_discard", {"reason": "Superseded by the new export"}), name)
     assert data == {"session_name": name, "plan_id": a, "queue_length": 1}
     plan = await in_thread(Plan.objects.get, id=a)
-    assert (plan.status, plan.discard_reason, plan.queue_position) == ("discarded", "Superseded by the new export", None)
+    assert (plan.status, plan.discard_reason, plan.sort_key) == ("discarded", "Superseded by the new export", None)
     assert not path_of(sessions_dir, name, a).exists()
     assert await in_thread(kinds, a) == ["plan_created", "plan_pulled", "plan_discarded"]
     assert ok(await client.call_tool("9plan_history_search", {"query": "invoice export"}), name)["results"] == []

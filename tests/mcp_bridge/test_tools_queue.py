@@ -19,7 +19,7 @@ async def create(client) -> str:
 def queue_ids(name: str) -> list[str]:
     return list(
         Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED)
-        .order_by("queue_position")
+        .order_by("sort_key")
         .values_list("id", flat=True)
     )
 
@@ -140,7 +140,7 @@ async def test_pull_activates_the_front_plan_and_returns_its_text(client, sessio
     assert body_of(r) == path.read_text()
     assert "# Goal\nFirst\n" in body_of(r) and "# Outputs\ninvoice models\n" in body_of(r)
     plan = await in_thread(Plan.objects.get, id=first["plan_id"])
-    assert plan.status == "active" and plan.queue_position is None
+    assert plan.status == "active" and plan.sort_key is None
 
 
 async def test_pull_with_a_plan_active_changes_nothing(client, sessions_dir):

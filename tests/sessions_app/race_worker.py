@@ -42,7 +42,7 @@ OPS = {
 
 
 def _plan(plan: Plan) -> dict:
-    return {"id": plan.id, "status": plan.status, "queue_position": plan.queue_position}
+    return {"id": plan.id, "status": plan.status, "sort_key": plan.sort_key}
 
 
 def run(op: str, kwargs: dict) -> dict:

@@ -239,7 +239,7 @@ def test_plan_page_shows_place_in_queue_and_history_fields(busy, reviewer_client
     q2 = busy["queued"][1]
     response = reviewer_client.get(plan_url(q2.id))
     assert response.context["place"] == 2
-    assert f"#2 in the queue (position {q2.queue_position})" in text_of(response)
+    assert "#2 in the queue" in text_of(response) and "(position" not in text_of(response)
     done = reviewer_client.get(plan_url(busy["done1"].id))
     assert "Found 23 routes in four blueprints" in text_of(done)
     assert done.context["file"].matches and not done.context["file"].exists

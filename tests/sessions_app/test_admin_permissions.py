@@ -61,7 +61,7 @@ def change_requests(busy) -> list[tuple[str, str, dict]]:
     """Every way to ask for a change: generic forms, the staff actions, list actions."""
     session, active, queued = busy["session"], busy["active"], busy["queued"][1]
     event = Event.objects.filter(plan=active).first()
-    forged_plan = {"status": "completed", "queue_position": "", "goal": "forged", "session": session.name}
+    forged_plan = {"status": "completed", "sort_key": "", "goal": "forged", "session": session.name}
     return [
         ("get", reverse("admin:sessions_app_session_add"), {}),
         ("post", reverse("admin:sessions_app_session_add"), {"name": "evil-red-fox", "task_description": "x"}),
@@ -179,7 +179,7 @@ def test_staff_moves_a_queued_plan_to_the_front(busy, staff_client, sessions_dir
     assert response.status_code == 200
     assert MOVED.format(plan=q3.id, position="front") in messages_of(response)
     order = list(
-        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
     )
     assert order == [q3.id, q1.id, q2.id]
     event = Event.objects.filter(plan=q3).latest("id")
@@ -194,7 +194,7 @@ def test_staff_moves_a_queued_plan_to_the_back_and_returns_to_next(busy, staff_c
     assert response.status_code == 302
     assert response["Location"] == back_to
     order = list(
-        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
     )
     assert order == [q2.id, q3.id, q1.id]
 
@@ -213,7 +213,7 @@ def test_staff_requeues_the_active_plan_keeping_the_agents_file_edits(busy, staf
     assert REQUEUED.format(plan=active.id, position="front") in messages_of(response)
     plan = Plan.objects.get(id=active.id)
     assert plan.status == "queued"
-    first = Plan.objects.filter(session=session, status="queued").order_by("queue_position").first()
+    first = Plan.objects.filter(session=session, status="queued").order_by("sort_key").first()
     assert first.id == active.id
     assert plan.notes.endswith("Half of the rows are done.")
     assert path.read_text() == planfiles.render(plan.sections())
@@ -227,7 +227,7 @@ def test_staff_discards_a_queued_plan_with_a_reason(busy, staff_client, sessions
     response = staff_client.post(act_url(q2.id, "discard"), {"reason": "Out of scope"}, follow=True)
     assert DISCARDED.format(plan=q2.id) in messages_of(response)
     plan = Plan.objects.get(id=q2.id)
-    assert (plan.status, plan.queue_position, plan.discard_reason) == ("discarded", None, "Out of scope")
+    assert (plan.status, plan.sort_key, plan.discard_reason) == ("discarded", None, "Out of scope")
     assert not plan_file(sessions_dir, q2).exists()
     event = Event.objects.filter(plan=plan).latest("id")
     assert (event.kind, event.actor, event.detail) == ("plan_discarded", "user:sam", {"reason": "Out of scope"})
@@ -284,7 +284,7 @@ def test_list_action_moves_selected_plans_keeping_their_order(busy, staff_client
     response = staff_client.post(reverse("admin:sessions_app_plan_changelist"), data, follow=True)
     assert response.status_code == 200
     order = list(
-        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
     )
     assert order == [q2.id, q3.id, q1.id]
     actors = set(Event.objects.filter(kind="plan_moved").values_list("actor", flat=True))

@@ -36,8 +36,8 @@ def add_plans(session: Session, count: int) -> None:
     inserted directly rather than through hundreds of service calls and file writes.
     """
     start = timezone.now() - timedelta(hours=3)
-    low = Plan.objects.filter(session=session, status="queued").order_by("-queue_position").first()
-    next_position = (low.queue_position + 1) if low else 0
+    low = Plan.objects.filter(session=session, status="queued").order_by("-sort_key").first()
+    next_position = (low.sort_key + 1) if low else 0
     has_active = Plan.objects.filter(session=session, status="active").exists()
     plans, events = [], []
     for i in range(count):
@@ -49,7 +49,7 @@ def add_plans(session: Session, count: int) -> None:
             id=fresh_id(),
             session=session,
             status=status,
-            queue_position=next_position + i if status == "queued" else None,
+            sort_key=next_position + i if status == "queued" else None,
             goal=f"Goal number {i} for {session.name}",
             context="Context",
             approach="Approach",

@@ -313,8 +313,11 @@ def test_an_unknown_status_is_rejected(api, full_session):
 def test_a_plan_in_any_state_with_every_section_and_its_events(api, full_session, status):
     plan = plans_by_status(full_session)[status][0]
     body = api.get(f"/api/sessions/{full_session.name}/plans/{plan.id}/").json()
-    for name in (*SECTIONS, "outcome", "discard_reason", "status", "queue_position", "version"):
+    for name in (*SECTIONS, "outcome", "discard_reason", "status", "version"):
         assert body[name] == getattr(plan, name), name
+    # The place in the queue (1 = next), never the internal sort key.
+    assert body["queue_position"] == (queries.queue_place(plan) if status == "queued" else None)
+    assert "sort_key" not in body
     events = list(Event.objects.filter(plan=plan).order_by("id"))
     assert [(e["id"], e["kind"], e["actor"], e["detail"]) for e in body["events"]] == [
         (e.id, e.kind, e.actor, e.detail) for e in events

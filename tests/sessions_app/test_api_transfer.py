@@ -65,7 +65,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     response = api.get(f"/api/sessions/{name}/export/")
     assert response.status_code == 200
     document = response.json()
-    assert document["format"] == "9plan-session-export" and document["version"] == 1
+    assert document["format"] == "9plan-session-export" and document["version"] == 2
     assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
     assert len(document["events"]) == Event.objects.filter(session_id=name).count()
     dump = tmp_path / "export.json"
@@ -156,7 +156,7 @@ def _mutations():
         return next(p for p in doc["plans"] if p["status"] == status)
 
     yield "format", lambda d: d.update(format="something-else")
-    yield "version", lambda d: d.update(version=2)
+    yield "version", lambda d: d.update(version=3)
     yield "version", lambda d: d.update(version=True)
     yield "document", lambda d: d.pop("events")
     yield "document", lambda d: d.update(extra=1)
@@ -166,7 +166,7 @@ def _mutations():
     yield "plans[0].id", lambda d: d["plans"][0].update(id="../x")
     yield "plans[1].id", lambda d: d["plans"][1].update(id=d["plans"][0]["id"])
     yield "plans[0].status", lambda d: d["plans"][0].update(status="Completed")
-    yield "plans[0].queue_position", lambda d: d["plans"][0].update(queue_position=3)
+    yield "plans[0].sort_key", lambda d: d["plans"][0].update(sort_key=3)
     yield "plans[0].goal", lambda d: d["plans"][0].update(goal="   ")
     yield "plans[0].notes", lambda d: d["plans"][0].update(notes="a\x00b")
     yield "plans[0].version", lambda d: d["plans"][0].update(version=0)
@@ -178,15 +178,15 @@ def _mutations():
     yield "events[1].id", lambda d: d["events"][1].update(id=d["events"][0]["id"])
 
     def two_active(d):
-        plan(d, "queued").update(status="active", queue_position=None)
+        plan(d, "queued").update(status="active", sort_key=None)
 
     yield "plans[3].status", two_active
 
     def same_position(d):
         queued = [p for p in d["plans"] if p["status"] == "queued"]
-        queued[1]["queue_position"] = queued[0]["queue_position"]
+        queued[1]["sort_key"] = queued[0]["sort_key"]
 
-    yield "plans[4].queue_position", same_position
+    yield "plans[4].sort_key", same_position
 
 
 @pytest.mark.parametrize("field, mutate", list(_mutations()))
@@ -264,3 +264,18 @@ def test_the_token_command_warns_when_the_user_cannot_read(db):
     out, err = io.StringIO(), io.StringIO()
     call_command("nineplan_token", "plain", stdout=out, stderr=err)
     assert "403" in err.getvalue() and Token.objects.get(user__username="plain").key == out.getvalue().strip()
+
+
+def test_a_version_1_document_with_queue_position_imports(session, make_plan):
+    """Exports made before the sort key had its own name call it queue_position."""
+    make_plan(session)
+    make_plan(session)
+    document = export_import.export_session(session.name)
+    Session.objects.filter(name=session.name).delete()
+    shutil.rmtree(planfiles.session_dir(session.name))
+    document["version"] = 1
+    for row in document["plans"]:
+        row["queue_position"] = row.pop("sort_key")
+    export_import.session_import(document)
+    keys = list(Plan.objects.filter(session_id=session.name).order_by("sort_key").values_list("sort_key", flat=True))
+    assert keys == sorted(row["queue_position"] for row in document["plans"]) and len(keys) == 2

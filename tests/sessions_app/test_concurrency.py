@@ -226,20 +226,20 @@ def test_concurrent_front_and_back_adds_keep_positions_unique_and_ordered(sessio
     plans_by_worker = [ops_for(w) for w in range(4)]
     results = pool.race([ops for ops, _ in plans_by_worker])
 
-    queued = list(Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position"))
+    queued = list(Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("sort_key"))
     goals = [p.goal for p in queued]
-    positions = [p.queue_position for p in queued]
+    positions = [p.sort_key for p in queued]
     assert len(set(positions)) == len(positions) == 2 + 4 * 15
     expected = {"seed 0", "seed 1"} | {g for _, made in plans_by_worker for kind in made.values() for g in kind}
     assert Counter(goals) == Counter(expected)
 
     # What each worker was told matches what the database holds.
-    by_id = {p.id: p.queue_position for p in queued}
+    by_id = {p.id: p.sort_key for p in queued}
     for per_worker in results:
         for r in per_worker:
             assert r["ok"], r
             for p in r.get("plans", [r.get("plan")]):
-                assert by_id[p["id"]] == p["queue_position"]
+                assert by_id[p["id"]] == p["sort_key"]
 
     # Every front add went ahead of everything then queued and every back add behind it,
     # so fronts precede the seeds, which precede the backs.
@@ -298,7 +298,7 @@ def test_complete_racing_defer_has_one_winner(session, make_plan, start_workers)
             assert f"blocked {k}" in file_notes(session, plan.id)
             assert Event.Kind.PLAN_COMPLETED not in kinds
             # Deferred to the back (the default), behind everything else queued.
-            last = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("queue_position").last()
+            last = Plan.objects.filter(session=session, status=Plan.Status.QUEUED).order_by("sort_key").last()
             assert last.id == plan.id
         assert not Plan.objects.filter(session=session, status=Plan.Status.ACTIVE).exists()
         assert_valid(session)

@@ -90,7 +90,7 @@ def test_writes_that_bypass_9plan_move_the_counts_too():
     plan = Plan.objects.filter(session=session).first()
     # A hand-made fix in a database shell, then a bulk load and a delete.
     with connection.cursor() as cur:
-        cur.execute("UPDATE sessions_app_plan SET status = 'discarded', queue_position = NULL WHERE id = %s", [plan.id])
+        cur.execute("UPDATE sessions_app_plan SET status = 'discarded', sort_key = NULL WHERE id = %s", [plan.id])
     assert kept(session.name) == (1, 0, 1)
     Plan.objects.bulk_create(
         [Plan(id=f"zz{i}aa", session=session, status="completed", goal="g") for i in range(3)]

@@ -277,7 +277,7 @@ class NineplanMachine(RuleBasedStateMachine):
             assert row.status == mp.status, plan_id
             assert row.sections() == mp.sections, plan_id
             assert (row.outcome, row.discard_reason) == (mp.outcome, mp.discard_reason)
-        queued = sorted((p for p in rows.values() if p.status == "queued"), key=lambda p: p.queue_position)
+        queued = sorted((p for p in rows.values() if p.status == "queued"), key=lambda p: p.sort_key)
         assert [p.id for p in queued] == self.model.queue
         assert [p.id for p in rows.values() if p.status == "active"] == ([self.model.active] if self.model.active else [])
         completed = sorted((p for p in rows.values() if p.status == "completed"), key=lambda p: (p.completed_at, p.id))

@@ -203,8 +203,8 @@ def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):
     for field in Plan._meta.concrete_fields:
         assert getattr(state.active, field.attname) == getattr(orm_active, field.attname), field.name
     assert state.active.updated_at.tzinfo is not None
-    queued = list(Plan.objects.filter(session=session, status="queued").order_by("queue_position"))
-    assert [(p.id, p.goal, p.queue_position) for p in state.queue] == [(p.id, p.goal, p.queue_position) for p in queued]
+    queued = list(Plan.objects.filter(session=session, status="queued").order_by("sort_key"))
+    assert [(p.id, p.goal, p.sort_key) for p in state.queue] == [(p.id, p.goal, p.sort_key) for p in queued]
     whole, total = queries.queue(orm_session, limit=None)
     assert total == 2
     assert [p.updated_at for p in whole] == [p.updated_at for p in queued]

@@ -274,7 +274,7 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
-        "queue_position", "approach", "success_criteria", "notes", "discard_reason", "version",
+        "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version",
         "created_at", "updated_at", "discarded_at",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}

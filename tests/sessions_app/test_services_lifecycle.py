@@ -16,7 +16,7 @@ STAMP = r"Deferred \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: "
 
 def queue_ids(session) -> list[str]:
     return list(
-        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
     )
 
 
@@ -59,7 +59,7 @@ def test_defer_to_the_front_makes_it_the_next_pull(session, make_plan):
 @pytest.mark.django_db
 def test_defer_into_an_empty_queue_takes_position_zero(session, active):
     services.plan_defer(session_name=session.name, reason="Later", position="front")
-    assert Plan.objects.get(id=active.id).queue_position == 0
+    assert Plan.objects.get(id=active.id).sort_key == 0
 
 
 @pytest.mark.django_db
@@ -91,7 +91,7 @@ def test_complete_stores_the_outcome_and_deletes_the_file(session, active, make_
 
     stored = Plan.objects.get(id=active.id)
     assert done.id == active.id
-    assert (stored.status, stored.outcome, stored.queue_position) == ("completed", "Invoice model added", None)
+    assert (stored.status, stored.outcome, stored.sort_key) == ("completed", "Invoice model added", None)
     assert stored.completed_at is not None
     assert not plan_file(sessions_dir, active).exists()
     assert plan_file(sessions_dir, waiting).exists()
@@ -126,7 +126,7 @@ def test_discard_marks_the_plan_discarded_and_deletes_the_file(session, active, 
     services.plan_discard(session_name=session.name, reason="Superseded by k3x9q", actor="tester")
 
     stored = Plan.objects.get(id=active.id)
-    assert (stored.status, stored.discard_reason, stored.queue_position) == ("discarded", "Superseded by k3x9q", None)
+    assert (stored.status, stored.discard_reason, stored.sort_key) == ("discarded", "Superseded by k3x9q", None)
     assert stored.discarded_at is not None and stored.completed_at is None
     assert not plan_file(sessions_dir, active).exists()
     assert events(active)[-1] == ("plan_discarded", "tester")

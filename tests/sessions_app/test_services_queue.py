@@ -14,15 +14,15 @@ from tests.sessions_app.conftest import events, plan_file
 
 def queue_ids(session) -> list[str]:
     return list(
-        Plan.objects.filter(session=session, status="queued").order_by("queue_position").values_list("id", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
     )
 
 
 def positions(session) -> list[int]:
     return list(
         Plan.objects.filter(session=session, status="queued")
-        .order_by("queue_position")
-        .values_list("queue_position", flat=True)
+        .order_by("sort_key")
+        .values_list("sort_key", flat=True)
     )
 
 
@@ -39,7 +39,7 @@ def test_it_adds_a_plan_with_its_row_event_and_file(session, sessions_dir):
 
     assert PLAN_ID_RE.fullmatch(plan.id)
     stored = Plan.objects.get(id=plan.id)
-    assert (stored.session_id, stored.status, stored.queue_position) == (session.name, "queued", 0)
+    assert (stored.session_id, stored.status, stored.sort_key) == (session.name, "queued", 0)
     assert stored.sections() == {
         "context": "Porting the billing service",
         "goal": "Model invoices",
@@ -201,7 +201,7 @@ def test_pull_takes_the_lowest_position(session, make_plan, sessions_dir):
 
     assert pulled.id == front.id
     stored = Plan.objects.get(id=front.id)
-    assert (stored.status, stored.queue_position) == ("active", None)
+    assert (stored.status, stored.sort_key) == ("active", None)
     assert events(front) == [("plan_created", "agent"), ("plan_pulled", "tester")]
     assert plan_file(sessions_dir, front).exists()
     assert queue_ids(session) == [back.id]
@@ -253,7 +253,7 @@ def test_move_puts_a_queued_plan_at_the_front_or_back(session, make_plan):
     a, b, c = (make_plan(session, goal=g) for g in "ABC")
 
     moved = services.plan_move(session_name=session.name, plan_id=c.id, position="front", actor="staff:ann")
-    assert moved.queue_position == -1
+    assert moved.sort_key == -1
     assert queue_ids(session) == [c.id, a.id, b.id]
 
     services.plan_move(session_name=session.name, plan_id=c.id, position="back", actor="staff:ann")
@@ -319,7 +319,7 @@ def test_discard_any_discards_a_queued_or_active_plan(session, make_plan, sessio
     services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="duplicate", actor="staff:ann")
 
     stored = Plan.objects.get(id=plan.id)
-    assert (stored.status, stored.queue_position, stored.discard_reason) == ("discarded", None, "duplicate")
+    assert (stored.status, stored.sort_key, stored.discard_reason) == ("discarded", None, "duplicate")
     assert stored.discarded_at is not None
     assert not plan_file(sessions_dir, plan).exists()
     assert plan_file(sessions_dir, keep).exists()
