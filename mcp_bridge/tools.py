@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_bridge import responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import planfiles, queries, services, inputs
+from sessions_app import excerpts, inputs, planfiles, queries, services
 from sessions_app.errors import NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import Plan
@@ -163,36 +163,7 @@ def _queue_place(plan: Plan) -> int:
 
 
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
-    return [{"id": p.id, "goal": _short(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
-
-
-def _json_cost(text: str) -> int:
-    return len(responses.dumps(text).encode()) - 2
-
-
-def _short(text: str | None, max_bytes: int) -> str | None:
-    """A one-line snippet whose JSON encoding takes at most ``max_bytes`` bytes."""
-    short = queries.snippet(text, max_bytes)
-    if short is None or _json_cost(short) <= max_bytes:
-        return short
-    # The "…" of a cut takes 3 bytes for its one character: a cut 2 characters shorter
-    # fits whenever the text needs no escapes and is ASCII, as most is.
-    text = short
-    short = queries.snippet(text, max_bytes - 2)
-    if _json_cost(short) <= max_bytes:
-        return short
-    budget = max_bytes - _json_cost("…")
-    # A prefix's JSON cost grows with its length, so the longest prefix within the budget
-    # is found by bisection: a few encodings, not one per character (that took ~20 ms of
-    # a 9plan_history_search answer).
-    low, high = 0, len(text)
-    while low < high:
-        mid = (low + high + 1) // 2
-        if _json_cost(text[:mid]) <= budget:
-            low = mid
-        else:
-            high = mid - 1
-    return text[:low].rstrip() + "…"
+    return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
 
 
 # --- sessions ---------------------------------------------------------------------------
@@ -235,13 +206,13 @@ def session_resume(
         active = state.active
         data = {
             "session_path": queries.session_path(state.session.name),
-            "task_description": _short(state.session.task_description, 200),
+            "task_description": excerpts.fit_json(state.session.task_description, 200),
             "queue": _queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": _short(active.goal, 120), "file_path": queries.plan_path(active)},
+            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
         }
         hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
@@ -348,7 +319,7 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
         data = {
             "plan_id": plan.id,
             "plan_path": queries.plan_path(plan),
-            "goal": queries.snippet(plan.goal, 300),
+            "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
         return responses.ok(
@@ -404,7 +375,7 @@ def plan_complete(
             "plan_id": plan.id,
             "queue_length": status.length,
             "completed_count": status.completed,
-            "next": None if status.next_id is None else {"id": status.next_id, "goal": _short(status.next_goal, 120)},
+            "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
         }
         hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
         return responses.ok(name, f"Plan completed. {hint}", data)
@@ -483,8 +454,8 @@ def history_search(
         results = [
             {
                 "id": h.plan.id,
-                "goal": _short(h.plan.goal, each * 2 // 5),
-                "outcome": _short(h.plan.outcome, each * 3 // 5),
+                "goal": excerpts.fit_json(h.plan.goal, each * 2 // 5),
+                "outcome": excerpts.fit_json(h.plan.outcome, each * 3 // 5),
                 "relevance_rank": h.rank,
             }
             for h in hits
@@ -530,7 +501,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         data = {
             "valid": result.valid,
             "invariants": result.invariants,
-            "issues": [_short(i, 160) for i in result.issues[:ISSUE_CAP]],
+            "issues": [excerpts.fit_json(i, 160) for i in result.issues[:ISSUE_CAP]],
             "issues_more": max(0, len(result.issues) - ISSUE_CAP),
         }
         return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
@@ -551,7 +522,7 @@ def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolRes
             {
                 "name": s.name,
                 "created": s.created_at.isoformat(timespec="seconds"),
-                "task_description": _short(s.task_description, 40),
+                "task_description": excerpts.fit_json(s.task_description, 40),
                 "queue_length": s.queue_length,
                 "completed_count": s.completed_count,
                 "has_active_plan": s.has_active_plan,
@@ -575,12 +546,12 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
         validation_result = queries.admin_validate(name)
         active = state.active
         data = {
-            "task_description": _short(state.session.task_description, 150),
+            "task_description": excerpts.fit_json(state.session.task_description, 150),
             "queue": _queue_entries(state.queue, key="position"),
             "queue_length": state.queue_length,
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": _short(active.goal, 100), "file_path": queries.plan_path(active)},
+            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 100), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
             "plan_files": files[:LIST_CAP],
             "plan_files_count": len(files),

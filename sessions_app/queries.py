@@ -15,16 +15,6 @@ LIST_CAP = 20
 _PLANS = Plan._meta.db_table
 _SESSIONS = Session._meta.db_table
 _SESSION = Plan._meta.get_field("session").column
-SNIPPET_CHARS = 120
-
-
-def snippet(text: str | None, limit: int = SNIPPET_CHARS) -> str | None:
-    if text is None:
-        return None
-    text = " ".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 # The reads behind every 9plan_session_resume and state call go through statements.load: the
 # ORM took about 0.3 ms to build each of their three queries, five times what they take
 # to run (bench/, throughput: the state read was the costliest operation of the mix).

@@ -19,7 +19,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from sessions_app import queries, services
+from sessions_app import excerpts, queries, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.admin.roles import actor_for, can_intervene
@@ -158,7 +158,7 @@ class SessionAdmin(NineplanAdmin):
 
     @admin.display(description="task", ordering="task_description")
     def task(self, obj):
-        return queries.snippet(obj.task_description, 100) or "—"
+        return excerpts.one_line(obj.task_description, 100) or "—"
 
     @admin.display(description="queue", ordering="queue_length")
     def queue_length(self, obj):
@@ -169,7 +169,7 @@ class SessionAdmin(NineplanAdmin):
         if not obj.active_plan_id:
             return "—"
         return format_html(
-            '<a href="{}">{}</a> {}', _plan_url(obj.active_plan_id), obj.active_plan_id, queries.snippet(obj.active_plan_goal, 80)
+            '<a href="{}">{}</a> {}', _plan_url(obj.active_plan_id), obj.active_plan_id, excerpts.one_line(obj.active_plan_goal, 80)
         )
 
     @admin.display(description="completed", ordering="completed_count")
@@ -247,7 +247,7 @@ class SessionAdmin(NineplanAdmin):
             except NineplanError as exc:
                 error = f"{exc.category}: {exc.message}"
             else:
-                pattern = render.match_pattern(query)
+                pattern = excerpts.match_pattern(query)
                 results = [render.search_result(hit, pattern) for hit in hits]
         context = self.page_context(
             request,
@@ -289,7 +289,7 @@ class PlanAdmin(NineplanAdmin):
 
     @admin.display(description="goal")
     def goal_snippet(self, obj):
-        return queries.snippet(obj.goal, 100)
+        return excerpts.one_line(obj.goal, 100)
 
     def get_urls(self):
         act = self.admin_site.admin_view(self.action_view)

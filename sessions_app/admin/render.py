@@ -17,7 +17,7 @@ from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
 
-from sessions_app import queries, search
+from sessions_app import excerpts, queries
 from sessions_app.models import SECTION_TITLES, Event
 
 # html=False makes markdown-it print any HTML in the source as text; its link check
@@ -58,48 +58,23 @@ def markdown(text: str | None) -> SafeString:
 SNIPPET_CHARS = 220
 
 
-def match_pattern(query: str) -> re.Pattern[str] | None:
-    """Matches what the search matched: whole words, the last one also as a prefix."""
-    terms = search.words(query)
-    if not terms:
-        return None
-    whole = [re.escape(t) for t in terms[:-1]]
-    last = re.escape(terms[-1])
-    parts = [rf"\b(?:{'|'.join(whole)})\b"] if whole else []
-    parts.append(rf"\b{last}\w*")
-    return re.compile("|".join(parts), re.IGNORECASE | re.UNICODE)
-
-
 def highlight(text: str | None, pattern: re.Pattern[str] | None, *, limit: int = SNIPPET_CHARS) -> SafeString:
     """A window of ``text`` around its first match, escaped, with each match in <mark>.
 
-    The text is cut into pieces at the matches and every piece is escaped on its own; the
-    only markup in the result is the <mark> tags added here.
+    The window is cut into pieces at the matches and every piece is escaped on its own;
+    the only markup in the result is the <mark> tags added here.
     """
-    text = " ".join((text or "").split())
-    matches = list(pattern.finditer(text)) if pattern else []
-    start = 0
-    if matches and matches[0].start() > limit // 3:
-        start = matches[0].start() - limit // 3
-    end = min(len(text), start + limit)
-    out = ["…" if start > 0 else ""]
-    pos = start
-    for m in matches:
-        if m.end() <= start:
-            continue
-        if m.start() >= end:
-            break
-        out.append(escape(text[pos : m.start()]))
-        out.append(f"<mark>{escape(text[max(m.start(), pos) : min(m.end(), end)])}</mark>")
-        pos = min(m.end(), end)
-    out.append(escape(text[pos:end]))
-    if end < len(text):
-        out.append("…")
+    window = excerpts.around_match(text, pattern, limit)
+    out = [excerpts.ELLIPSIS if window.cut_before else ""]
+    pos = 0
+    for start, end in window.spans:
+        out.append(escape(window.text[pos:start]))
+        out.append(f"<mark>{escape(window.text[start:end])}</mark>")
+        pos = end
+    out.append(escape(window.text[pos:]))
+    if window.cut_after:
+        out.append(excerpts.ELLIPSIS)
     return mark_safe("".join(out))  # noqa: S308 - every piece of text above went through escape()
-
-
-def has_match(text: str | None, pattern: re.Pattern[str] | None) -> bool:
-    return bool(text and pattern and pattern.search(text))
 
 
 def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> dict:
@@ -107,11 +82,10 @@ def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> d
     first other section that does, so the reviewer sees why the plan was found."""
     plan = hit.plan
     elsewhere = None
-    if not (has_match(plan.goal, pattern) or has_match(plan.outcome, pattern)):
-        for name in ("context", "inputs", "outputs"):
-            if has_match(getattr(plan, name), pattern):
-                elsewhere = (SECTION_TITLES[name], highlight(getattr(plan, name), pattern))
-                break
+    if excerpts.first_matching(plan, pattern, ("goal", "outcome")) is None:
+        name = excerpts.first_matching(plan, pattern, ("context", "inputs", "outputs"))
+        if name is not None:
+            elsewhere = (SECTION_TITLES[name], highlight(getattr(plan, name), pattern))
     return {
         "hit": hit,
         "plan": plan,
@@ -145,7 +119,7 @@ def event_detail(detail: dict) -> str:
         if isinstance(value, list):
             value = ", ".join(str(v) for v in value)
         parts.append(f"{key}: {value}")
-    return queries.snippet("; ".join(parts), 240) or ""
+    return excerpts.one_line("; ".join(parts), 240) or ""
 
 
 def timeline(events: list[Event]) -> list[dict]:

@@ -7,7 +7,9 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app import event_feed, queries, search
+from sessions_app import event_feed, excerpts, queries, search
+
+SNIPPET_CHARS = 120
 
 STATUSES = ("queued", "active", "completed", "discarded")
 
@@ -170,15 +172,19 @@ class HistoryHitSerializer(serializers.Serializer):
     session = serializers.CharField(source="plan.session_id")
     goal = serializers.CharField(source="plan.goal")
     outcome = serializers.SerializerMethodField(help_text="The outcome, cut to a snippet.")
-    snippet = serializers.SerializerMethodField(help_text="Text around the first word of the query found in the plan.")
+    snippet = serializers.SerializerMethodField(help_text="Text around the first match of the query in the plan.")
     completed_at = serializers.DateTimeField(source="plan.completed_at", allow_null=True)
     url = serializers.SerializerMethodField()
 
     def get_outcome(self, hit) -> str:
-        return queries.snippet(hit.plan.outcome)
+        return excerpts.one_line(hit.plan.outcome, SNIPPET_CHARS)
 
     def get_snippet(self, hit) -> str:
-        return match_snippet(hit.plan, self.context.get("query", ""))
+        pattern = excerpts.match_pattern(self.context.get("query", ""))
+        name = excerpts.first_matching(hit.plan, pattern)
+        if name is None:
+            return excerpts.one_line(hit.plan.goal, SNIPPET_CHARS)
+        return excerpts.around_match(getattr(hit.plan, name), pattern, SNIPPET_CHARS).plain()
 
     def get_url(self, hit) -> str:
         return _url(self.context, "plan-detail", name=hit.plan.session_id, plan_id=hit.plan.id)
@@ -192,22 +198,6 @@ class HistoryPageSerializer(serializers.Serializer):
     next = serializers.CharField(allow_null=True, help_text="URL of the next page of hits, or null.")
     previous = serializers.CharField(allow_null=True)
     results = HistoryHitSerializer(many=True)
-
-
-def match_snippet(plan, query: str, width: int = queries.SNIPPET_CHARS) -> str:
-    """About ``width`` characters of the plan around the first query word found in it."""
-    fields = [plan.goal, plan.outcome, plan.context, plan.inputs, plan.outputs]
-    words = search.words(query)
-    for text in fields:
-        flat = " ".join((text or "").split())
-        lowered = flat.lower()
-        for word in words:
-            at = lowered.find(word)
-            if at != -1:
-                start = max(0, at - width // 3)
-                piece = flat[start : start + width]
-                return ("…" if start else "") + piece + ("…" if start + width < len(flat) else "")
-    return queries.snippet(plan.goal) or ""
 
 
 def _invariant_fields() -> dict:

@@ -1,0 +1,137 @@
+"""Short excerpts of plan text: the one place every edge cuts text for showing.
+
+- ``one_line``: a text folded to one line and cut to a length at a word boundary (lists,
+  tool answers, the admin's columns).
+- ``fit_json``: the same, cut so that its JSON encoding takes at most a number of bytes
+  (tool answers have a byte budget, and one emoji costs four).
+- ``match_pattern`` and ``around_match``: the window of a text around what a history
+  search matched, with where each match is, for the admin (which marks them) and the
+  REST API (which returns the plain window).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from sessions_app.search import words
+
+ELLIPSIS = "…"
+# A cut looks this far back for a space, so that it does not end inside a word; a text
+# with no space that near (a long URL, say) is cut where it must be.
+WORD_SLACK = 20
+
+
+def _fold(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _cut_end(text: str, end: int) -> int:
+    """``end``, moved back to the space before a word it would cut through."""
+    if end >= len(text) or text[end] == " " or text[end - 1] == " ":
+        return end
+    space = text.rfind(" ", max(0, end - WORD_SLACK), end)
+    return space if space > 0 else end
+
+
+def _cut_start(text: str, start: int) -> int:
+    """``start``, moved on past the end of a word it would cut through."""
+    if start <= 0 or text[start - 1] == " ":
+        return max(start, 0)
+    space = text.find(" ", start, start + WORD_SLACK)
+    return space + 1 if space != -1 else start
+
+
+def one_line(text: str | None, limit: int) -> str | None:
+    """``text`` on one line, at most ``limit`` characters, cut after a whole word with "…"."""
+    if text is None:
+        return None
+    text = _fold(text)
+    if len(text) <= limit:
+        return text
+    return text[: _cut_end(text, limit - 1)].rstrip() + ELLIPSIS
+
+
+def _json_cost(text: str) -> int:
+    return len(json.dumps(text, ensure_ascii=False).encode()) - 2
+
+
+def fit_json(text: str | None, max_bytes: int) -> str | None:
+    """A one-line excerpt whose JSON string encoding takes at most ``max_bytes`` bytes."""
+    short = one_line(text, max_bytes)
+    if short is None or _json_cost(short) <= max_bytes:
+        return short
+    # The "…" takes 3 bytes for its one character: a cut 2 characters shorter fits
+    # whenever the text needs no escapes and is ASCII, as most is.
+    text = short
+    short = one_line(text, max_bytes - 2)
+    if _json_cost(short) <= max_bytes:
+        return short
+    budget = max_bytes - _json_cost(ELLIPSIS)
+    # A prefix's JSON cost grows with its length, so the longest prefix within the budget
+    # is found by bisection: a few encodings, not one per character.
+    low, high = 0, len(text)
+    while low < high:
+        mid = (low + high + 1) // 2
+        if _json_cost(text[:mid]) <= budget:
+            low = mid
+        else:
+            high = mid - 1
+    return text[: _cut_end(text, low)].rstrip() + ELLIPSIS
+
+
+def match_pattern(query: str) -> re.Pattern[str] | None:
+    """What a history search for ``query`` matches: whole words, the last also as a prefix."""
+    terms = words(query)
+    if not terms:
+        return None
+    whole = [re.escape(t) for t in terms[:-1]]
+    last = re.escape(terms[-1])
+    parts = [rf"\b(?:{'|'.join(whole)})\b"] if whole else []
+    parts.append(rf"\b{last}\w*")
+    return re.compile("|".join(parts), re.IGNORECASE | re.UNICODE)
+
+
+def has_match(text: str | None, pattern: re.Pattern[str] | None) -> bool:
+    return bool(text and pattern and pattern.search(text))
+
+
+@dataclass(frozen=True)
+class Window:
+    """A piece of a text: its plain characters, the (start, end) of each match within
+    them, and whether text was left out before and after."""
+
+    text: str
+    spans: tuple[tuple[int, int], ...]
+    cut_before: bool
+    cut_after: bool
+
+    def plain(self) -> str:
+        return (ELLIPSIS if self.cut_before else "") + self.text + (ELLIPSIS if self.cut_after else "")
+
+
+def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) -> Window:
+    """About ``limit`` characters of ``text`` (on one line) starting a little before its
+    first match, cut at word boundaries; the start of the text when nothing matches."""
+    text = _fold(text or "")
+    matches = list(pattern.finditer(text)) if pattern else []
+    start = 0
+    if matches and matches[0].start() > limit // 3:
+        start = _cut_start(text, matches[0].start() - limit // 3)
+    end = len(text) if start + limit >= len(text) else _cut_end(text, start + limit)
+    spans = tuple(
+        (max(m.start(), start) - start, min(m.end(), end) - start)
+        for m in matches
+        if m.end() > start and m.start() < end
+    )
+    return Window(text[start:end].rstrip(), spans, start > 0, end < len(text))
+
+
+# The sections a history search looks in, in the order an excerpt prefers them.
+SEARCHED = ("goal", "outcome", "context", "inputs", "outputs")
+
+
+def first_matching(plan, pattern: re.Pattern[str] | None, names: tuple[str, ...] = SEARCHED) -> str | None:
+    """The name of the first of ``names`` whose text in ``plan`` holds a match."""
+    return next((name for name in names if has_match(getattr(plan, name), pattern)), None)
