@@ -8,7 +8,8 @@ from typing import Any
 
 from mcp_types import CallToolResult, TextContent
 
-from sessions_app.errors import NineplanError
+from mcp_bridge import suggestions
+from sessions_app.errors import DatabaseFailed, NineplanError
 
 log = logging.getLogger("nineplan.mcp")
 
@@ -49,4 +50,11 @@ def error(session: str | None, category: str, message: str, suggestion: str, **e
 
 def from_exception(session: str | None, exc: NineplanError) -> CallToolResult:
     extra = {"field": exc.field} if exc.field else {}
-    return error(session, exc.category, exc.message, exc.suggestion, **extra)
+    return error(session, exc.category, exc.message, suggestions.for_error(exc), **extra)
+
+
+def unexpected(session: str | None, detail: str = "") -> CallToolResult:
+    """The answer to a failure no error of 9plan's describes: never a traceback, never a
+    generic "internal error"; the write it interrupted was rolled back."""
+    message = f"The operation failed and was rolled back{': ' + detail if detail else ''}."
+    return from_exception(session, DatabaseFailed(message, reason=suggestions.UNEXPECTED))

@@ -12,8 +12,9 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ToolAnnotations
 from pydantic import ValidationError
 
-from mcp_bridge import prompts, readiness, responses
-from sessions_app.errors import NineplanError
+from mcp_bridge import prompts, readiness, responses, suggestions
+from sessions_app import inputs
+from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
@@ -50,48 +51,44 @@ class NineplanServer(MCPServer):
         tool = self._tool_manager.get_tool(name)
         session = _shown_session(self.nineplan_state.get(context), arguments)
         if tool is None:
-            return responses.error(
+            return responses.from_exception(
                 session,
-                "VALIDATION_ERROR",
-                f"There is no tool named {_clip(name)!r}.",
-                "Use one of the 9plan_* tools from tools/list.",
-                field="name",
+                ValidationFailed(
+                    f"There is no tool named {inputs.shown(name, 60)}.", field="name", reason=suggestions.UNKNOWN_TOOL
+                ),
             )
         # The SDK ignores arguments a tool does not declare; a misspelt optional argument
         # ("postion") would then silently fall back to its default, so it is refused.
         accepted = tool.parameters.get("properties", {})
         unknown = sorted(str(key) for key in (arguments or {}) if key not in accepted)
         if unknown:
-            names = ", ".join(repr(_clip(k)) for k in unknown[:5])
+            names = ", ".join(repr(inputs.clip(k)) for k in unknown[:5])
             allowed = ", ".join(accepted) or "none"
-            return responses.error(
+            return responses.from_exception(
                 session,
-                "VALIDATION_ERROR",
-                f"Unknown argument(s) {names}: {name} accepts {allowed}.",
-                "Remove or correct the named argument(s) and call again; nothing was changed.",
-                field=_clip(unknown[0]) if len(unknown) == 1 else [_clip(k) for k in unknown[:5]],
+                ValidationFailed(
+                    f"Unknown argument(s) {names}: {name} accepts {allowed}.",
+                    field=inputs.clip(unknown[0]) if len(unknown) == 1 else [inputs.clip(k) for k in unknown[:5]],
+                    reason=suggestions.UNKNOWN_ARGUMENT,
+                ),
             )
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
                 errors = exc.__cause__.errors()
-                problems = [f"{_clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
-                fields = sorted({_clip(_field_name(err["loc"])) for err in errors})
-                return responses.error(
+                problems = [f"{inputs.clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
+                fields = sorted({inputs.clip(_field_name(err["loc"])) for err in errors})
+                return responses.from_exception(
                     session,
-                    "VALIDATION_ERROR",
-                    "Invalid arguments: " + "; ".join(problems) + ".",
-                    "Correct the named argument(s) as the tool's schema describes and call again; nothing was changed.",
-                    field=fields[0] if len(fields) == 1 else fields,
+                    ValidationFailed(
+                        "Invalid arguments: " + "; ".join(problems) + ".",
+                        field=fields[0] if len(fields) == 1 else fields,
+                        reason=suggestions.BAD_ARGUMENTS,
+                    ),
                 )
             log.error("tool raised outside the error mapper", extra={"tool": name, "session": session}, exc_info=exc)
-            return responses.error(
-                session,
-                "DATABASE_ERROR",
-                "The operation failed and was rolled back.",
-                "Retry the call; if it keeps failing, run 9plan_admin_validate and check the server log.",
-            )
+            return responses.unexpected(session)
 
 
 async def _tools_loaded() -> None:
@@ -101,13 +98,6 @@ async def _tools_loaded() -> None:
     if not readiness.apps_ready():
         await anyio.to_thread.run_sync(readiness.wait_apps)
     readiness.wait_apps()  # raises if loading failed
-
-
-def _clip(value: object, limit: int = 60) -> str:
-    # Names echoed back from the caller are cut short, so a hostile argument cannot make
-    # an error response outgrow the context budget.
-    text = str(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _shown_session(current: str | None, arguments: dict[str, Any] | None) -> str | None:

@@ -21,7 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from mcp_bridge import responses
 from mcp_bridge.readiness import wait_ready
 from sessions_app import excerpts, inputs, planfiles, queries, services
-from sessions_app.errors import NineplanError, NoSessionSelected
+from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import Plan
 
@@ -119,8 +119,7 @@ def _run(
                     raise NoSessionSelected(
                         "No session_name was given, and this connection keeps no current session between "
                         "calls (stateless HTTP), so every call must name its session.",
-                        suggestion="Pass session_name (e.g. 'brave-amber-otter') on this and every call; "
-                        "9plan_admin_sessions lists the sessions.",
+                        reason=STATELESS_CONNECTION,
                     )
                 raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
             inputs.session_name(requested)
@@ -129,12 +128,7 @@ def _run(
         return responses.from_exception(shown, exc)
     except Exception as exc:  # never a traceback or a generic "internal error" to the agent
         log.exception("tool failed unexpectedly", extra={"session": shown})
-        return responses.error(
-            shown,
-            "DATABASE_ERROR",
-            f"The operation failed and was rolled back: {type(exc).__name__}.",
-            "Retry the call; if it keeps failing, run 9plan_admin_validate and check the server log.",
-        )
+        return responses.unexpected(shown, type(exc).__name__)
     finally:
         close_old_connections()
 

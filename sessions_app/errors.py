@@ -1,76 +1,93 @@
-"""Domain errors. Each carries a category (SPEC §6), a message naming what was wrong,
-and a suggestion of what to do next. Every edge (MCP, REST, admin) translates them."""
+"""Domain errors: what went wrong, never what to do next.
+
+Each error has a category (docs/design.md, "Errors"), a message naming what was wrong and
+what is accepted, the field it concerns, and a ``reason``: a short code for the situation
+when one category covers several (a full queue and a too-long text are both
+VALIDATION_ERROR). Each edge words the next step in its own terms from the category and
+the reason: an agent is told which tool to call (mcp_bridge/suggestions.py), an
+integration which endpoint (sessions_app/api/errors.py), a person sees the message.
+"""
 
 from __future__ import annotations
 
 
 class NineplanError(Exception):
     category = "INTERNAL_ERROR"
-    suggestion = "Retry the call; if it keeps failing, run 9plan_admin_validate and report the issue."
 
-    def __init__(self, message: str, *, suggestion: str | None = None, field: str | None = None):
+    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None):
         super().__init__(message)
         self.message = message
         self.field = field
-        if suggestion is not None:
-            self.suggestion = suggestion
+        self.reason = reason
 
 
 class SessionNotFound(NineplanError):
     category = "SESSION_NOT_FOUND"
-    suggestion = "Check the name with 9plan_admin_sessions, or start one with 9plan_session_create."
+
+    @classmethod
+    def named(cls, name: str) -> SessionNotFound:
+        return cls(f"No session named '{name}' exists.")
 
 
 class NoSessionSelected(NineplanError):
     category = "NO_SESSION_SELECTED"
-    suggestion = (
-        "Call 9plan_session_create or 9plan_session_resume first, or pass session_name to this tool."
-    )
 
 
 class PlanNotFound(NineplanError):
     category = "PLAN_NOT_FOUND"
-    suggestion = "Find completed plans with 9plan_history_search; ids are 5 characters of a-z and 0-9."
+
+    @classmethod
+    def in_session(cls, plan_id: str, session_name: str) -> PlanNotFound:
+        return cls(f"No plan {plan_id} in session '{session_name}'.")
 
 
 class NoActivePlan(NineplanError):
     category = "NO_ACTIVE_PLAN"
-    suggestion = "Pull the next plan with 9plan_queue_pull first."
 
 
 class PlanAlreadyActive(NineplanError):
     category = "PLAN_ALREADY_ACTIVE"
-    suggestion = "Finish the active plan with 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard."
 
 
 class QueueEmpty(NineplanError):
     category = "QUEUE_EMPTY"
-    suggestion = "Nothing left to do: the task is complete. Add plans with 9plan_queue_add if more work appears."
 
 
 class ValidationFailed(NineplanError):
     category = "VALIDATION_ERROR"
-    suggestion = "Correct the named argument and call again; nothing was changed."
 
 
 class FileSystemFailed(NineplanError):
     category = "FILE_SYSTEM_ERROR"
-    suggestion = "Check that the sessions directory exists, is writable and has free space; nothing was changed."
 
 
 class DatabaseFailed(NineplanError):
     category = "DATABASE_ERROR"
-    suggestion = "Retry the call; if it keeps failing, check the database and run 9plan_admin_validate."
 
 
-CATEGORIES = (
-    "SESSION_NOT_FOUND",
-    "PLAN_NOT_FOUND",
-    "NO_ACTIVE_PLAN",
-    "PLAN_ALREADY_ACTIVE",
-    "QUEUE_EMPTY",
-    "VALIDATION_ERROR",
-    "FILE_SYSTEM_ERROR",
-    "DATABASE_ERROR",
-    "NO_SESSION_SELECTED",
+# Reasons: the situations within a category that call for a different next step.
+QUEUE_FULL = "queue_full"
+TEXT_TOO_LONG = "text_too_long"
+PLAN_TOO_LARGE = "plan_too_large"
+NOT_COMPLETED = "not_completed"
+STATELESS_CONNECTION = "stateless_connection"
+BAD_DOCUMENT = "bad_document"
+COLLIDED = "collided"
+BUSY = "busy"
+BROKE_A_RULE = "broke_a_rule"
+
+# Every category an edge may answer with, for the edges' tables and their tests.
+CATEGORIES = tuple(
+    cls.category
+    for cls in (
+        SessionNotFound,
+        PlanNotFound,
+        NoActivePlan,
+        PlanAlreadyActive,
+        QueueEmpty,
+        ValidationFailed,
+        FileSystemFailed,
+        DatabaseFailed,
+        NoSessionSelected,
+    )
 )

@@ -24,7 +24,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from sessions_app import event_feed, planfiles, queries, inputs
-from sessions_app.errors import DatabaseFailed, FileSystemFailed, ValidationFailed
+from sessions_app.errors import BAD_DOCUMENT, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
 log = logging.getLogger("nineplan.transfer")
@@ -106,13 +106,7 @@ def export_session(name: object) -> dict:
 
 
 def _fail(field: str, message: str) -> ValidationFailed:
-    return ValidationFailed(
-        f"{field}: {message}",
-        field=field,
-        suggestion=(
-            "Import a file written by nineplan_export (or GET /api/sessions/{name}/export/); nothing was changed."
-        ),
-    )
+    return ValidationFailed(f"{field}: {message}", field=field, reason=BAD_DOCUMENT)
 
 
 def _object(field: str, value: object, keys: tuple[str, ...]) -> dict:

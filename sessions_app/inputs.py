@@ -6,18 +6,22 @@ from collections.abc import Iterable
 
 from django.conf import settings
 
-from sessions_app.errors import ValidationFailed
+from sessions_app.errors import PLAN_TOO_LARGE, TEXT_TOO_LONG, ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 
 POSITIONS = ("front", "back")
 NOTE_MODES = ("append", "replace")
 
 
-def _shown(value: object, limit: int = 40) -> str:
-    # The rejected value is echoed cut short: a huge bad value must not make the error
-    # message (and the agent's context) huge.
-    text = repr(value)
+def clip(text: str, limit: int = 60) -> str:
+    """A caller's text (a name it sent) cut short for echoing back: a huge or hostile value
+    must not make the error message, and the agent's context, huge."""
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def shown(value: object, limit: int = 40) -> str:
+    """A rejected value as it is echoed in an error: its repr, cut short (see ``clip``)."""
+    return clip(repr(value), limit)
 
 
 def is_blank(value: str) -> bool:
@@ -53,7 +57,7 @@ def text(
         raise ValidationFailed(
             f"{field} is {len(value)} characters; at most {limit} are allowed.",
             field=field,
-            suggestion="Shorten the text (move detail into the plan file's Notes) and call again; nothing was changed.",
+            reason=TEXT_TOO_LONG,
         )
     return value
 
@@ -65,14 +69,14 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str) -
     # Matched exactly: "Front" or "BACK" is an error, never silently the default.
     if not isinstance(value, str) or value not in options:
         accepted = " or ".join(f"'{c}'" for c in options)
-        raise ValidationFailed(f"{field} must be exactly {accepted} (lowercase); got {_shown(value)}.", field=field)
+        raise ValidationFailed(f"{field} must be exactly {accepted} (lowercase); got {shown(value)}.", field=field)
     return value
 
 
 def session_name(value: object, field: str = "session_name") -> str:
     if not is_session_name(value):
         raise ValidationFailed(
-            f"{field} {_shown(value)} is not a session name: expected three lowercase words joined by '-', "
+            f"{field} {shown(value)} is not a session name: expected three lowercase words joined by '-', "
             "like 'brave-amber-otter'.",
             field=field,
         )
@@ -82,7 +86,7 @@ def session_name(value: object, field: str = "session_name") -> str:
 def plan_id(value: object, field: str = "plan_id") -> str:
     if not is_plan_id(value):
         raise ValidationFailed(
-            f"{field} {_shown(value)} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
+            f"{field} {shown(value)} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
             field=field,
         )
     return value  # type: ignore[return-value]
@@ -92,7 +96,7 @@ def positive_int(field: str, value: object, *, default: int, maximum: int) -> in
     if value is None:
         return default
     if isinstance(value, bool) or not isinstance(value, int) or value < 1 or value > maximum:
-        raise ValidationFailed(f"{field} must be a whole number from 1 to {maximum}; got {_shown(value)}.", field=field)
+        raise ValidationFailed(f"{field} must be a whole number from 1 to {maximum}; got {shown(value)}.", field=field)
     return value
 
 
@@ -104,5 +108,5 @@ def plan_size(sections: dict[str, str], *, field: str = "plan") -> None:
         raise ValidationFailed(
             f"{field}: the plan's text would be {size} characters; at most {limit} are allowed.",
             field=field,
-            suggestion="Write less, or split the work into several plans; nothing was changed.",
+            reason=PLAN_TOO_LARGE,
         )

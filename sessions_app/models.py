@@ -45,12 +45,15 @@ class Session(models.Model):
         super().save(*args, **kwargs)
 
 
+class PlanStatus(models.TextChoices):
+    QUEUED = "queued"
+    ACTIVE = "active"
+    COMPLETED = "completed"
+    DISCARDED = "discarded"
+
+
 class Plan(models.Model):
-    class Status(models.TextChoices):
-        QUEUED = "queued"
-        ACTIVE = "active"
-        COMPLETED = "completed"
-        DISCARDED = "discarded"
+    Status = PlanStatus
 
     id = models.CharField(primary_key=True, max_length=5)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="plans", db_column="session_name")
@@ -86,7 +89,7 @@ class Plan(models.Model):
                 name="plan_unique_sort_key",
             ),
             models.CheckConstraint(
-                condition=Q(status__in=["queued", "active", "completed", "discarded"]), name="plan_status_valid"
+                condition=Q(status__in=PlanStatus.values), name="plan_status_valid"
             ),
             models.CheckConstraint(
                 condition=(Q(status="queued") & Q(sort_key__isnull=False))

@@ -8,7 +8,7 @@ from django.db import connection
 from django.db.models import Exists, F, OuterRef
 
 from sessions_app import plan_counts, planfiles, search, statements, inputs
-from sessions_app.errors import PlanNotFound, SessionNotFound
+from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
 from sessions_app.models import SECTIONS, Plan, Session
 
 LIST_CAP = 20
@@ -32,7 +32,7 @@ def get_session(name: object) -> Session:
         Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
     )
     if not rows:
-        raise SessionNotFound(f"No session named '{name}' exists.")
+        raise SessionNotFound.named(name)
     return rows[0]
 
 
@@ -92,7 +92,7 @@ def queue_length(name: str) -> int:
         cur.execute(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
         row = cur.fetchone()
     if row is None:
-        raise SessionNotFound(f"No session named '{name}' exists.")
+        raise SessionNotFound.named(name)
     return row[0]
 
 
@@ -119,7 +119,7 @@ def queue_status(name: str) -> QueueStatus:
         )
         row = cur.fetchone()
     if row is None:
-        raise SessionNotFound(f"No session named '{name}' exists.")
+        raise SessionNotFound.named(name)
     return QueueStatus(*row)
 
 
@@ -190,11 +190,12 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
     plan_id = inputs.plan_id(plan_id)
     plan = Plan.objects.filter(session=session, id=plan_id).first()
     if plan is None:
-        raise PlanNotFound(f"No plan {plan_id} in session '{session.name}'.")
+        raise PlanNotFound.in_session(plan_id, session.name)
     if plan.status != Plan.Status.COMPLETED:
         raise PlanNotFound(
             f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only.",
-            suggestion="Use 9plan_session_resume to see queued and active plans.",
+            field="plan_id",
+            reason=NOT_COMPLETED,
         )
     return plan
 

@@ -23,6 +23,7 @@ from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
 from sessions_app import planfiles, statements, inputs
+from sessions_app import errors
 from sessions_app.errors import (
     DatabaseFailed,
     NineplanError,
@@ -128,20 +129,21 @@ def _database_failed(exc: DatabaseError) -> DatabaseFailed:
     state = getattr(exc.__cause__, "sqlstate", None)
     if state in COLLIDED:
         return DatabaseFailed(
-            f"The change collided with a concurrent change to the same session and was rolled back ({reason}).",
-            suggestion="Retry the call: nothing of it was saved, so retrying is safe.",
+            f"The change collided with a concurrent change to the same session and was rolled back ({reason}); "
+            "nothing of it was saved.",
+            reason=errors.COLLIDED,
         )
     # "database is locked" is SQLite's; PoolTimeout means every pooled connection was busy.
     if state in WAITED_TOO_LONG or "locked" in reason or type(exc.__cause__).__name__ == "PoolTimeout":
         return DatabaseFailed(
-            f"The database was busy with other writers for too long and the change was rolled back ({reason}).",
-            suggestion="Retry the call in a moment: nothing of it was saved.",
+            f"The database was busy with other writers for too long and the change was rolled back ({reason}); "
+            "nothing of it was saved.",
+            reason=errors.BUSY,
         )
     if isinstance(exc, IntegrityError):
         return DatabaseFailed(
-            f"The change would break a rule of the database and was rolled back ({reason}).",
-            suggestion="Check the session with 9plan_session_resume or 9plan_admin_validate, then retry if "
-            "the change is still needed: nothing of it was saved.",
+            f"The change would break a rule of the database and was rolled back ({reason}); nothing of it was saved.",
+            reason=errors.BROKE_A_RULE,
         )
     return DatabaseFailed(f"The database refused the change and it was rolled back ({reason}).")
 
@@ -159,7 +161,7 @@ def _lock_session(name: object) -> Session:
     name = inputs.session_name(name)
     session = statements.session_for_write(name)
     if session is None:
-        raise SessionNotFound(f"No session named '{name}' exists.")
+        raise SessionNotFound.named(name)
     return session
 
 
@@ -199,7 +201,7 @@ def _check_queue_room(session: Session, adding: int) -> None:
         raise ValidationFailed(
             f"queue: adding {adding} plan(s) would make the queue {length + adding} long; at most {limit} are allowed.",
             field="queue",
-            suggestion="Work through the queue (9plan_queue_pull) before adding more; nothing was changed.",
+            reason=errors.QUEUE_FULL,
         )
 
 
@@ -529,7 +531,7 @@ def _lock_plan(session: Session, plan_id: object) -> Plan:
     try:
         return Plan.objects.get(session=session, id=plan_id)
     except Plan.DoesNotExist:
-        raise PlanNotFound(f"No plan {plan_id} in session '{session.name}'.") from None
+        raise PlanNotFound.in_session(plan_id, session.name) from None
 
 
 def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Plan:

@@ -2,8 +2,8 @@
 (RFC 9457) carrying a category, the SPEC §6 ones for domain errors and a few more for what
 only HTTP has (credentials, permissions, methods).
 
-Domain errors keep their message; their suggestion is rewritten only when it is the
-generic one written for agents (which names MCP tools an integration cannot call).
+Domain errors keep their message; the suggestion is the API's own, worded for an
+integration (an endpoint to call), chosen by the error's category and reason.
 """
 
 from __future__ import annotations
@@ -18,13 +18,14 @@ from rest_framework import exceptions, status
 from rest_framework.response import Response
 from rest_framework.views import set_rollback
 
+from sessions_app import errors
 from sessions_app.errors import NineplanError
 
 log = logging.getLogger("nineplan.api")
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
-# Categories beyond SPEC §6: they describe the HTTP exchange, not the domain.
+# Categories beyond the domain's (docs/design.md, "Errors"): they describe the HTTP exchange, not the domain.
 AUTHENTICATION_REQUIRED = "AUTHENTICATION_REQUIRED"
 PERMISSION_DENIED = "PERMISSION_DENIED"
 NOT_FOUND = "NOT_FOUND"
@@ -52,6 +53,15 @@ API_SUGGESTIONS = {
     "VALIDATION_ERROR": "Correct the named parameter and repeat the request; see /api/docs/.",
     "DATABASE_ERROR": "Retry shortly; if it keeps failing, ask the operator to check the database.",
     "FILE_SYSTEM_ERROR": "Retry shortly; if it keeps failing, ask the operator to check the sessions directory.",
+    "NO_ACTIVE_PLAN": "Read the session's state at /api/sessions/{name}/ to see which plan is active.",
+    "PLAN_ALREADY_ACTIVE": "Read the session's state at /api/sessions/{name}/ to see which plan is active.",
+    "QUEUE_EMPTY": "Nothing is queued; read the session's history at /api/history/.",
+}
+API_SUGGESTIONS_BY_REASON = {
+    errors.NOT_COMPLETED: "Read queued and active plans at /api/sessions/{name}/plans/; history holds completed ones.",
+    errors.BAD_DOCUMENT: "Import a document written by nineplan_export or GET /api/sessions/{name}/export/.",
+    errors.COLLIDED: "Repeat the request: nothing of it was saved.",
+    errors.BUSY: "Repeat the request in a moment: nothing of it was saved.",
 }
 
 HTTP_CATEGORIES = (
@@ -119,9 +129,7 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
 
     if isinstance(exc, NineplanError):
         code = DOMAIN_STATUS.get(exc.category, status.HTTP_400_BAD_REQUEST)
-        suggestion = exc.suggestion
-        if suggestion == type(exc).suggestion:
-            suggestion = API_SUGGESTIONS.get(exc.category, suggestion)
+        suggestion = API_SUGGESTIONS_BY_REASON.get(exc.reason) or API_SUGGESTIONS.get(exc.category)
         body = problem(
             status_code=code, category=exc.category, detail=exc.message, suggestion=suggestion, parameter=exc.field
         )

@@ -24,12 +24,6 @@ SESSION_NAME_SCHEMA = {"type": "string", "pattern": rf"^{SESSION_NAME_RE.pattern
 PLAN_ID_SCHEMA = {"type": "string", "pattern": rf"^{PLAN_ID_RE.pattern}$"}
 
 
-def shown(value: str, limit: int = 40) -> str:
-    # Echo a rejected value cut short, so a huge bad value cannot make the error huge.
-    text = repr(value)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
 def single(request, name: str) -> str | None:
     values = request.query_params.getlist(name)
     if not values:
@@ -59,7 +53,7 @@ class IntParam:
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 12) or not self.minimum <= int(raw) <= self.maximum:
             raise ValidationFailed(
                 f"{self.name} must be a whole number from {self.minimum} to {self.maximum}; "
-                f"got {shown(raw)}.",
+                f"got {inputs.shown(raw)}.",
                 field=self.name,
             )
         return int(raw)
@@ -83,7 +77,7 @@ class ChoiceParam:
         if raw not in self.choices:
             accepted = ", ".join(f"'{c}'" for c in self.choices)
             raise ValidationFailed(
-                f"{self.name} must be exactly one of {accepted} (matched exactly); got {shown(raw)}.",
+                f"{self.name} must be exactly one of {accepted} (matched exactly); got {inputs.shown(raw)}.",
                 field=self.name,
             )
         return raw

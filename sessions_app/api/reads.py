@@ -39,7 +39,7 @@ def session_fingerprint(name: str) -> str:
     row = Session.objects.filter(name=name).annotate(last=_last_event(session=OuterRef("pk"))).values_list("last")
     row = row.first()
     if row is None:
-        raise SessionNotFound(f"No session named '{name}' exists.")
+        raise SessionNotFound.named(name)
     return f"s{row[0] or 0}"
 
 
@@ -93,7 +93,7 @@ def plan_detail(name: str, plan_id: str) -> PlanDetail:
     )
     if plan is None:
         queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
-        raise PlanNotFound(f"No plan {plan_id} in session '{name}'.")
+        raise PlanNotFound.in_session(plan_id, name)
     return PlanDetail(
         plan=plan,
         place=queries.queue_place(plan),

@@ -8,10 +8,11 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from sessions_app import event_feed, excerpts, queries, search
+from sessions_app.models import Plan
 
 SNIPPET_CHARS = 120
 
-STATUSES = ("queued", "active", "completed", "discarded")
+STATUSES = tuple(Plan.Status.values)
 
 
 def _url(context: dict, route: str, **kwargs) -> str:

@@ -20,7 +20,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from sessions_app.api import reads as api_reads
-from sessions_app import event_feed, queries, export_import
+from sessions_app import event_feed, export_import, inputs, queries
 from sessions_app.api import params, serializers as s
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.errors import PlanNotFound, SessionNotFound
@@ -81,13 +81,13 @@ NOT_MODIFIED = {304: OpenApiResponse(description="Not modified since the ETag se
 
 def _session_name(raw: str) -> str:
     if not is_session_name(raw):
-        raise SessionNotFound(f"No session named {params.shown(raw)} exists (names are three lowercase words).")
+        raise SessionNotFound(f"No session named {inputs.shown(raw)} exists (names are three lowercase words).")
     return raw
 
 
 def _plan_id(raw: str) -> str:
     if not is_plan_id(raw):
-        raise PlanNotFound(f"No plan {params.shown(raw)} exists (ids are 5 characters of a-z and 0-9).")
+        raise PlanNotFound(f"No plan {inputs.shown(raw)} exists (ids are 5 characters of a-z and 0-9).")
     return raw
 
 

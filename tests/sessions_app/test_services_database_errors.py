@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from sessions_app import services
+from sessions_app import errors, services
 from sessions_app.errors import DatabaseFailed
 from sessions_app.models import Event, Session
 
@@ -24,7 +24,7 @@ def test_a_broken_database_rule_is_reported_and_rolled_back(session):
     assert error.category == "DATABASE_ERROR"
     assert error.message.startswith("The change would break a rule of the database and was rolled back (")
     assert "\n" not in error.message
-    assert "nothing of it was saved" in error.suggestion
+    assert "nothing of it was saved" in error.message and error.reason == errors.BROKE_A_RULE
     assert Event.objects.count() == events
 
 
@@ -61,4 +61,4 @@ def test_a_deadlock_is_reported_as_a_collision_that_is_safe_to_retry():
     failed = [v for v in outcomes.values() if isinstance(v, DatabaseFailed)]
     assert len(failed) == 1, outcomes
     assert failed[0].message.startswith("The change collided with a concurrent change to the same session")
-    assert "retrying is safe" in failed[0].suggestion
+    assert failed[0].reason == errors.COLLIDED and "nothing of it was saved" in failed[0].message

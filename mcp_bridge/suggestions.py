@@ -1,0 +1,51 @@
+"""What an agent should do next after each error: the MCP edge's own words.
+
+The core says what went wrong (a category, and a reason where one category covers
+several situations); only here is the next step named, as the tools an agent can call.
+The REST API words its own (sessions_app/api/errors.py).
+"""
+
+from __future__ import annotations
+
+from sessions_app import errors
+
+# Reasons that only the MCP edge has: how a call itself was malformed.
+UNKNOWN_TOOL = "unknown_tool"
+UNKNOWN_ARGUMENT = "unknown_argument"
+BAD_ARGUMENTS = "bad_arguments"
+UNEXPECTED = "unexpected"
+
+BY_CATEGORY = {
+    "SESSION_NOT_FOUND": "Check the name with 9plan_admin_sessions, or start one with 9plan_session_create.",
+    "NO_SESSION_SELECTED": "Call 9plan_session_create or 9plan_session_resume first, or pass session_name to this tool.",
+    "PLAN_NOT_FOUND": "Find completed plans with 9plan_history_search; ids are 5 characters of a-z and 0-9.",
+    "NO_ACTIVE_PLAN": "Pull the next plan with 9plan_queue_pull first.",
+    "PLAN_ALREADY_ACTIVE": "Finish the active plan with 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.",
+    "QUEUE_EMPTY": "Nothing left to do: the task is complete. Add plans with 9plan_queue_add if more work appears.",
+    "VALIDATION_ERROR": "Correct the named argument and call again; nothing was changed.",
+    "FILE_SYSTEM_ERROR": "Check that the sessions directory exists, is writable and has free space; nothing was changed.",
+    "DATABASE_ERROR": "Retry the call; if it keeps failing, check the database and run 9plan_admin_validate.",
+}
+
+BY_REASON = {
+    errors.QUEUE_FULL: "Work through the queue (9plan_queue_pull) before adding more; nothing was changed.",
+    errors.TEXT_TOO_LONG: "Shorten the text (move detail into the plan file's Notes) and call again; nothing was changed.",
+    errors.PLAN_TOO_LARGE: "Write less, or split the work into several plans; nothing was changed.",
+    errors.NOT_COMPLETED: "Use 9plan_session_resume to see queued and active plans.",
+    errors.STATELESS_CONNECTION: (
+        "Pass session_name (e.g. 'brave-amber-otter') on this and every call; 9plan_admin_sessions lists the sessions."
+    ),
+    errors.COLLIDED: "Retry the call: nothing of it was saved, so retrying is safe.",
+    errors.BUSY: "Retry the call in a moment: nothing of it was saved.",
+    errors.BROKE_A_RULE: (
+        "Check the session with 9plan_session_resume or 9plan_admin_validate, then retry if the change is still needed."
+    ),
+    UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",
+    UNKNOWN_ARGUMENT: "Remove or correct the named argument(s) and call again; nothing was changed.",
+    BAD_ARGUMENTS: "Correct the named argument(s) as the tool's schema describes and call again; nothing was changed.",
+    UNEXPECTED: "Retry the call; if it keeps failing, run 9plan_admin_validate and check the server log.",
+}
+
+
+def for_error(exc: errors.NineplanError) -> str:
+    return BY_REASON.get(exc.reason) or BY_CATEGORY.get(exc.category) or BY_REASON[UNEXPECTED]
