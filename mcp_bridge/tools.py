@@ -150,12 +150,6 @@ PositionArg = Annotated[
 ]
 
 
-def _queue_place(plan: Plan) -> int:
-    # Set by the service from inside its transaction; counting afterwards could also
-    # count plans another writer queued meanwhile.
-    return plan.queue_place
-
-
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
 
@@ -242,7 +236,7 @@ def queue_add(
     "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_enqueue(
+        placed = services.plan_enqueue(
             session_name=name,
             context=context,
             goal=goal,
@@ -253,7 +247,8 @@ def queue_add(
             position=position,
             actor=ACTOR,
         )
-        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
+        plan = placed.plan
+        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan added.", data)
 
     return _run(ctx, session_name, body)
@@ -288,10 +283,9 @@ def queue_add_batch(
             position=position,
             actor=ACTOR,
         )
-        first = _queue_place(created[0])
         data = {
             "plans": [
-                {"plan_id": p.id, "queue_position": first + i} for i, p in enumerate(created[:BATCH_CAP])
+                {"plan_id": q.plan.id, "queue_position": q.place} for q in created[:BATCH_CAP]
             ],
             "added": len(created),
             "plans_dir": str(planfiles.plans_dir(name)),
@@ -342,8 +336,9 @@ def plan_defer(
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
-        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
+        placed = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
+        plan = placed.plan
+        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan deferred.", data)
 
     return _run(ctx, session_name, body)

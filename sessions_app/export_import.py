@@ -15,16 +15,14 @@ events are inserted in their exported order, so they keep their relative order.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from sessions_app import event_feed, planfiles, queries, inputs
-from sessions_app.errors import BAD_DOCUMENT, DatabaseFailed, FileSystemFailed, ValidationFailed
+from sessions_app import event_feed, inputs, planfiles, queries, transactions
+from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
 log = logging.getLogger("nineplan.transfer")
@@ -288,9 +286,8 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     plans, files = _check_plans(session, rows)
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
 
-    undo: list[Callable[[], None]] = []
     try:
-        with transaction.atomic():
+        with transactions.write() as undo:
             _check_free(session, plans)
             session.save(force_insert=True)
             Plan.objects.bulk_create(plans)
@@ -298,14 +295,9 @@ def session_import(data: object, *, actor: str = "import") -> Session:
             event_feed.before_event_write()
             Event.objects.bulk_create(events)
             _restore_files(session, plans, files, undo)
-    except IntegrityError as exc:
-        _undo(undo)
-        raise _fail("document", f"the database refused it ({exc}); another process may have imported it.") from exc
-    except DatabaseError as exc:
-        _undo(undo)
-        raise DatabaseFailed(f"The database refused the import: {exc}.") from exc
-    except BaseException:
-        _undo(undo)
+    except DatabaseFailed as exc:
+        if exc.reason == BROKE_A_RULE:
+            raise _fail("document", f"the database refused it ({exc.message}); another process may have imported it.") from exc
         raise
     log.info(
         "session imported",
@@ -338,11 +330,3 @@ def _remove_empty_tree(root: Path) -> None:
             folder.rmdir()
         except OSError:
             pass
-
-
-def _undo(steps: list[Callable[[], None]]) -> None:
-    for step in reversed(steps):
-        try:
-            step()
-        except OSError:
-            log.warning("undo of an imported plan file failed", exc_info=True)

@@ -1,5 +1,7 @@
-"""Every state change of 9plan. The MCP tools, the admin and the REST API call these and
-nothing else writes.
+"""Every state change an agent, a reviewer or an integration can ask for. The MCP tools,
+the admin and the REST API call these and write nothing themselves. The other writers are
+maintenance: the import (export_import.py) and the repair (repair.py); every writer runs
+in a write transaction from transactions.py.
 
 Each service runs in one write transaction: on SQLite it begins IMMEDIATE (the write lock
 is taken before the first read), on PostgreSQL the session row is locked first. So every
@@ -13,17 +15,12 @@ file the repair can judge, never a plan without its text).
 from __future__ import annotations
 
 import logging
-import os
-import threading
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 
-from django.db import DatabaseError, IntegrityError, connection, transaction
+from django.db import IntegrityError
 from django.utils import timezone
 
-from sessions_app import planfiles, statements, inputs
-from sessions_app import errors
+from sessions_app import errors, inputs, planfiles, statements, transactions
 from sessions_app.errors import (
     DatabaseFailed,
     NineplanError,
@@ -37,14 +34,20 @@ from sessions_app.errors import (
 from sessions_app.identifiers import new_plan_id, new_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
-try:
-    import fcntl
-except ImportError:  # Windows: writers wait in SQLite's own retry loop
-    fcntl = None
 
 log = logging.getLogger("nineplan.services")
 
 ID_ATTEMPTS = 20
+
+
+@dataclass(frozen=True)
+class Placed:
+    """A plan that a write left queued, and its place in the queue (1 = pulled next) as
+    the write's own transaction saw it: counting afterwards could also count plans
+    another writer queued meanwhile."""
+
+    plan: Plan
+    place: int
 
 
 @dataclass(frozen=True)
@@ -58,102 +61,6 @@ class PlanInput:
 
 
 # --- plumbing ---------------------------------------------------------------------------
-
-
-@contextmanager
-def _write() -> Iterator[list[Callable[[], None]]]:
-    """One write transaction; yields a list of undo steps for files written inside it."""
-    undo: list[Callable[[], None]] = []
-    try:
-        with _writer_turn(), transaction.atomic():
-            yield undo
-    except NineplanError:
-        _run(undo)
-        raise
-    except DatabaseError as exc:
-        _run(undo)
-        log.error("database error", extra={"error": str(exc)})
-        raise _database_failed(exc) from exc
-    except BaseException:
-        _run(undo)
-        raise
-
-
-_turns = threading.Lock()
-_turn_file: dict[str, tuple[int, int]] = {}  # database path -> (pid, descriptor)
-
-
-@contextmanager
-def _writer_turn() -> Iterator[None]:
-    """Writers of one SQLite file take turns, handed over as soon as the last one ends.
-
-    A writer that finds SQLite's write lock taken sleeps and retries (after 1, 2, 5 ...
-    up to 100 ms), so under contention the lock sits free while waiters sleep and an
-    unlucky one waits seconds (SPEC §11). Waiting on an exclusive flock of a file beside
-    the database instead, taken before BEGIN IMMEDIATE, the kernel wakes the next writer
-    at once. Measured with 4 processes on 2 cores (bench/, docs/benchmarks.md): p99 fell
-    from 130-180 ms to 22 ms and the maximum from 1.1 s to 30 ms at the same throughput;
-    the median rose from 2 to 8.5 ms, as waiting is shared out evenly.
-
-    Only an outermost transaction takes a turn: code already in a transaction may hold
-    SQLite's lock, and a turn-holder waiting for that lock would then wait on it in turn
-    (a deadlock). SQLite's own lock remains the guarantee; turns only order the writers.
-    """
-    name = str(connection.settings_dict.get("NAME") or "")
-    in_memory = name.startswith((":", "file:"))
-    if fcntl is None or connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
-        yield
-        return
-    with _turns:  # threads of one process share the descriptor, so they queue here first
-        pid, fd = _turn_file.get(name, (None, None))
-        if pid != os.getpid():  # a forked child must not share its parent's open file
-            fd = os.open(f"{name}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            _turn_file[name] = (os.getpid(), fd)
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fd, fcntl.LOCK_UN)
-
-
-# PostgreSQL's codes for a transaction that lost to a concurrent one (serialization
-# failure, deadlock) and for a wait that was cut short (lock timeout, statement timeout).
-COLLIDED = {"40001", "40P01"}
-WAITED_TOO_LONG = {"55P03", "57014"}
-
-
-def _database_failed(exc: DatabaseError) -> DatabaseFailed:
-    """A clear error for a refused write; the whole transaction was rolled back by then."""
-    text = str(exc).strip()
-    reason = text.splitlines()[0] if text else type(exc).__name__
-    state = getattr(exc.__cause__, "sqlstate", None)
-    if state in COLLIDED:
-        return DatabaseFailed(
-            f"The change collided with a concurrent change to the same session and was rolled back ({reason}); "
-            "nothing of it was saved.",
-            reason=errors.COLLIDED,
-        )
-    # "database is locked" is SQLite's; PoolTimeout means every pooled connection was busy.
-    if state in WAITED_TOO_LONG or "locked" in reason or type(exc.__cause__).__name__ == "PoolTimeout":
-        return DatabaseFailed(
-            f"The database was busy with other writers for too long and the change was rolled back ({reason}); "
-            "nothing of it was saved.",
-            reason=errors.BUSY,
-        )
-    if isinstance(exc, IntegrityError):
-        return DatabaseFailed(
-            f"The change would break a rule of the database and was rolled back ({reason}); nothing of it was saved.",
-            reason=errors.BROKE_A_RULE,
-        )
-    return DatabaseFailed(f"The database refused the change and it was rolled back ({reason}).")
-
-
-def _run(steps: list[Callable[[], None]]) -> None:
-    for step in reversed(steps):
-        try:
-            step()
-        except OSError:
-            log.warning("undo of a plan file failed", exc_info=True)
 
 
 def _lock_session(name: object) -> Session:
@@ -306,7 +213,7 @@ def session_create(*, task_description: str | None = None, actor: str = "agent")
     """Creates a session with a fresh three-word name and its plans folder."""
     if task_description is not None:
         task_description = inputs.text("task_description", task_description, required=False) or None
-    with _write():
+    with transactions.write():
         for _ in range(ID_ATTEMPTS):
             name = new_session_name()
             if not Session.objects.filter(name=name).exists():
@@ -335,7 +242,7 @@ def plan_enqueue(
     outputs: str | None = None,
     position: str | None = None,
     actor: str = "agent",
-) -> Plan:
+) -> Placed:
     """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
     fields = dict(
         context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
@@ -349,11 +256,8 @@ def plan_enqueue_many(
     plans: list[dict] | list[PlanInput],
     position: str | None = None,
     actor: str = "agent",
-) -> list[Plan]:
-    """Adds several plans that keep the given order, at the front or the back; all or none.
-
-    Each returned plan carries ``queue_place``: its place in the queue (1 = next) as the
-    write left it, as do the plans that plan_defer, plan_move and plan_requeue return."""
+) -> list[Placed]:
+    """Adds several plans that keep the given order, at the front or the back; all or none."""
     from django.conf import settings
 
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
@@ -371,7 +275,7 @@ def plan_enqueue_many(
             raise ValidationFailed(f"plans[{i}] must be an object with the plan's sections.", field=f"plans[{i}]")
         checked.append(_plan_input(p, prefix(i)))
     created: list[Plan] = []
-    with _write() as undo:
+    with transactions.write() as undo:
         session = _lock_session(session_name)
         _check_queue_room(session, len(checked))
         # Front insertion reverses order (A, B, C at the front gives C, B, A), so a batch
@@ -395,16 +299,14 @@ def plan_enqueue_many(
             created.append(plan)
     if position == "front":
         created.reverse()
-    for i, plan in enumerate(created):
-        plan.queue_place = first_place + i
     for plan in created:
         log.info("plan added", extra={"session": session.name, "plan": plan.id, "position": position})
-    return created
+    return [Placed(plan, first_place + i) for i, plan in enumerate(created)]
 
 
 def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
     """Makes the front plan active; exactly one caller wins when several race."""
-    with _write() as undo:
+    with transactions.write() as undo:
         session = _lock_session(session_name)
         active = statements.active_plan_id(session.name)
         if active is not None:
@@ -436,11 +338,11 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
 
 def plan_defer(
     *, session_name: str, reason: str, position: str | None = None, actor: str = "agent"
-) -> Plan:
+) -> Placed:
     """Returns the active plan to the queue with the timestamped reason in its Notes."""
     reason = inputs.text("reason", reason, required=True)
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
-    with _write() as undo:
+    with transactions.write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
         previous = _absorb_file(plan, actor)
@@ -449,20 +351,20 @@ def plan_defer(
         inputs.plan_size(plan.sections(), field="reason")
         plan.status = Plan.Status.QUEUED
         plan.sort_key = _next_position(session, position)
-        plan.queue_place = _place(session, position)
+        place = _place(session, position)
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
-    return plan
+    return Placed(plan, place)
 
 
 def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Plan:
     """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
     search, then deletes the file."""
     outcome = inputs.text("outcome", outcome, required=True)
-    with _write():
+    with transactions.write():
         session = _lock_session(session_name)
         plan = _active_plan(session)
         _absorb_file(plan, actor)
@@ -481,7 +383,7 @@ def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> P
 def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Plan:
     """Discards the active plan (never searchable); keeps the file's edits, deletes the file."""
     reason = inputs.text("reason", reason, required=True)
-    with _write():
+    with transactions.write():
         session = _lock_session(session_name)
         plan = _discard(session, _active_plan(session), reason, actor)
     planfiles.delete_plan(session.name, plan.id)
@@ -506,7 +408,7 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
     concurrent appends all survive. Not idempotent: a retried append appends twice."""
     mode = inputs.choice("mode", mode, inputs.NOTE_MODES, default="append")
     text = inputs.text("text", text, required=True, max_chars=10**9)
-    with _write() as undo:
+    with transactions.write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
         previous = _absorb_file(plan, actor)
@@ -526,7 +428,8 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
 # --- staff interventions (admin) ---------------------------------------------------------
 
 
-def _lock_plan(session: Session, plan_id: object) -> Plan:
+def _plan_of(session: Session, plan_id: object) -> Plan:
+    """The plan ``plan_id`` of the session (read inside the caller's write transaction)."""
     plan_id = inputs.plan_id(plan_id)
     try:
         return Plan.objects.get(session=session, id=plan_id)
@@ -534,47 +437,47 @@ def _lock_plan(session: Session, plan_id: object) -> Plan:
         raise PlanNotFound.in_session(plan_id, session.name) from None
 
 
-def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Plan:
+def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Placed:
     """Moves a queued plan to the front or back of its queue."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
-    with _write():
+    with transactions.write():
         session = _lock_session(session_name)
-        plan = _lock_plan(session, plan_id)
+        plan = _plan_of(session, plan_id)
         if plan.status != Plan.Status.QUEUED:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
         new_position = _next_position(session, position)
         Plan.objects.filter(id=plan.id).update(sort_key=new_position, updated_at=timezone.now())
         plan.sort_key = new_position
-        plan.queue_place = 1 if position == "front" else session.count_queued
         _event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
-    return plan
+    # The plan was queued already, so at the back it is last of the queue as it was.
+    return Placed(plan, 1 if position == "front" else session.count_queued)
 
 
-def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Plan:
+def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Placed:
     """Returns an active plan to the queue without a reason from the agent (staff action)."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
-    with _write() as undo:
+    with transactions.write() as undo:
         session = _lock_session(session_name)
-        plan = _lock_plan(session, plan_id)
+        plan = _plan_of(session, plan_id)
         if plan.status != Plan.Status.ACTIVE:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
         previous = _absorb_file(plan, actor)
         plan.status = Plan.Status.QUEUED
         plan.sort_key = _next_position(session, position)
-        plan.queue_place = _place(session, position)
+        place = _place(session, position)
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
         _write_file(undo, plan, previous)
-    return plan
+    return Placed(plan, place)
 
 
 def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Plan:
     """Discards a queued or active plan chosen by id (staff action)."""
     reason = inputs.text("reason", reason, required=True)
-    with _write():
+    with transactions.write():
         session = _lock_session(session_name)
-        plan = _lock_plan(session, plan_id)
+        plan = _plan_of(session, plan_id)
         if not plan.is_open:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
         plan = _discard(session, plan, reason, actor)

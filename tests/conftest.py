@@ -86,7 +86,7 @@ def session(db) -> Session:
 @pytest.fixture
 def make_plan(db):
     def make(session: Session, position: str | None = None, **overrides) -> Plan:
-        return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(**overrides))
+        return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(**overrides)).plan
 
     return make
 

@@ -322,17 +322,17 @@ class PlanAdmin(NineplanAdmin):
 
     # --- staff actions: each one is a service call, recorded with the staff user as actor ---
 
-    def _run(self, request, plan_id: str, session_name: str, action: str, value: str) -> bool:
+    def _staff_action(self, request, plan_id: str, session_name: str, action: str, value: str) -> bool:
         service, field, done = STAFF_ACTIONS[action]
         actor = actor_for(request.user)
         try:
-            plan = service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
+            service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
         except NineplanError as exc:
             self.message_user(
                 request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
             )
             return False
-        self.message_user(request, done.format(plan=plan.id, **{field: value}), messages.SUCCESS)
+        self.message_user(request, done.format(plan=plan_id, **{field: value}), messages.SUCCESS)
         return True
 
     def action_view(self, request, object_id, action):
@@ -348,7 +348,7 @@ class PlanAdmin(NineplanAdmin):
             raise Http404("No such plan.")
         field = STAFF_ACTIONS[action][1]
         # The value is passed on as sent: the services match it exactly and name what is accepted.
-        self._run(request, plan_id, session_name, action, request.POST.get(field, ""))
+        self._staff_action(request, plan_id, session_name, action, request.POST.get(field, ""))
         target = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
             target = _plan_url(plan_id)
@@ -356,7 +356,7 @@ class PlanAdmin(NineplanAdmin):
 
     def _each(self, request, queryset, action: str, value: str) -> None:
         for plan_id, session_name in queryset.values_list("id", "session_id"):
-            self._run(request, plan_id, session_name, action, value)
+            self._staff_action(request, plan_id, session_name, action, value)
 
     @admin.action(description="Move selected queued plans to the front", permissions=["intervene"])
     def move_to_front(self, request, queryset):

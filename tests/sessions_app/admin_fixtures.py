@@ -76,7 +76,7 @@ def staff_client(staff) -> Client:
 
 
 def enqueue(session: Session, goal: str, position: str | None = None, **overrides) -> Plan:
-    return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(goal=goal, **overrides))
+    return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(goal=goal, **overrides)).plan
 
 
 @pytest.fixture

@@ -41,7 +41,8 @@ OPS = {
 }
 
 
-def _plan(plan: Plan) -> dict:
+def _plan(value: Plan | services.Placed) -> dict:
+    plan = value.plan if isinstance(value, services.Placed) else value
     return {"id": plan.id, "status": plan.status, "sort_key": plan.sort_key}
 
 

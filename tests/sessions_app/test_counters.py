@@ -25,9 +25,10 @@ def counted(name: str) -> tuple[int, int, int]:
 
 
 def add(session: Session, n: int = 1, position: str | None = None) -> list[Plan]:
-    return services.plan_enqueue_many(
+    added = services.plan_enqueue_many(
         session_name=session.name, plans=[plan_fields(goal=f"goal {i}") for i in range(n)], position=position
     )
+    return [placed.plan for placed in added]
 
 
 def test_every_service_moves_the_counts(session):

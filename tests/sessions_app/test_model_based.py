@@ -110,16 +110,16 @@ class NineplanMachine(RuleBasedStateMachine):
 
     @rule(fields=PLAN, position=POSITION)
     def add(self, fields, position):
-        plan = services.plan_enqueue(session_name=self.name, position=position, **fields)
-        self._added([plan], [fields], position)
+        placed = services.plan_enqueue(session_name=self.name, position=position, **fields)
+        self._added([placed], [fields], position)
 
     @rule(batch=st.lists(PLAN, min_size=1, max_size=4), position=POSITION)
     def add_batch(self, batch, position):
         created = services.plan_enqueue_many(session_name=self.name, plans=batch, position=position)
         self._added(created, batch, position)
 
-    def _added(self, plans, batch, position) -> None:
-        ids = [p.id for p in plans]
+    def _added(self, placed, batch, position) -> None:
+        ids = [q.plan.id for q in placed]
         assert len(set(ids)) == len(ids) and not set(ids) & set(self.model.plans)
         for plan_id, fields in zip(ids, batch, strict=True):
             sections = {name: fields.get(name) or "" for name in SECTIONS}
@@ -130,7 +130,7 @@ class NineplanMachine(RuleBasedStateMachine):
         else:
             self.model.queue.extend(ids)
         # Each plan reports its place in the queue (1 = next) as the call left it.
-        assert [p.queue_place for p in plans] == [self.model.queue.index(i) + 1 for i in ids]
+        assert [q.place for q in placed] == [self.model.queue.index(i) + 1 for i in ids]
 
     @precondition(lambda self: self.model.active is None and self.model.queue)
     @rule()
@@ -144,9 +144,9 @@ class NineplanMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.active is not None)
     @rule(reason=SOME_TEXT, position=POSITION)
     def defer(self, reason, position):
-        plan = services.plan_defer(session_name=self.name, reason=reason, position=position)
+        placed = services.plan_defer(session_name=self.name, reason=reason, position=position)
         plan_id = self.model.active
-        assert plan.id == plan_id
+        assert placed.plan.id == plan_id
         self.model.absorb(plan_id)
         mp = self.model.plans[plan_id]
         # The timestamp is the server's: check its shape, then take the stored text.
@@ -160,7 +160,7 @@ class NineplanMachine(RuleBasedStateMachine):
             self.model.queue.insert(0, plan_id)
         else:
             self.model.queue.append(plan_id)
-        assert plan.queue_place == self.model.queue.index(plan_id) + 1
+        assert placed.place == self.model.queue.index(plan_id) + 1
 
     @precondition(lambda self: self.model.active is not None)
     @rule(text=SOME_TEXT, mode=st.sampled_from([None, "append", "replace"]))

@@ -1,5 +1,5 @@
 """A write the database refuses becomes a clear DATABASE_ERROR, with everything the
-transaction had written rolled back (sessions_app.services._write)."""
+transaction had written rolled back (sessions_app.transactions.write)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from sessions_app import errors, services
+from sessions_app import errors, services, transactions
 from sessions_app.errors import DatabaseFailed
 from sessions_app.models import Event, Session
 
@@ -17,7 +17,7 @@ from sessions_app.models import Event, Session
 def test_a_broken_database_rule_is_reported_and_rolled_back(session):
     events = Event.objects.count()
     with pytest.raises(DatabaseFailed) as info:
-        with services._write():
+        with transactions.write():
             services._event(session.name, Event.Kind.REPAIRED, "test")
             Session.objects.create(name=session.name)  # the primary key exists
     error = info.value
@@ -37,7 +37,7 @@ def test_a_deadlock_is_reported_as_a_collision_that_is_safe_to_retry():
 
     def writer(label: str, one: str, other: str) -> None:
         try:
-            with services._write():
+            with transactions.write():
                 services._lock_session(one)
                 both_locked_one.wait()
                 # Each now waits for the row the other holds: PostgreSQL breaks the cycle

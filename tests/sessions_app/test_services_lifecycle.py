@@ -29,7 +29,7 @@ def test_defer_returns_the_plan_to_the_back_with_a_stamped_reason(session, make_
     second = make_plan(session, goal="Second")
     services.plan_pull(session_name=session.name)
 
-    deferred = services.plan_defer(session_name=session.name, reason="Waiting on the schema", actor="tester")
+    deferred = services.plan_defer(session_name=session.name, reason="Waiting on the schema", actor="tester").plan
 
     stored = Plan.objects.get(id=first.id)
     assert deferred.id == first.id

@@ -35,7 +35,7 @@ def test_it_adds_a_plan_with_its_row_event_and_file(session, sessions_dir):
         session_name=session.name,
         actor="tester",
         **plan_fields(inputs="schema.sql", outputs="billing/models.py"),
-    )
+    ).plan
 
     assert PLAN_ID_RE.fullmatch(plan.id)
     stored = Plan.objects.get(id=plan.id)
@@ -79,11 +79,13 @@ def test_adding_a_b_c_at_the_front_one_by_one_gives_c_b_a(session, make_plan):
 def test_enqueue_many_keeps_the_given_order(session, make_plan, sessions_dir, position):
     existing = make_plan(session, goal="Existing")
 
-    added = services.plan_enqueue_many(
+    placed = services.plan_enqueue_many(
         session_name=session.name,
         plans=[plan_fields(goal="A"), services.PlanInput(**plan_fields(goal="B")), plan_fields(goal="C")],
         position=position,
     )
+    added = [q.plan for q in placed]
+    assert [q.place for q in placed] == ([1, 2, 3] if position == "front" else [2, 3, 4])
 
     assert [p.goal for p in added] == ["A", "B", "C"]
     ids = [p.id for p in added]
@@ -252,7 +254,7 @@ def test_pull_that_cannot_restore_the_file_changes_nothing(session, make_plan, s
 def test_move_puts_a_queued_plan_at_the_front_or_back(session, make_plan):
     a, b, c = (make_plan(session, goal=g) for g in "ABC")
 
-    moved = services.plan_move(session_name=session.name, plan_id=c.id, position="front", actor="staff:ann")
+    moved = services.plan_move(session_name=session.name, plan_id=c.id, position="front", actor="staff:ann").plan
     assert moved.sort_key == -1
     assert queue_ids(session) == [c.id, a.id, b.id]
 

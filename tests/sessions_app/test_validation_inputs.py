@@ -169,7 +169,7 @@ def test_a_required_section_that_is_blank_or_missing_is_rejected(busy, rejects, 
 @pytest.mark.django_db
 @pytest.mark.parametrize("field", OPTIONAL)
 def test_an_optional_section_may_be_left_out(busy, field):
-    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(**{field: None}))
+    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(**{field: None})).plan
     assert getattr(Plan.objects.get(id=plan.id), field) == ""
 
 
@@ -179,7 +179,7 @@ def test_an_oversized_section_is_rejected_with_its_size(busy, settings, rejects,
     settings.NINEPLAN_MAX_FIELD_CHARS = 100
     with rejects("VALIDATION_ERROR", field=field, match=f"{field} is 101 characters; at most 100"):
         services.plan_enqueue(session_name=busy.name, **plan_fields(**{field: "x" * 101}))
-    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(**{field: "x" * 100}))
+    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(**{field: "x" * 100})).plan
     assert getattr(Plan.objects.get(id=plan.id), field) == "x" * 100
 
 
@@ -219,6 +219,6 @@ def test_an_oversized_outcome_is_rejected(busy, settings, rejects):
 @pytest.mark.django_db
 def test_unicode_text_that_is_not_whitespace_is_accepted(busy):
     text = "\u200b zero-width space is not White_Space; nor is 🎉 or ö"
-    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(goal="\u200b", context=text))
+    plan = services.plan_enqueue(session_name=busy.name, **plan_fields(goal="\u200b", context=text)).plan
     stored = Plan.objects.get(id=plan.id)
     assert (stored.goal, stored.context) == ("\u200b", text)

@@ -109,7 +109,8 @@ class Command(BaseCommand):
         name = s.name
 
         def enqueue(*keys: str, position: str = "back") -> list[Plan]:
-            return services.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
+            added = services.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
+            return [placed.plan for placed in added]
 
         def finish(outcome: str) -> Plan:
             return services.plan_complete(session_name=name, outcome=outcome)
