@@ -184,8 +184,8 @@ def _load() -> str:
 
 def _cpu_check() -> str:
     """Milliseconds for a fixed pure-Python loop, best of 3: the machine's speed at the time.
-    A shared virtual machine's varies (the same loop took 340 and 560 ms minutes apart on
-    the benchmark machine), and every figure moves with it; compare runs with similar checks."""
+    A shared virtual machine's speed varies from one minute to the next (docs/benchmarks.md),
+    and every figure moves with it; compare runs with similar checks."""
     best = math.inf
     for _ in range(3):
         started = time.perf_counter()
