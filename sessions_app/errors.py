@@ -1,5 +1,6 @@
-"""Domain errors. Each carries a category (SPEC §6), a message naming what was wrong,
-and a suggestion of what to do next. Every edge (MCP, REST, admin) translates them."""
+"""Domain errors. Each carries a category, a message naming what was wrong, and a
+suggestion of what to do next. Every edge (MCP, REST, admin) translates them
+(docs/design.md, "Errors")."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """The REST API's one exception handler: every error leaves as application/problem+json
-(RFC 9457) carrying a category, the SPEC §6 ones for domain errors and a few more for what
+(RFC 9457) carrying a category, the domain's own for domain errors and a few more for what
 only HTTP has (credentials, permissions, methods).
 
 Domain errors keep their message; their suggestion is rewritten only when it is the
@@ -24,7 +24,7 @@ log = logging.getLogger("nineplan.api")
 
 PROBLEM_CONTENT_TYPE = "application/problem+json"
 
-# Categories beyond SPEC §6: they describe the HTTP exchange, not the domain.
+# Categories beyond the domain's (docs/design.md, "Errors"): they describe the HTTP exchange.
 AUTHENTICATION_REQUIRED = "AUTHENTICATION_REQUIRED"
 PERMISSION_DENIED = "PERMISSION_DENIED"
 NOT_FOUND = "NOT_FOUND"
