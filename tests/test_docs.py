@@ -27,8 +27,8 @@ SECTIONS = (
     "Speed targets",
 )
 
-# Built from parts so that this file does not match itself. "SPEC" as a whole word only:
-# drf-spectacular's SPECTACULAR_SETTINGS is a setting name, not a citation.
+# Built from parts so that this file does not match itself. The capitalised word matches
+# only whole: drf-spectacular's settings name in nineplan/settings.py is not a citation.
 OUTSIDE_CITATIONS = re.compile("|".join([r"\b" + "SP" + r"EC\b", "(?i:se" + r"ed\s+0\d)", "\u00a7"]))
 # A citation of a section: the file's name, a comma, then the title in double or single
 # quotes (a Markdown link's target may sit between); the title may wrap onto the next line.
