@@ -34,7 +34,8 @@ class StdioServer:
             cwd=cwd,
         )
         # stdout is buffered: an unbuffered pipe's readline() reads one byte per system
-        # call, which would add the client's cost (about 0.5 ms per KB) to every answer.
+        # call, which would add the client's cost, growing with the answer's size, to every
+        # answer (docs/benchmarks.md).
         self._next_id = 0
         self.maxrss_kb: int | None = None
 

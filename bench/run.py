@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""9plan's benchmarks against the targets of SPEC §10 (`make bench`).
+"""9plan's benchmarks against its speed targets (`make bench`; docs/design.md, "Speed targets").
 
 Each benchmark runs in its own process on its own data directory, created in the
 system's temp folder and removed afterwards, and hands its figures back as JSON; this
@@ -184,8 +184,8 @@ def _load() -> str:
 
 def _cpu_check() -> str:
     """Milliseconds for a fixed pure-Python loop, best of 3: the machine's speed at the time.
-    A shared virtual machine's varies (the same loop took 340 and 560 ms minutes apart on
-    the benchmark machine), and every figure moves with it; compare runs with similar checks."""
+    A shared virtual machine's speed varies from one minute to the next (docs/benchmarks.md),
+    and every figure moves with it; compare runs with similar checks."""
     best = math.inf
     for _ in range(3):
         started = time.perf_counter()
@@ -197,7 +197,7 @@ def _cpu_check() -> str:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="9plan benchmarks (SPEC §10).")
+    parser = argparse.ArgumentParser(description="9plan benchmarks (docs/design.md, 'Speed targets').")
     parser.add_argument("--quick", action="store_true", help="tiny sizes, few repeats: a smoke run")
     parser.add_argument("--only", action="append", choices=BENCHMARKS, help="run only this benchmark (repeatable)")
     parser.add_argument("--full-scale", action="store_true", help="pages at 10,000 sessions / 1,000,000 plans")

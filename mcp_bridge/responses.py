@@ -1,4 +1,5 @@
-"""The MCP face of 9plan's results: one success shape, one error mapper (SPEC §6)."""
+"""The MCP face of 9plan's results: one success shape, one error mapper (docs/design.md,
+"Errors")."""
 
 from __future__ import annotations
 

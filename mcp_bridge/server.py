@@ -33,7 +33,7 @@ class NineplanServer(MCPServer):
 
     The SDK rejects arguments of the wrong type before our code runs, with its own text,
     and quietly drops arguments a tool does not declare; here both become VALIDATION_ERROR
-    naming the field, in the SPEC §6 format, as does an unknown tool name.
+    naming the field, in the layout of docs/design.md, "Errors", as does an unknown tool name.
     """
 
     async def list_tools(self):

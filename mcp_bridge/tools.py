@@ -1,5 +1,5 @@
-"""9plan's MCP tools: thin typed wrappers. Each validates, calls one service or query, and
-formats the answer; nothing here changes state by itself.
+"""9plan's MCP tools: thin typed wrappers. Each validates, calls one service or query (and
+the queries its answer needs), and formats the answer; nothing here changes state by itself.
 
 Tools are plain ``def`` functions: the SDK runs them in worker threads, where the ORM
 may be used (an ``async def`` tool touching the ORM would fail).
@@ -27,9 +27,9 @@ from sessions_app.models import Plan
 
 log = logging.getLogger("nineplan.mcp")
 ACTOR = "agent"
-# Every answer but a plan's own text stays under 2 KB of UTF-8 (SPEC §10), whatever the
-# session holds: lists are capped (with a count of the rest) and long texts become short
-# snippets measured in encoded bytes, since one emoji costs four.
+# Every answer but a plan's own text stays under 2 KB of UTF-8 whatever the session holds
+# (docs/design.md, "The edges"): lists are capped (with a count of the rest) and long texts
+# become short snippets measured in encoded bytes, since one emoji costs four.
 LIST_CAP = 8
 BATCH_CAP = 15
 ISSUE_CAP = 6
@@ -107,7 +107,8 @@ def _run(
     *,
     needs_session: bool = True,
 ) -> CallToolResult:
-    """Resolve the session, run the body, and map every failure to the SPEC §6 text."""
+    """Resolve the session, run the body, and map every failure to the error text
+    (docs/design.md, "Errors")."""
     requested = session_name if session_name is not None else _state(ctx).get(ctx)
     shown = requested if is_session_name(requested) else _state(ctx).get(ctx)
     try:
@@ -430,7 +431,7 @@ def history_search(
     max_results: Annotated[int | None, Field(description="How many results, 1 to 8 (default 5).")] = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
-    """Search the session's completed plans (best match first, BM25) to find what earlier
+    """Search the session's completed plans (best match first) to find what earlier
     work produced: use it to resolve a plan's inputs. Plans matching all your words rank
     first; partial matches follow. Discarded plans never appear.
     Example: {"query": "invoice models"}"""

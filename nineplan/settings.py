@@ -151,7 +151,7 @@ def _databases() -> dict:
             raise ImproperlyConfigured("DATABASE_URL names no database; use postgres://USER:PASSWORD@HOST:PORT/NAME.")
         # MCP tools run in up to 40 worker threads per process and each thread would keep
         # its own connection; a pool shared by the threads bounds what one process holds
-        # (and saves the ~5 ms a new PostgreSQL connection costs on every tool call).
+        # (and saves opening a new PostgreSQL connection on every tool call; docs/benchmarks.md).
         # NINEPLAN_DB_POOL_SIZE=0 turns the pool off (e.g. behind PgBouncer): then every
         # request and tool call opens and closes its own connection.
         pool_size = env_int("NINEPLAN_DB_POOL_SIZE", 10, minimum=0, maximum=1000)

@@ -24,7 +24,7 @@ class Session(models.Model):
     task_description = models.TextField(null=True, blank=True)
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # How many of the session's plans are in each status, kept by database triggers
-    # (sessions_app/counters.py): never written by 9plan's code.
+    # (sessions_app/plan_counts.py): never written by 9plan's code.
     count_queued = models.IntegerField(default=0, db_default=0, editable=False)
     count_completed = models.IntegerField(default=0, db_default=0, editable=False)
     count_discarded = models.IntegerField(default=0, db_default=0, editable=False)

@@ -2,8 +2,9 @@
 
 Every answer an agent gets after add, pull or complete carries the queue's length and the
 completed count, and the session lists show them for every session. Counted on demand they
-grow with the session (about 0.3-0.6 ms per 10,000 plans for each count, and a grouped
-count over every plan for a list page); kept as counters they cost one indexed row read.
+grow with the session (each count reads the session's plans, and a list page needs a
+grouped count over every plan); kept as counters they cost one indexed row read
+(docs/benchmarks.md).
 
 Triggers keep them, not the services: every write of a plan row (a service, an import, the
 repair, a bulk load, a hand-made fix in a database shell) moves the counts with it, in the
@@ -73,7 +74,8 @@ def _pg_apply(moves: str) -> str:
 # PostgreSQL: statement-level triggers over the statement's transition tables, so a bulk
 # insert of many plans (an import, a restore) updates each session row once. A row-level
 # trigger updated the same session row once per plan, and in one transaction PostgreSQL
-# walks every earlier version of the row on each update: 100,000 plans took minutes.
+# walks every earlier version of the row on each update, so a bulk load slowed with every
+# plan it added (docs/benchmarks.md).
 # Each branch's statement is planned only when it runs, so it names only the transition
 # tables its event has.
 POSTGRES_SCHEMA = [

@@ -16,8 +16,9 @@ _PLANS = Plan._meta.db_table
 _SESSIONS = Session._meta.db_table
 _SESSION = Plan._meta.get_field("session").column
 # The reads behind every 9plan_session_resume and state call go through statements.load: the
-# ORM took about 0.3 ms to build each of their three queries, five times what they take
-# to run (bench/, throughput: the state read was the costliest operation of the mix).
+# ORM took several times longer to build each of their three queries than they take to
+# run, and the state read was the costliest operation of the throughput mix
+# (docs/benchmarks.md).
 _SESSION_FIELDS = tuple(Session._meta.concrete_fields)
 _QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "sort_key", "goal"))
 
@@ -82,9 +83,9 @@ def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState
     return SessionState(session, rows, total, active_plan(session), session.count_completed, session.count_discarded)
 
 
-# Reads run after every add, pull and complete, written out in SQL: the ORM takes about
-# 0.25 ms to build each query on the benchmark machine, the statements themselves 0.02 ms
-# (bench/; docs/benchmarks.md). Plain SQL that SQLite and PostgreSQL both accept.
+# Reads run after every add, pull and complete, written out in SQL: the ORM takes far
+# longer to build each query than the statements take to run (docs/benchmarks.md).
+# Plain SQL that SQLite and PostgreSQL both accept.
 
 
 def queue_length(name: str) -> int:

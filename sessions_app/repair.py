@@ -293,7 +293,8 @@ def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
     actions: list[Action] = []
     # One query for every session's open plans, then a directory listing each: a session
     # whose files already match is passed over without its write lock, so the start-up
-    # repair of a server with thousands of sessions costs milliseconds, not seconds.
+    # repair of a server with thousands of sessions costs a listing per session, not a
+    # locked read of each.
     expected = _open_plan_ids(names)
     for name in names:
         if _looks_in_step(name, expected.get(name, set())):

@@ -19,7 +19,8 @@ PLAN_TABLE = "sessions_app_plan"
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 
 # Only completed plans are indexed (discarded ones are never searchable); the WHEN
-# guards keep every other write off the index, which halves its cost.
+# guards keep every other write off the index, which makes it markedly cheaper
+# (docs/benchmarks.md).
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, goal, context, inputs, outputs, outcome,
@@ -121,7 +122,8 @@ def _fts_query(terms: list[str], joiner: str) -> str:
 
 def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
     """(plan, score) of the best matches; the plan rows come in the same statement as the
-    matches (a second query for them cost as much as the match on a selective search)."""
+    matches (a second query for them was a large part of a selective search's cost;
+    docs/benchmarks.md)."""
     from sessions_app import statements
 
     found: list[tuple] = []

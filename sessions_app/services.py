@@ -85,8 +85,8 @@ def _active_plan(session: Session) -> Plan:
 
 def _next_position(session: Session, position: str) -> int:
     # One end of the (session, status, sort_key) index, read directly. MIN and MAX
-    # in one aggregate make SQLite scan the whole queue instead: measured 5 ms at 10,000
-    # queued plans, against 0.05 ms this way.
+    # in one aggregate make SQLite scan the whole queue instead, a cost that grows with
+    # the queue (docs/benchmarks.md).
     end = statements.end_of_queue(session.name, front=position == "front")
     if end is None:
         return 0
@@ -129,10 +129,11 @@ def _write_file(undo: list, plan: Plan, previous: str | None | object = _UNREAD)
 
 
 def compose_append(stored: str, fragment: str) -> str:
-    """SPEC §8: stored notes without trailing whitespace, a blank line, then the fragment
-    without its leading whitespace-only lines. Interior characters are never touched."""
+    """Stored notes without trailing whitespace, a blank line, then the fragment
+    without its leading whitespace-only lines. Interior characters are never touched
+    (docs/design.md, "Plan files")."""
     head = stored.rstrip()
-    # A line ends at "\n" (so "\r\n" too), as seed 004 defines it; splitlines() would also
+    # A line ends at "\n" (so "\r\n" too), as in plan files; splitlines() would also
     # break at NEL or U+2028 and drop them from the start of the first real line.
     start = 0
     while (end := fragment.find("\n", start)) != -1 and fragment[start:end].strip() == "":
@@ -413,7 +414,8 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
         plan = _active_plan(session)
         previous = _absorb_file(plan, actor)
         notes = compose_append(plan.notes, text) if mode == "append" else text
-        # Limits apply to the composed result, and report its size (SPEC §8).
+        # Limits apply to the composed result, and report its size: a small fragment must not
+        # slip a plan past its limit.
         inputs.text("notes", notes, required=False)
         inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
         plan.notes = notes

@@ -1,12 +1,12 @@
 """The statements the services run on every add, pull, note, defer and complete, written
 out in SQL that SQLite and PostgreSQL both accept.
 
-The ORM builds each statement anew on every call, about 0.2-0.3 ms apiece on a 2-core
-machine against 0.02-0.05 ms to run it, and a queue operation runs five to seven of them:
-measured, the ORM was two thirds of each operation's CPU time (bench/, throughput). The
-services call its writes, inside their write transaction; the hottest reads (the
-session state, history search) use ``load``. Everything else keeps using the ORM. Rows
-come back as model instances, so the code that uses them reads the same.
+The ORM builds each statement anew on every call, which costs several times what running
+it does, and a queue operation runs five to seven of them: building statements was most of
+each operation's CPU time (docs/benchmarks.md). The services call its writes, inside
+their write transaction; the hottest reads (the session state, history search) use
+``load``. Everything else keeps using the ORM. Rows come back as model instances, so the
+code that uses them reads the same.
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ def _sqlite_timestamp(value: Any, expression: Any, conn: Any) -> datetime | None
     # What Django's SQLite converter does (parse_datetime tries fromisoformat first, and
     # make_aware of a zoneinfo zone is replace), without looking the settings up for
     # each value: a search's five plans have twenty timestamps, and that lookup was a
-    # quarter of the search's cost above the query itself.
+    # sizeable share of the search's cost above the query itself (docs/benchmarks.md).
     if value is None:
         return None
     # Text, or already a naive datetime when the column's declared type made the driver
@@ -87,7 +87,7 @@ def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> lis
     """Run ``sql``, which selects the columns of ``fields`` (a module-level tuple of some of
     the model's fields, in the tuple's order) and then ``extra`` more values, and return
     each row as a model instance (the fields not selected are deferred), or as (instance,
-    *extras) with ``extra``. What QuerySet.raw() does, at half its cost."""
+    *extras) with ``extra``. What QuerySet.raw() does, for less (docs/benchmarks.md)."""
     conn = connections[DEFAULT_DB_ALIAS]
     with conn.cursor() as cur:
         cur.execute(sql, params)
@@ -103,7 +103,7 @@ def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> lis
                 values[i] = func(values[i], col, conn)
         # Built as Django rebuilds an unpickled instance: the attributes set directly,
         # without __init__ (which walks every field and sends the init signals, none of
-        # which 9plan's models have): a third of a search's cost above its query. A field
+        # which 9plan's models have): a large share of a search's cost above its query. A field
         # not selected is absent, so it loads on first access, as a deferred field does.
         obj = model.__new__(model)
         obj.__dict__.update(zip(attnames, values))

@@ -59,13 +59,12 @@ _turn_file: dict[str, tuple[int, int]] = {}  # database path -> (pid, descriptor
 def writer_turn() -> Iterator[None]:
     """Writers of one SQLite file take turns, handed over as soon as the last one ends.
 
-    A writer that finds SQLite's write lock taken sleeps and retries (after 1, 2, 5 ...
-    up to 100 ms), so under contention the lock sits free while waiters sleep and an
-    unlucky one waits seconds (SPEC §11). Waiting on an exclusive flock of a file beside
-    the database instead, taken before BEGIN IMMEDIATE, the kernel wakes the next writer
-    at once. Measured with 4 processes on 2 cores (bench/, docs/benchmarks.md): p99 fell
-    from 130-180 ms to 22 ms and the maximum from 1.1 s to 30 ms at the same throughput;
-    the median rose from 2 to 8.5 ms, as waiting is shared out evenly.
+    A writer that finds SQLite's write lock taken sleeps and retries after ever longer
+    pauses, so under contention the lock sits free while waiters sleep, and an unlucky
+    writer can lose every retry for a long time. Waiting on an exclusive flock of a file
+    beside the database instead, taken before BEGIN IMMEDIATE, the kernel wakes the next
+    writer at once: the worst waits shrink at the same throughput, and the typical wait
+    grows a little, as waiting is shared out evenly (docs/benchmarks.md).
 
     Only an outermost transaction takes a turn: code already in a transaction may hold
     SQLite's lock, and a turn-holder waiting for that lock would then wait on it in turn

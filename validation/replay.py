@@ -197,8 +197,8 @@ def _as_list(value: Any) -> list[str]:
 def check_tool_result(outcome: Outcome, expect: dict[str, Any]) -> list[str]:
     """Everything wrong with one tool result, against its (substituted) expectations.
 
-    Always checked: the text names a session first; an error has the exact SPEC §6
-    layout; is_error is as expected (an expected category implies an error)."""
+    Always checked: the text names a session first; an error has the exact layout of
+    docs/design.md, "Errors"; is_error is as expected (an expected category implies an error)."""
     problems: list[str] = []
     text, data = outcome.text, outcome.structured
     want_error = expect.get("is_error", "category" in expect)

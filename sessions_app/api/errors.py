@@ -1,5 +1,5 @@
 """The REST API's one exception handler: every error leaves as application/problem+json
-(RFC 9457) carrying a category, the SPEC §6 ones for domain errors and a few more for what
+(RFC 9457) carrying a category, the domain's own for domain errors and a few more for what
 only HTTP has (credentials, permissions, methods).
 
 Domain errors keep their message; the suggestion is the API's own, worded for an

@@ -285,7 +285,7 @@ class ProblemSerializer(serializers.Serializer):
     detail = serializers.CharField()
     category = serializers.CharField(
         help_text=(
-            "SESSION_NOT_FOUND, PLAN_NOT_FOUND, VALIDATION_ERROR, DATABASE_ERROR, FILE_SYSTEM_ERROR, ... (SPEC §6), "
+            "SESSION_NOT_FOUND, PLAN_NOT_FOUND, VALIDATION_ERROR, DATABASE_ERROR, FILE_SYSTEM_ERROR, ..., "
             "or AUTHENTICATION_REQUIRED, PERMISSION_DENIED, NOT_FOUND, METHOD_NOT_ALLOWED, NOT_ACCEPTABLE, THROTTLED."
         )
     )

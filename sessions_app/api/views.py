@@ -1,5 +1,5 @@
-"""REST views: each checks its parameters, calls one read of sessions_app, and formats the
-result. The API is read-only; a write method gets 405.
+"""REST views: each checks its parameters, calls the reads of sessions_app it needs, and
+formats the result. The API is read-only; a write method gets 405.
 
 Names and ids in the path are checked against their exact formats before any lookup, and
 a malformed one is simply not found (404): it could name nothing, and a path-traversal

@@ -1,5 +1,5 @@
-"""Assertions shared by the MCP tests: the SPEC §6 text layout, the structured content,
-and snapshots of everything a tool call could change."""
+"""Assertions shared by the MCP tests: the error text layout (docs/design.md, "Errors"), the
+structured content, and snapshots of everything a tool call could change."""
 
 from __future__ import annotations
 
@@ -50,7 +50,8 @@ def ok(result, session: str | None) -> dict[str, Any]:
 
 
 def error(result, category: str, session: str | None, *, field: Any = None) -> dict[str, Any]:
-    """An error in the exact SPEC §6 layout, with the same facts as structured content."""
+    """An error in the exact layout of docs/design.md, "Errors", with the same facts as
+    structured content."""
     text = text_of(result)
     assert result.is_error, text
     data = result.structured_content

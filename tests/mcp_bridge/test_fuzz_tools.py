@@ -4,8 +4,9 @@ Arguments are drawn from each tool's own input schema (tools/list), mixed with h
 nasties: wrong types, missing and unknown arguments, huge strings, NUL bytes, lone
 surrogates, right-to-left and combining marks, path traversal, FTS query syntax and
 wrong-case enumerations. Whatever arrives, the answer is a success or an error in the
-SPEC §6 layout with a category (a VALIDATION_ERROR names its field), never a traceback or
-a protocol error, and a rejected call changes no row, no event and no file.
+layout of docs/design.md, "Errors", with a category (a VALIDATION_ERROR names its field),
+never a traceback or a protocol error, and a rejected call changes no row, no event and
+no file.
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ from tests.mcp_bridge.helpers import ERROR_LAYOUT, snapshot
 pytestmark = pytest.mark.django_db(transaction=True)
 
 TOOL_NAMES = [name for name, _, _ in TOOLS]
-# Tools whose answer carries a plan's own text; every other answer stays small (SPEC §10).
+# Tools whose answer carries a plan's own text; every other answer stays small
+# (docs/design.md, "The edges").
 PLAN_TEXT_TOOLS = {"9plan_queue_pull", "9plan_history_get"}
 MAX_ANSWER_BYTES = 2048
 

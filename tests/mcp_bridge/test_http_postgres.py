@@ -1,7 +1,7 @@
 """Two `manage.py mcp --transport http` processes on one PostgreSQL database, with clients
-alternating between them: any process serves any session, and the races of SPEC §7 still
-hold (one pull winner, no lost notes, unique positions) with real concurrent transactions
-in two processes."""
+alternating between them: any process serves any session, and the races still hold (one
+pull winner, no lost notes, unique positions) with real concurrent transactions in two
+processes (docs/design.md, "Transactions and writer turns")."""
 
 from __future__ import annotations
 

@@ -20,7 +20,8 @@ ALL_GOOD = {
 
 
 def documented(invariants: dict[str, bool]) -> dict[str, bool]:
-    """The four invariants SPEC §4 names (more may be checked besides)."""
+    """The four invariants every answer names (docs/design.md, "Model and invariants");
+    more may be checked besides."""
     return {key: invariants[key] for key in ALL_GOOD}
 
 

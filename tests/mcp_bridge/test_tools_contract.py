@@ -1,5 +1,6 @@
-"""What every tool promises: names, annotations, descriptions, argument errors in the SPEC §6
-layout, the optional session_name, and compact answers whatever the size of the data."""
+"""What every tool promises: names, annotations, descriptions, argument errors in the error
+layout (docs/design.md, "Errors"), the optional session_name, and compact answers whatever
+the size of the data."""
 
 from __future__ import annotations
 

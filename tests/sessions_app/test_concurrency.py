@@ -1,10 +1,11 @@
-"""SPEC §7 with real OS processes: several workers share the test's database (the SQLite
-file, or PostgreSQL) and sessions folder, are released together, and race the services.
+"""Serialized writes (docs/design.md, "Transactions and writer turns") with real OS
+processes: several workers share the test's database (the SQLite file, or PostgreSQL) and
+sessions folder, are released together, and race the services.
 
 Each worker is a ``tests.sessions_app.race_worker`` subprocess that runs many rounds, so
 Django starts once per worker. The worker answers with the service's result or the error
-category, and every round checks that no worker ever saw a database error (SPEC §10:
-zero "database is locked")."""
+category, and every round checks that no worker ever saw a database error (none may be
+"database is locked": docs/design.md, "Speed targets")."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ from tests.conftest import PYTHON, REPO, plan_fields
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 # A guard against a wedged worker hanging the suite, not a speed assertion: SQLite may
-# make one write wait many seconds under contention (SPEC §11).
+# make one write wait many seconds under contention.
 REPLY_TIMEOUT = 120
 
 

@@ -48,7 +48,8 @@ BLANK = st.sampled_from(["", " ", "\n\n", "\u3000\u00a0", "\u2028"])
 
 
 def compose(stored: str, fragment: str) -> str:
-    """SPEC §8, written independently of the service: S' + blank line + F'."""
+    """The append rule (docs/design.md, "Plan files"), written independently of the
+    service: S' + blank line + F'."""
     head = stored.rstrip()
     lines = fragment.split("\n")
     while len(lines) > 1 and lines[0].strip() == "":

@@ -1,5 +1,6 @@
-"""Plan files (SPEC §3): the format, atomic writes, and an agent's edits to the file, which
-survive every step of a plan's life whatever shape the file is left in."""
+"""Plan files (docs/design.md, "Plan files"): the format, atomic writes, and an agent's
+edits to the file, which survive every step of a plan's life whatever shape the file is
+left in."""
 
 from __future__ import annotations
 

@@ -211,7 +211,7 @@ def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):
 
 
 def test_no_init_signal_listens_to_the_models_store_builds():
-    """store.load builds instances without __init__, as unpickling does, so it would skip
+    """statements.load builds instances without __init__, as unpickling does, so it would skip
     pre_init/post_init receivers: if one is ever added for these models, load must change."""
     from django.db.models import signals
 

@@ -1,4 +1,5 @@
-"""Writing the active plan's Notes (SPEC §8): append composition, replace, and limits."""
+"""Writing the active plan's Notes (docs/design.md, "Plan files"): append composition,
+replace, and limits."""
 
 from __future__ import annotations
 

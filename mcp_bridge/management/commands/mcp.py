@@ -63,9 +63,8 @@ def _keep_sqlite_connections() -> None:
 
     A connection closed after every call is, for an agent working alone, the last one open
     on the database file: SQLite then checkpoints and deletes the WAL, and the next call's
-    commit creates it again, both with fsyncs. Measured in bench/ on 2 cores: 2 ms of every
-    write call on an idle machine, 30 ms while other work keeps the disk busy
-    (docs/benchmarks.md).
+    commit creates it again, both with fsyncs: a cost every write call paid, and a large
+    one while other work keeps the disk busy (docs/benchmarks.md).
     """
     from django.db import connections
 

@@ -1,0 +1,92 @@
+"""The project documents itself: code, tests and docs cite docs/design.md by section title,
+never a document a person who clones 9plan does not have."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DESIGN = REPO / "docs" / "design.md"
+
+# The sections colleagues and code comments cite; renaming one breaks their citations.
+SECTIONS = (
+    "Model and invariants",
+    "Services and queries",
+    "Transactions and writer turns",
+    "Plan files",
+    "Repair",
+    "Search",
+    "Errors",
+    "The edges",
+    "Configuration",
+    "Speed targets",
+)
+
+# Built from parts so that this file does not match itself. The capitalised word matches
+# only whole: drf-spectacular's settings name in nineplan/settings.py is not a citation.
+OUTSIDE_CITATIONS = re.compile("|".join([r"\b" + "SP" + r"EC\b", "(?i:se" + r"ed\s+0\d)", "\u00a7"]))
+# A citation of a section: the file's name, a comma, then the title in double or single
+# quotes (a Markdown link's target may sit between); the title may wrap onto the next line.
+SECTION_CITATION = re.compile(r"design\.md(?:\]\([^)]*\))?\)?,\s+[\"']([^\"']+)[\"']")
+
+
+def tracked_text_files() -> list[Path]:
+    if shutil.which("git") is None or not (REPO / ".git").exists():
+        pytest.skip("needs a git checkout to list the tracked files")
+    listed = subprocess.run(
+        ["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True
+    ).stdout.decode("utf-8")
+    files = []
+    for name in filter(None, listed.split("\0")):
+        path = REPO / name
+        if path.is_file():
+            files.append(path)
+    return files
+
+
+def read_text(path: Path) -> str | None:
+    try:
+        return path.read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        return None  # not text
+
+
+def test_design_document_has_every_cited_section():
+    text = DESIGN.read_text(encoding="utf-8")
+    titles = re.findall(r"^## (.+?)\s*$", text, re.MULTILINE)
+    missing = [title for title in SECTIONS if title not in titles]
+    assert not missing, f"docs/design.md lacks the sections {missing}"
+
+
+def test_no_tracked_file_cites_documents_outside_the_repository():
+    found = []
+    for path in tracked_text_files():
+        if path == Path(__file__).resolve():
+            continue
+        text = read_text(path)
+        if text is None:
+            continue
+        for number, line in enumerate(text.splitlines(), start=1):
+            if OUTSIDE_CITATIONS.search(line):
+                found.append(f"{path.relative_to(REPO)}:{number}: {line.strip()[:100]}")
+    assert not found, "cite docs/design.md instead:\n" + "\n".join(found)
+
+
+def test_every_cited_section_of_the_design_exists():
+    titles = set(re.findall(r"^## (.+?)\s*$", DESIGN.read_text(encoding="utf-8"), re.MULTILINE))
+    wrong = []
+    for path in tracked_text_files():
+        text = read_text(path)
+        if text is None:
+            continue
+        for match in SECTION_CITATION.finditer(text):
+            title = " ".join(match.group(1).split())
+            if title not in titles:
+                number = text.count("\n", 0, match.start()) + 1
+                wrong.append(f"{path.relative_to(REPO)}:{number}: {title!r}")
+    assert not wrong, "these citations name no section of docs/design.md:\n" + "\n".join(wrong)
