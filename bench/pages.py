@@ -12,18 +12,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from common import (
-    PLAN_COLUMNS,
-    TextMaker,
-    bulk_insert,
-    db_now,
-    median,
-    plan_ids,
-    plan_row,
-    progress,
-    session_names,
-    setup_django,
-)
+from common import PLAN_COLUMNS, TextMaker, bulk_insert, db_now, median, plan_ids, plan_row
+from common import progress, session_names, setup_django
 
 ADMIN_PAGES = (
     ("admin: sessions list", "admin:sessions_app_session_changelist", None, ""),

@@ -14,22 +14,8 @@ import json
 import time
 from pathlib import Path
 
-from common import (
-    BARE_SERVER,
-    MANAGE,
-    PLAN_COLUMNS,
-    PYTHON,
-    REPO,
-    TextMaker,
-    bench_env,
-    bulk_insert,
-    db_now,
-    median,
-    plan_ids,
-    plan_row,
-    progress,
-    write_plan_files,
-)
+from common import BARE_SERVER, MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env
+from common import bulk_insert, db_now, median, plan_ids, plan_row, progress, write_plan_files
 from rpc import StdioServer
 
 OPS = ("add", "pull", "note", "complete", "search")

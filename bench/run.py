@@ -41,34 +41,23 @@ BENCHMARKS = {
     "pages": ("pages", "run"),
 }
 
-DEFAULT = {
-    "startup_runs": 10,
-    "startup_populated": [1_000, 100],
-    "fresh_runs": 3,
-    "roundtrip_sizes": [10, 10_000],
-    "roundtrip_cycles": 40,
-    "roundtrip_warmup": 3,
-    "search_plans": 100_000,
-    "search_repeats": 10,
-    "throughput_processes": 4,
-    "throughput_seconds": 5,
-    "pages_sizes": [[100, 10_000], [1_000, 100_000]],
-    "pages_repeats": 5,
+# Each benchmark's sizes: (a full run, a --quick run that only checks the benchmarks work).
+SIZES = {
+    "startup_runs": (10, 2),
+    "startup_populated": ([1_000, 100], [5, 10]),
+    "fresh_runs": (3, 1),
+    "roundtrip_sizes": ([10, 10_000], [10, 100]),
+    "roundtrip_cycles": (40, 3),
+    "roundtrip_warmup": (3, 1),
+    "search_plans": (100_000, 2_000),
+    "search_repeats": (10, 2),
+    "throughput_processes": (4, 4),
+    "throughput_seconds": (5, 1),
+    "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
+    "pages_repeats": (5, 1),
 }
-QUICK = {
-    "startup_runs": 2,
-    "startup_populated": [5, 10],
-    "fresh_runs": 1,
-    "roundtrip_sizes": [10, 100],
-    "roundtrip_cycles": 3,
-    "roundtrip_warmup": 1,
-    "search_plans": 2_000,
-    "search_repeats": 2,
-    "throughput_processes": 4,
-    "throughput_seconds": 1,
-    "pages_sizes": [[5, 100], [10, 200]],
-    "pages_repeats": 1,
-}
+DEFAULT = {name: full for name, (full, _) in SIZES.items()}
+QUICK = {name: quick for name, (_, quick) in SIZES.items()}
 FULL_SCALE_PAGES = [[1_000, 100_000], [10_000, 1_000_000]]
 
 

@@ -11,24 +11,9 @@ import shutil
 import time
 from pathlib import Path
 
-from common import (
-    BARE_SERVER,
-    MANAGE,
-    PLAN_COLUMNS,
-    PYTHON,
-    REPO,
-    TextMaker,
-    bench_env,
-    bulk_insert,
-    db_now,
-    median,
-    plan_ids,
-    plan_row,
-    progress,
-    session_names,
-    setup_django,
-    write_plan_files,
-)
+from common import BARE_SERVER, MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env
+from common import bulk_insert, db_now, median, plan_ids, plan_row, progress, session_names
+from common import setup_django, write_plan_files
 from rpc import StdioServer
 
 RATIO_TARGET = 1.3

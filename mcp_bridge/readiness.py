@@ -52,7 +52,7 @@ def prepare_database() -> None:
         actions = repair.repair_all(apply=True)
     except Exception:
         # A repair that cannot run (the database busy beyond its timeout, say) must not
-        # keep the server from serving: admin_validate still reports what is out of step,
+        # keep the server from serving: check_invariants still reports what is out of step,
         # and the next start or `manage.py nineplan_repair --apply` fixes it.
         log.exception("start-up repair failed; serving without it")
         actions = []

@@ -100,7 +100,7 @@ def _state(ctx: Context) -> ConnectionState:
     return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
 
 
-def _run(
+def _call(
     ctx: Context,
     session_name: str | None,
     body: Callable[[str | None], CallToolResult],
@@ -177,7 +177,7 @@ def session_create(
             summary += STATELESS_HINT.format(name=session.name)
         return responses.ok(session.name, summary, {"session_path": queries.session_path(session.name)})
 
-    return _run(ctx, None, body, needs_session=False)
+    return _call(ctx, None, body, needs_session=False)
 
 
 def session_resume(
@@ -211,7 +211,7 @@ def session_resume(
 
     if session_name is None or not isinstance(session_name, str):
         session_name = ""
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 # --- queue ------------------------------------------------------------------------------
@@ -252,7 +252,7 @@ def queue_add(
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan added.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 class PlanSpec(BaseModel):
@@ -293,7 +293,7 @@ def queue_add_batch(
         }
         return responses.ok(name, f"{len(created)} plans added in order.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
@@ -318,7 +318,7 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
             body=queries.plan_file_text(plan),
         )
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 # --- the active plan --------------------------------------------------------------------
@@ -342,7 +342,7 @@ def plan_defer(
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan deferred.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def plan_complete(
@@ -370,7 +370,7 @@ def plan_complete(
         hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
         return responses.ok(name, f"Plan completed. {hint}", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def plan_discard(
@@ -388,7 +388,7 @@ def plan_discard(
         length = queries.queue_length(name)
         return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def plan_note(
@@ -419,7 +419,7 @@ def plan_note(
         }
         return responses.ok(name, "Notes written.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 # --- history ----------------------------------------------------------------------------
@@ -453,7 +453,7 @@ def history_search(
         summary = f"{len(results)} result(s)." + (" Read one with 9plan_history_get." if results else "")
         return responses.ok(name, summary, {"results": results})
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def history_get(
@@ -475,7 +475,7 @@ def history_get(
         }
         return responses.ok(name, "Completed plan.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 # --- inspection -------------------------------------------------------------------------
@@ -487,7 +487,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
-        result = queries.admin_validate(name)
+        result = queries.check_invariants(name)
         data = {
             "valid": result.valid,
             "invariants": result.invariants,
@@ -496,7 +496,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         }
         return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
@@ -522,7 +522,7 @@ def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         data = {"sessions": rows, "total": total, "more": total - len(rows)}
         return responses.ok(name, f"{total} session(s).", data)
 
-    return _run(ctx, session_name, body, needs_session=False)
+    return _call(ctx, session_name, body, needs_session=False)
 
 
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
@@ -533,7 +533,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
     def body(name: str | None) -> CallToolResult:
         state = queries.session_state(name, limit=LIST_CAP)
         files = planfiles.list_plan_files(name)
-        validation_result = queries.admin_validate(name)
+        validation_result = queries.check_invariants(name)
         active = state.active
         data = {
             "task_description": excerpts.fit_json(state.session.task_description, 150),
@@ -550,7 +550,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
         }
         return responses.ok(name, "Session state.", data)
 
-    return _run(ctx, session_name, body)
+    return _call(ctx, session_name, body)
 
 
 READ_ONLY = {session_resume, history_search, history_get, admin_validate, admin_sessions, admin_state}

@@ -28,7 +28,7 @@ from django.db import connection, connections, transaction
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import Event, Plan, Session
 
-log = logging.getLogger("nineplan.feed")
+log = logging.getLogger("nineplan.event_feed")
 
 # A cursor is 9 bytes, base64url: a format version (1), then the event id as 8 bytes
 # big-endian. Every 12-character string matching the pattern decodes to version 1 and an

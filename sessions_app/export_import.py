@@ -25,7 +25,7 @@ from sessions_app import event_feed, inputs, planfiles, queries, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
-log = logging.getLogger("nineplan.transfer")
+log = logging.getLogger("nineplan.export_import")
 
 FORMAT = "9plan-session-export"
 FORMAT_VERSION = 2

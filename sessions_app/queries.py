@@ -213,7 +213,7 @@ INVARIANTS = (
 
 
 @dataclass
-class Validation:
+class InvariantReport:
     invariants: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(INVARIANTS, True))
     issues: list[str] = field(default_factory=list)
     # The same issues grouped by the invariant they break, for pages that show each check.
@@ -229,10 +229,10 @@ class Validation:
         self.issues_by_invariant.setdefault(invariant, []).append(issue)
 
 
-def admin_validate(name: object) -> Validation:
+def check_invariants(name: object) -> InvariantReport:
     """Checks the session's invariants; every issue names the plan and the fix."""
     session = get_session(name)
-    result = Validation()
+    result = InvariantReport()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
             "id", "status", "sort_key", "session_id", *SECTIONS

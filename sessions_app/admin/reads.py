@@ -51,7 +51,7 @@ class SessionPage:
     events: list[Event]
     event_count: int
     series: list[tuple[datetime, int, int]]
-    validation: queries.Validation
+    validation: queries.InvariantReport
 
 
 def _latest(session: Session, status: str, stamp: str) -> list[Plan]:
@@ -71,7 +71,7 @@ def session_page(name: object) -> SessionPage:
         events=list(events.order_by("-created_at", "-id")[:EVENTS_SHOWN]),
         event_count=events.count(),
         series=session_series(session),
-        validation=queries.admin_validate(session.name),
+        validation=queries.check_invariants(session.name),
     )
 
 

@@ -302,7 +302,7 @@ class SessionValidationView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        result = queries.admin_validate(name)
+        result = queries.check_invariants(name)
         body = {"session": name, "valid": result.valid, "invariants": result.invariants, "issues": result.issues}
         return Response(s.ValidationSerializer(body).data)
 

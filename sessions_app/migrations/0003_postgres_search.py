@@ -40,7 +40,7 @@ BACKWARD = [
 ]
 
 
-def _run(statements):
+def _execute(statements):
     def run(apps, schema_editor):
         if schema_editor.connection.vendor != "postgresql":
             return
@@ -52,4 +52,4 @@ def _run(statements):
 
 class Migration(migrations.Migration):
     dependencies = [("sessions_app", "0002_history_search")]
-    operations = [migrations.RunPython(_run(FORWARD), _run(BACKWARD))]
+    operations = [migrations.RunPython(_execute(FORWARD), _execute(BACKWARD))]

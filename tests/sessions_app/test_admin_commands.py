@@ -117,7 +117,7 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     for plan in Plan.objects.filter(session=session):
         assert plan.id in text
         assert (sessions_dir / session.name / "plans" / f"{plan.id}.txt").exists() == plan.is_open
-    assert queries.admin_validate(session.name).valid
+    assert queries.check_invariants(session.name).valid
     actors = set(Event.objects.filter(session=session).values_list("actor", flat=True))
     assert actors == {"agent", "user:demo-staff"}
     times = list(Event.objects.filter(session=session).order_by("id").values_list("created_at", flat=True))

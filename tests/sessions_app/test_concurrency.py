@@ -134,7 +134,7 @@ def file_notes(session: Session, plan_id: str) -> str:
 
 
 def assert_valid(session: Session) -> None:
-    result = queries.admin_validate(session.name)
+    result = queries.check_invariants(session.name)
     assert result.valid, result.issues
     # The plan counts on the session row kept step with every racing writer.
     assert plan_counts.drifted(session.name) == {}

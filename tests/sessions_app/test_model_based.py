@@ -1,7 +1,7 @@
 """Model-based test: random sequences of every queue operation, run against the real
 services (SQLite or PostgreSQL, plan files on disk) and against a plain in-memory model of
 what 9plan promises. After every step the two must agree on the queue order, the active
-plan, the history, every plan's text and every plan file, and admin_validate must be clean.
+plan, the history, every plan's text and every plan file, and check_invariants must be clean.
 """
 
 from __future__ import annotations
@@ -186,25 +186,25 @@ class NineplanMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.active is not None)
     @rule(outcome=SOME_TEXT)
     def complete(self, outcome):
-        plan = services.plan_complete(session_name=self.name, outcome=outcome)
-        plan_id = self.model.active
-        assert plan.id == plan_id
-        self.model.absorb(plan_id)
-        mp = self.model.plans[plan_id]
-        mp.status, mp.outcome = "completed", outcome
-        self.model.completed.append(plan_id)
-        self.model.active = None
+        self._closed(services.plan_complete(session_name=self.name, outcome=outcome), outcome=outcome)
 
     @precondition(lambda self: self.model.active is not None)
     @rule(reason=SOME_TEXT)
     def discard(self, reason):
-        plan = services.plan_discard(session_name=self.name, reason=reason)
+        self._closed(services.plan_discard(session_name=self.name, reason=reason), discard_reason=reason)
+
+    def _closed(self, plan, **text) -> None:
+        """The active plan left the queue for good: completed with an outcome, or discarded."""
         plan_id = self.model.active
         assert plan.id == plan_id
         self.model.absorb(plan_id)
         mp = self.model.plans[plan_id]
-        mp.status, mp.discard_reason = "discarded", reason
-        self.model.discarded.append(plan_id)
+        if "outcome" in text:
+            mp.status, mp.outcome = "completed", text["outcome"]
+            self.model.completed.append(plan_id)
+        else:
+            mp.status, mp.discard_reason = "discarded", text["discard_reason"]
+            self.model.discarded.append(plan_id)
         self.model.active = None
 
     @rule(op=st.sampled_from(["pull", "defer", "note", "complete", "discard"]), text=SOME_TEXT, position=POSITION)
@@ -308,7 +308,7 @@ class NineplanMachine(RuleBasedStateMachine):
     def admin_validate_is_clean(self):
         if not self.name:
             return
-        result = queries.admin_validate(self.name)
+        result = queries.check_invariants(self.name)
         assert result.valid, result.issues
 
 

@@ -218,7 +218,7 @@ def test_an_unwritable_plan_file_gives_file_system_error_and_leaves_no_temp_file
 @pytest.mark.django_db
 @pytest.mark.parametrize("name", ["complete", "discard"])
 def test_complete_and_discard_succeed_when_the_file_cannot_be_deleted(session, active, sessions_dir, name):
-    # The database is authoritative; a file left behind is reported by admin_validate.
+    # The database is authoritative; a file left behind is reported by check_invariants.
     break_plans_folder(sessions_dir, session.name)
 
     step(name, session.name)()

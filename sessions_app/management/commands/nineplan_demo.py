@@ -112,28 +112,30 @@ class Command(BaseCommand):
             added = services.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
             return [placed.plan for placed in added]
 
-        def finish(outcome: str) -> Plan:
-            return services.plan_complete(session_name=name, outcome=outcome)
+        def work(outcome: str, *, note: str | None = None) -> None:
+            services.plan_pull(session_name=name)
+            if note is not None:
+                services.plan_note(session_name=name, text=note)
+            services.plan_complete(session_name=name, outcome=outcome)
 
         enqueue("routes", "models", "webhook", "pdf", "customers", "tax")
-        services.plan_pull(session_name=name)
-        services.plan_note(session_name=name, text="Two routes are dead code: `/legacy/export` and `/ping2`.")
-        finish("Found **23 routes** in 4 blueprints; two are dead code. Table in `docs/routes.md`.")
-        services.plan_pull(session_name=name)
-        finish("Three models with constraints; `makemigrations --check` clean; sample of 10,000 invoices round-trips.")
+        work(
+            "Found **23 routes** in 4 blueprints; two are dead code. Table in `docs/routes.md`.",
+            note="Two routes are dead code: `/legacy/export` and `/ping2`.",
+        )
+        work("Three models with constraints; `makemigrations --check` clean; sample of 10,000 invoices round-trips.")
         services.plan_pull(session_name=name)
         services.plan_defer(session_name=name, reason="Blocked: waiting for the provider's signing secret for staging.")
         services.plan_pull(session_name=name)
         services.plan_discard(
             session_name=name, reason="Superseded: invoice PDFs move to the reporting service next quarter."
         )
-        services.plan_pull(session_name=name)
-        services.plan_note(session_name=name, text="41 rows had lowercase country codes; normalised in the migration.")
-        finish("Migrated 182,304 customers; counts match; no NULL country codes.")
-        services.plan_pull(session_name=name)
-        finish("Rates now in `TaxRate`; the three call sites use `tax.rate_for()`.")
-        services.plan_pull(session_name=name)
-        finish("Webhook ported; 1,204 recorded calls accepted, tampered bodies rejected with 400.")
+        work(
+            "Migrated 182,304 customers; counts match; no NULL country codes.",
+            note="41 rows had lowercase country codes; normalised in the migration.",
+        )
+        work("Rates now in `TaxRate`; the three call sites use `tax.rate_for()`.")
+        work("Webhook ported; 1,204 recorded calls accepted, tampered bodies rejected with 400.")
         later = enqueue("refunds", "ratelimit", "runbook", "cleanup")
         enqueue("currency", position="front")
         # A reviewer with change rights tidied the queue: these go through the same services.

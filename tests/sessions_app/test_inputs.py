@@ -45,7 +45,7 @@ def session_calls(name):
         "state": lambda: queries.session_state(name),
         "search": lambda: queries.history_search("x", session_name=name),
         "history_get": lambda: queries.history_get(session_name=name, plan_id="abcde"),
-        "validate": lambda: queries.admin_validate(name),
+        "validate": lambda: queries.check_invariants(name),
     }
 
 
