@@ -162,6 +162,15 @@ def _queue_place(plan: Plan) -> int:
     return plan.queue_place
 
 
+def _with_file_notice(plan: Plan, summary: str, data: dict[str, Any]) -> str:
+    """A plan file the service could not use is reported in the answer (``plan_file_notice``)."""
+    notice = getattr(plan, "file_notice", "")
+    if not notice:
+        return summary
+    data["plan_file_notice"] = excerpts.fit_json(notice, 600)
+    return f"{summary} The plan file was not used: see plan_file_notice."
+
+
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
 
@@ -322,12 +331,9 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
             "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
-        return responses.ok(
-            name,
-            "Plan pulled; its full text follows. Edit the file's Notes as you work.",
-            data,
-            body=queries.plan_file_text(plan),
-        )
+        text, plan.file_notice = queries.plan_file_text(plan)
+        summary = _with_file_notice(plan, "Plan pulled; its full text follows. Edit the file's Notes as you work.", data)
+        return responses.ok(name, summary, data, body=text)
 
     return _run(ctx, session_name, body)
 
@@ -350,7 +356,7 @@ def plan_defer(
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
-        return responses.ok(name, "Plan deferred.", data)
+        return responses.ok(name, _with_file_notice(plan, "Plan deferred.", data), data)
 
     return _run(ctx, session_name, body)
 
@@ -378,7 +384,7 @@ def plan_complete(
             "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
         }
         hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
-        return responses.ok(name, f"Plan completed. {hint}", data)
+        return responses.ok(name, _with_file_notice(plan, f"Plan completed. {hint}", data), data)
 
     return _run(ctx, session_name, body)
 
@@ -395,8 +401,8 @@ def plan_discard(
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
-        length = queries.queue_length(name)
-        return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
+        data = {"plan_id": plan.id, "queue_length": queries.queue_length(name)}
+        return responses.ok(name, _with_file_notice(plan, "Plan discarded.", data), data)
 
     return _run(ctx, session_name, body)
 
@@ -427,7 +433,7 @@ def plan_note(
             "notes_chars": len(plan.notes),
             "plan_path": queries.plan_path(plan),
         }
-        return responses.ok(name, "Notes written.", data)
+        return responses.ok(name, _with_file_notice(plan, "Notes written.", data), data)
 
     return _run(ctx, session_name, body)
 
