@@ -333,6 +333,9 @@ class PlanAdmin(NineplanAdmin):
             )
             return False
         self.message_user(request, done.format(plan=plan.id, **{field: value}), messages.SUCCESS)
+        notice = getattr(plan, "file_notice", "")
+        if notice:  # the plan file could not be taken in (a link, FIFO, too large...): say what was found
+            self.message_user(request, notice, messages.WARNING)
         return True
 
     def action_view(self, request, object_id, action):
