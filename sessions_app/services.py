@@ -244,7 +244,10 @@ def _read_ahead(session_name: object, plan_id: object = None) -> _Ahead | None:
     if not is_session_name(session_name):
         return None  # the service's own checks report it
     if plan_id is None:
-        plan_id = statements.active_plan_id(session_name)
+        try:
+            plan_id = statements.active_plan_id(session_name)
+        except DatabaseError:
+            return None  # the transaction meets the same fault and reports it properly
     if not is_plan_id(plan_id):
         return None
     return _Ahead(plan_id, planfiles.read_plan_file(session_name, plan_id))
@@ -309,7 +312,7 @@ def _absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bo
             )
         return f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}."
     if read.state == planfiles.TOO_LARGE:
-        reason = f"{read.problem}; at most {planfiles.read_cap()} bytes are read (from NINEPLAN_MAX_PLAN_CHARS)"
+        reason = f"it {read.problem}; at most {planfiles.read_cap()} bytes are read (from NINEPLAN_MAX_PLAN_CHARS)"
         return _refuse_file(plan, path, reason, strict)
     if read.state == planfiles.NOT_UTF8:
         # Kept before anything else happens; should the call fail after this, the copy
