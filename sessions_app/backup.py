@@ -91,7 +91,7 @@ def _copy_tree(source: Path, target: Path) -> None:
             except FileNotFoundError:
                 continue
             except _NotRegular as exc:
-                log.warning("backup left out an entry that is not a regular file", extra={"file": str(rel / name), "kind": str(exc)})
+                log.warning("backup left out an entry", extra={"file": str(rel / name), "kind": str(exc)})
 
 
 class _NotRegular(Exception):

@@ -23,6 +23,7 @@ from sessions_app import backup, export_import, planfiles, queries, repair, serv
 from sessions_app.admin import reads as admin_reads
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan
+from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import reader, token_client  # noqa: F401 (reader: a fixture)
 from tests.sessions_app.conftest import db_rows, plan_file
 
@@ -226,7 +227,7 @@ def test_nothing_is_written_through_a_linked_folder(session, linked_folder, user
     assert "nothing was changed" in error.suggestion
     assert same()
     refused(
-        lambda: services.plan_enqueue_many(session_name=session.name, plans=[{"context": "c", "goal": "g", "approach": "a", "success_criteria": "s"}]),
+        lambda: services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(), plan_fields()]),
         "FILE_SYSTEM_ERROR",
         "symbolic link",
     )

@@ -39,7 +39,9 @@ class Command(BaseCommand):
         else:
             self.stdout.write(f"{len(actions) - len(failed)} repair(s) done.")
         if alone:
-            self.stdout.write(f"{len(alone)} entr(ies) left alone: they are not regular files or real folders; remove them by hand.")
+            self.stdout.write(
+                f"{len(alone)} entr(ies) left alone: they are not regular files or real folders; remove them by hand."
+            )
         if failed:
             raise CommandError(f"{len(failed)} repair(s) failed; see the lines above, fix the cause and run again.")
         if alone and apply:
