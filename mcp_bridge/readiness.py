@@ -60,6 +60,8 @@ def prepare_database() -> None:
         extra = {"session": action.session, "action": action.kind, "file": action.target}
         if action.failed:
             log.error("start-up repair failed", extra={**extra, "error": action.failed})
+        elif action.kind == "left_alone":
+            log.warning("start-up repair left this alone", extra={**extra, "reason": action.detail})
         else:
             log.warning("start-up repair", extra=extra)
     close_old_connections()

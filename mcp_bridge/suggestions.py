@@ -40,6 +40,12 @@ BY_REASON = {
     errors.BROKE_A_RULE: (
         "Check the session with 9plan_session_resume or 9plan_admin_validate, then retry if the change is still needed."
     ),
+    errors.PLAN_FILE_REFUSED: (
+        "Remove the thing named in the message from the plans folder (or put a regular plan file in its place) "
+        "and call again; 9plan_admin_validate lists what it found."
+    ),
+    errors.PLAN_FILE_TOO_LARGE: "Shorten the plan file (move long detail into files of your own) and call again.",
+    errors.UNSAFE_FOLDER: "Replace the folder named in the message with a real folder (or remove it), then call again.",
     UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",
     UNKNOWN_ARGUMENT: "Remove or correct the named argument(s) and call again; nothing was changed.",
     BAD_ARGUMENTS: "Correct the named argument(s) as the tool's schema describes and call again; nothing was changed.",

@@ -151,6 +151,14 @@ PositionArg = Annotated[
 ]
 
 
+def _with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
+    """A plan file the service could not use is reported in the answer (``plan_file_notice``)."""
+    if not notice:
+        return summary
+    data["plan_file_notice"] = excerpts.fit_json(notice, 600)
+    return f"{summary} The plan file was not used: see plan_file_notice."
+
+
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
 
@@ -311,12 +319,9 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
             "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
-        return responses.ok(
-            name,
-            "Plan pulled; its full text follows. Edit the file's Notes as you work.",
-            data,
-            body=queries.plan_file_text(plan),
-        )
+        text, notice = queries.plan_file_text(plan)
+        summary = _with_file_notice(notice, "Plan pulled; its full text follows. Edit the file's Notes as you work.", data)
+        return responses.ok(name, summary, data, body=text)
 
     return _call(ctx, session_name, body)
 
@@ -340,7 +345,7 @@ def plan_defer(
         placed = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
-        return responses.ok(name, "Plan deferred.", data)
+        return responses.ok(name, _with_file_notice(placed.file_notice, "Plan deferred.", data), data)
 
     return _call(ctx, session_name, body)
 
@@ -359,7 +364,8 @@ def plan_complete(
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
+        written = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
+        plan = written.plan
         status = queries.queue_status(name)
         data = {
             "plan_id": plan.id,
@@ -368,7 +374,7 @@ def plan_complete(
             "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
         }
         hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
-        return responses.ok(name, f"Plan completed. {hint}", data)
+        return responses.ok(name, _with_file_notice(written.file_notice, f"Plan completed. {hint}", data), data)
 
     return _call(ctx, session_name, body)
 
@@ -384,9 +390,10 @@ def plan_discard(
     Example: {"reason": "Superseded by the new auth plan"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
-        length = queries.queue_length(name)
-        return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
+        written = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
+        plan = written.plan
+        data = {"plan_id": plan.id, "queue_length": queries.queue_length(name)}
+        return responses.ok(name, _with_file_notice(written.file_notice, "Plan discarded.", data), data)
 
     return _call(ctx, session_name, body)
 
@@ -410,14 +417,15 @@ def plan_note(
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_note(session_name=name, text=text, mode=mode, actor=ACTOR)
+        written = services.plan_note(session_name=name, text=text, mode=mode, actor=ACTOR)
+        plan = written.plan
         data = {
             "plan_id": plan.id,
             "mode": mode or "append",
             "notes_chars": len(plan.notes),
             "plan_path": queries.plan_path(plan),
         }
-        return responses.ok(name, "Notes written.", data)
+        return responses.ok(name, _with_file_notice(written.file_notice, "Notes written.", data), data)
 
     return _call(ctx, session_name, body)
 

@@ -8,10 +8,11 @@ so a restore is: put the copy in place, then run ``manage.py nineplan_repair --a
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-import shutil
 import sqlite3
+import stat
 from pathlib import Path
 
 from django.conf import settings
@@ -70,17 +71,50 @@ def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
 
 def _copy_tree(source: Path, target: Path) -> None:
     """Copy the sessions folder; files that vanish mid-copy (a plan completed meanwhile)
-    are skipped, and temporary files of writes in progress are left out."""
-    for folder, dirs, files in os.walk(source):
+    are skipped, and temporary files of writes in progress are left out.
+
+    Only regular files and real folders are copied: a link is never followed (it could
+    lead anywhere outside the sessions folder) and a FIFO or device is never opened (it
+    could stall the backup); each is logged and left out.
+    """
+    for folder, dirs, files in os.walk(source):  # does not descend into linked folders
         rel = Path(folder).relative_to(source)
         (target / rel).mkdir(parents=True, exist_ok=True)
+        for name in dirs:
+            if (Path(folder) / name).is_symlink():
+                log.warning("backup left out a link", extra={"file": str(rel / name)})
         for name in files:
             if name.startswith(planfiles.TEMP_PREFIX):
                 continue
             try:
-                shutil.copy2(Path(folder) / name, target / rel / name)
+                _copy_regular(Path(folder) / name, target / rel / name)
             except FileNotFoundError:
                 continue
+            except _NotRegular as exc:
+                log.warning("backup left out an entry", extra={"file": str(rel / name), "kind": str(exc)})
+
+
+class _NotRegular(Exception):
+    pass
+
+
+def _copy_regular(source: Path, target: Path) -> None:
+    try:
+        fd = os.open(source, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:  # the name is a link
+            raise _NotRegular("a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise _NotRegular(planfiles.kind_of(st.st_mode))
+        with open(target, "wb") as out:
+            while chunk := os.read(fd, 1 << 20):
+                out.write(chunk)
+        os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(fd)
 
 
 def backup_before_data_migration(sender, plan=None, using="default", **kwargs) -> None:

@@ -75,6 +75,9 @@ BAD_DOCUMENT = "bad_document"
 COLLIDED = "collided"
 BUSY = "busy"
 BROKE_A_RULE = "broke_a_rule"
+PLAN_FILE_REFUSED = "plan_file_refused"
+PLAN_FILE_TOO_LARGE = "plan_file_too_large"
+UNSAFE_FOLDER = "unsafe_folder"
 
 # Every category an edge may answer with, for the edges' tables and their tests.
 CATEGORIES = tuple(

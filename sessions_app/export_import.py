@@ -71,7 +71,8 @@ def export_session(name: object) -> dict:
             "updated_at": _when(plan.updated_at),
             "completed_at": _when(plan.completed_at),
             "discarded_at": _when(plan.discarded_at),
-            # The agent's working copy may hold edits the database takes in only later.
+            # The agent's working copy may hold edits the database takes in only later. Read
+            # safely (a regular file, bounded, never blocking); null when it cannot be used.
             "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
         }
         plans.append(row)
@@ -315,13 +316,9 @@ def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], u
     for plan in plans:
         if not plan.is_open:
             continue
-        path = planfiles.plan_path(session.name, plan.id)
         text = files.get(plan.id)
-        try:
-            planfiles.write_atomic(path, text if text is not None else planfiles.render(plan.sections()))
-        except OSError as exc:
-            raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
-        undo.append(lambda path=path: path.unlink(missing_ok=True))
+        planfiles.write_file(session.name, plan.id, text if text is not None else planfiles.render(plan.sections()))
+        undo.append(lambda plan_id=plan.id: planfiles.delete_plan(session.name, plan_id))
 
 
 def _remove_empty_tree(root: Path) -> None:

@@ -7,15 +7,21 @@ source of truth for structure; the file is where an agent reads the plan and may
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
-import tempfile
+import secrets
+import stat
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from pathlib import Path
 
 from django.conf import settings
 
+from sessions_app import errors
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, SECTIONS
@@ -112,93 +118,460 @@ def parse(text: str) -> ParsedFile:
     return parsed
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write ``text`` so that readers see the old file or the new one, never a torn one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=TEMP_PREFIX, suffix=".txt", dir=path.parent)
+# --- reaching the files ---------------------------------------------------------------------
+#
+# Plan files live where agents, and anything else running as the same user, can write, so
+# whatever is found there is hostile input (docs/design.md, "Plan files"). Every folder
+# below the sessions root is opened without following a symbolic link, and every name is
+# resolved relative to the folder's descriptor, so a link swapped in anywhere below the
+# root can neither lead a read to a file outside it nor a write, move or delete into a
+# folder outside it. Only regular files are opened, without blocking: a FIFO or a device
+# never stalls a caller (which may hold the database's write lock). Anything else found is
+# reported and left alone.
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC | os.O_NONBLOCK
+_READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_CREATE_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+
+MISSING = "missing"
+OK = "ok"
+REFUSED = "refused"  # not a regular file, in a folder that is not real, or unreadable
+TOO_LARGE = "too_large"
+NOT_UTF8 = "not_utf8"
+
+
+def read_cap() -> int:
+    """The most bytes of a plan file ever read.
+
+    Four bytes for each character the plan size limit allows (UTF-8's widest), plus room
+    for the headings and escapes: a file 9plan rendered from any plan the database accepts
+    is always under it, and anything over it could never be stored anyway.
+    """
+    return 4 * settings.NINEPLAN_MAX_PLAN_CHARS + 4096
+
+
+def kind_of(mode: int) -> str:
+    """What a directory entry that is not a regular file is, in words."""
+    if stat.S_ISLNK(mode):
+        return "a symbolic link"
+    if stat.S_ISFIFO(mode):
+        return "a FIFO (named pipe)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if stat.S_ISDIR(mode):
+        return "a folder"
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    return "not a regular file"
+
+
+class UnsafeFolder(Exception):
+    """A folder below the sessions root is a link, or not a folder at all."""
+
+    def __init__(self, path: Path, what: str):
+        super().__init__(f"{path} is {what}, not a real folder")
+        self.path = path
+        self.what = what
+
+
+def _describe_entry(name: str, dir_fd: int) -> str:
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
+        return kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return "not a folder"
+
+
+def _open_below(parent: int, name: str, shown: Path, *, create: bool) -> int:
+    if create:
+        try:
+            os.mkdir(name, dir_fd=parent)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError:
+        raise
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+            raise UnsafeFolder(shown, _describe_entry(name, parent)) from None
+        raise
+
+
+@contextmanager
+def _folder(session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None) -> Iterator[int]:
+    """A descriptor of the session's folder (or its ``plans``/``sub`` folder), reached from the
+    sessions root without following a link. Raises FileNotFoundError when a folder is
+    missing (unless ``create``), UnsafeFolder when one is a link or not a folder."""
+    root = sessions_root()
+    path = session_dir(session_name)  # checks the name's shape
+    if create:
+        root.mkdir(parents=True, exist_ok=True)
+    # The root itself is the operator's choice and may be a link; everything below is not.
+    fds = [os.open(root, _DIR_FLAGS)]
+    try:
+        fds.append(_open_below(fds[-1], session_name, path, create=create))
+        for name in (["plans"] if plans else []) + ([sub] if sub else []):
+            path = path / name
+            fds.append(_open_below(fds[-1], name, path, create=create))
+        yield fds[-1]
+    finally:
+        for fd in fds:
+            os.close(fd)
+
+
+def _file_name(plan_id: str) -> str:
+    if not is_plan_id(plan_id):
+        raise ValueError(f"not a plan id: {plan_id!r}")
+    return f"{plan_id}.txt"
+
+
+def _stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
+    # Any write changes the size or a time; 9plan's own writes also change the inode.
+    return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """What reading a plan file found. Only ``state == OK`` carries text to use."""
+
+    state: str
+    text: str | None = None
+    data: bytes | None = None  # the bytes as written, when they are not UTF-8 text
+    problem: str = ""  # in words, for answers and reports: "is a symbolic link"
+    size: int = 0
+    stamp: tuple | None = None
+
+    @property
+    def usable(self) -> bool:
+        return self.state == OK
+
+
+def _read_fd(fd: int, cap: int) -> bytes:
+    chunks: list[bytes] = []
+    left = cap + 1  # one byte more than allowed tells "too large" from "exactly the cap"
+    while left > 0:
+        try:
+            chunk = os.read(fd, min(left, 1 << 20))
+        except BlockingIOError:
+            break  # only a regular file is read, and it never blocks; this is belt and braces
+        if not chunk:
+            break
+        chunks.append(chunk)
+        left -= len(chunk)
+    return b"".join(chunks)
+
+
+def _read_in(folder: int, name: str) -> FileRead:
+    try:
+        before = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    if not stat.S_ISREG(before.st_mode):
+        return FileRead(REFUSED, problem=f"is {kind_of(before.st_mode)}, not a regular file", stamp=_stamp(before))
+    cap = read_cap()
+    if before.st_size > cap:
+        return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, stamp=_stamp(before))
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=folder)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    except OSError as exc:
+        # ELOOP: the name became a link between the check and the open.
+        return FileRead(REFUSED, problem=f"cannot be opened ({exc.strerror or exc})")
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", stamp=_stamp(st))
+        data = _read_fd(fd, cap)
+    except OSError as exc:
+        return FileRead(REFUSED, problem=f"cannot be read ({exc.strerror or exc})")
+    finally:
+        os.close(fd)
+    stamp = _stamp(st)
+    if len(data) > cap:
+        size = max(st.st_size, len(data))
+        return FileRead(TOO_LARGE, problem=f"is over {cap} bytes", size=size, stamp=stamp)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return FileRead(NOT_UTF8, data=data, problem=f"holds bytes that are not UTF-8 text (at byte {exc.start})",
+                        size=len(data), stamp=stamp)
+    if "\x00" in text:
+        # Valid UTF-8, but no database column can hold it (PostgreSQL refuses NUL).
+        at = data.index(b"\x00")
+        return FileRead(NOT_UTF8, data=data, problem=f"holds a NUL byte (at byte {at})", size=len(data), stamp=stamp)
+    return FileRead(OK, text=text, size=len(data), stamp=stamp)
+
+
+def _in_unsafe_folder(exc: UnsafeFolder) -> FileRead:
+    # A folder that is a link may lead to anything (another user's files): refused. A
+    # folder that is not a folder at all (a regular file in its place) holds no plan file.
+    if exc.what == "a symbolic link":
+        return FileRead(REFUSED, problem=f"is inside {exc.path}, which is {exc.what}, not a real folder")
+    return FileRead(MISSING, problem=f"{exc.path} is {exc.what}, not a folder")
+
+
+def read_plan_file(session_name: str, plan_id: str) -> FileRead:
+    """Reads a plan file safely: a regular file directly in the session's real plans
+    folder, at most ``read_cap()`` bytes, strictly UTF-8, never blocking."""
+    name = _file_name(plan_id)
+    try:
+        with _folder(session_name) as folder:
+            return _read_in(folder, name)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    except UnsafeFolder as exc:
+        return _in_unsafe_folder(exc)
+    except OSError as exc:
+        log.warning("plan file unreadable", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+        return FileRead(REFUSED, problem=f"cannot be read ({exc.strerror or exc})")
+
+
+def read_plan(session_name: str, plan_id: str) -> str | None:
+    """The file's text when it is safe and whole UTF-8 text; None otherwise (the database
+    copy stands)."""
+    read = read_plan_file(session_name, plan_id)
+    return read.text if read.usable else None
+
+
+def file_stamp(session_name: str, plan_id: str) -> tuple | None:
+    """The file's identity and times (None: no such entry), without opening it."""
+    try:
+        with _folder(session_name) as folder:
+            return _stamp(os.stat(_file_name(plan_id), dir_fd=folder, follow_symlinks=False))
+    except (OSError, UnsafeFolder):
+        return None
+
+
+def probe(session_name: str, plan_id: str) -> FileRead:
+    """Whether the plan's file is there as a regular file, without opening it."""
+    name = _file_name(plan_id)
+    try:
+        with _folder(session_name) as folder:
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    except UnsafeFolder as exc:
+        return _in_unsafe_folder(exc)
+    except OSError as exc:
+        return FileRead(REFUSED, problem=f"cannot be checked ({exc.strerror or exc})")
+    if not stat.S_ISREG(st.st_mode):
+        return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", stamp=_stamp(st))
+    return FileRead(OK, stamp=_stamp(st), size=st.st_size)
+
+
+def _write_in(folder: int, name: str, data: bytes) -> None:
+    """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one."""
+    try:
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISREG(st.st_mode):
+            raise FileExistsError(errno.EEXIST, f"{kind_of(st.st_mode)} is in its place, and 9plan leaves it alone")
+    tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}.txt"
+    fd = os.open(tmp, _CREATE_FLAGS, 0o600, dir_fd=folder)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        os.replace(tmp, path)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
-            os.unlink(tmp)
+            os.unlink(tmp, dir_fd=folder)
         except OSError:
             pass
         raise
 
 
-def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:
+def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
+    """Writes a plan file atomically, creating the session's folders as needed; refuses
+    (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place."""
     path = plan_path(session_name, plan_id)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        write_atomic(path, render(sections))
+        with _folder(session_name, create=True) as folder:
+            _write_in(folder, path.name, data)
+    except UnsafeFolder as exc:
+        log.error("plan folder unsafe", extra={"session": session_name, "plan": plan_id, "folder": str(exc.path)})
+        raise FileSystemFailed(
+            f"Could not write the plan file {path}: {exc.path} is {exc.what}, not a real folder; 9plan writes only "
+            "into real folders inside the sessions folder and leaves it alone.",
+            reason=errors.UNSAFE_FOLDER,
+        ) from None
     except OSError as exc:
         log.error("plan file write failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
         raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
     return path
 
 
-def read_plan(session_name: str, plan_id: str) -> str | None:
-    """The file's text, or None when it is missing or unreadable (the database copy stands)."""
-    path = plan_path(session_name, plan_id)
+def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:
+    return write_file(session_name, plan_id, render(sections))
+
+
+def _remove_in(folder: int, name: str) -> str:
+    """Unlinks ``name`` if it is a regular file; returns what was found instead ("": removed)."""
     try:
-        # newline="" keeps a "\r" in the text as it was written, not turned into "\n".
-        with path.open(encoding="utf-8", errors="replace", newline="") as fh:
-            return fh.read()
+        st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        return None
-    except (OSError, UnicodeError) as exc:
-        log.warning("plan file unreadable", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
-        return None
+        return ""
+    if not stat.S_ISREG(st.st_mode):
+        return kind_of(st.st_mode)
+    os.unlink(name, dir_fd=folder)
+    return ""
+
+
+def remove_file(session_name: str, plan_id: str) -> None:
+    """Removes the plan's file if it is a regular file; anything else raises FileSystemFailed
+    and is left alone."""
+    try:
+        with _folder(session_name) as folder:
+            found = _remove_in(folder, _file_name(plan_id))
+    except FileNotFoundError:
+        return
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"{exc}; it was left alone.") from None
+    if found:
+        raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {found}; it was left alone.")
 
 
 def delete_plan(session_name: str, plan_id: str) -> None:
     # Called after the database has committed; a file left behind by a failure here is
-    # reported by 9plan_admin_validate and cleaned up by the repair, never fatal.
+    # reported by 9plan_admin_validate and cleaned up by the repair, never fatal. A link,
+    # FIFO or device in the file's place is left alone (validate reports it).
     try:
-        plan_path(session_name, plan_id).unlink(missing_ok=True)
-    except OSError as exc:
+        with _folder(session_name) as folder:
+            found = _remove_in(folder, _file_name(plan_id))
+        if found:
+            log.warning("plan file left alone", extra={"session": session_name, "plan": plan_id, "found": found})
+    except FileNotFoundError:
+        pass
+    except (OSError, UnsafeFolder) as exc:
         log.warning("plan file delete failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
 
 
-def list_plan_files(session_name: str) -> list[str]:
-    """Plan ids that have a file in the session's plans folder (temp files excluded)."""
+def remove_temp(session_name: str, name: str) -> None:
+    """Removes a temporary file of an interrupted write (a regular file only)."""
+    if not name.startswith(TEMP_PREFIX) or "/" in name:
+        raise ValueError(f"not a temporary file name: {name!r}")
+    with _folder(session_name) as folder:
+        found = _remove_in(folder, name)
+    if found:
+        raise FileSystemFailed(f"{plans_dir(session_name) / name} is {found}; it was left alone.")
+
+
+def _preserved_name(folder: int, stem: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    name, n = f"{stem}-{stamp}.txt", 1
+    while True:
+        try:
+            os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            return name
+        n += 1
+        name = f"{stem}-{stamp}-{n}.txt"
+
+
+def preserve_bytes(session_name: str, plan_id: str, data: bytes) -> str:
+    """Keeps ``data`` exactly as it was in the session's ``preserved/`` folder; returns the
+    copy's path relative to the session folder."""
+    _file_name(plan_id)
     try:
-        names = os.listdir(plans_dir(session_name))
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    ids = []
-    for name in names:
-        stem, dot, ext = name.rpartition(".")
-        if dot and ext == "txt" and is_plan_id(stem):
-            ids.append(stem)
-    return sorted(ids)
+        with _folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as folder:
+            name = _preserved_name(folder, plan_id)
+            _write_in(folder, name, data)
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's bytes aside: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's bytes aside: {exc.strerror or exc}.") from exc
+    return f"{PRESERVED_DIR}/{name}"
+
+
+def preserve_file(session_name: str, plan_id: str) -> str:
+    """Moves the plan's file (a regular file only) into the session's ``preserved/`` folder;
+    returns its new path relative to the session folder."""
+    source = _file_name(plan_id)
+    try:
+        with _folder(session_name) as plans, _folder(
+            session_name, plans=False, create=True, sub=PRESERVED_DIR
+        ) as kept:
+            st = os.stat(source, dir_fd=plans, follow_symlinks=False)
+            if not stat.S_ISREG(st.st_mode):
+                raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {kind_of(st.st_mode)}; it was left alone.")
+            name = _preserved_name(kept, plan_id)
+            os.rename(source, name, src_dir_fd=plans, dst_dir_fd=kept)
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not move the plan file aside: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not move the plan file aside: {exc.strerror or exc}.") from exc
+    return f"{PRESERVED_DIR}/{name}"
+
+
+@dataclass
+class Scan:
+    """What a session's plans folder holds, from its entries' types alone (nothing opened)."""
+
+    problem: str = ""  # the session or plans folder is a link or not a folder
+    files: dict[str, str] = field(default_factory=dict)  # plan id -> "" (regular file) or what it is
+    temp: list[tuple[str, float, str]] = field(default_factory=list)  # name, age in seconds, "" or what it is
+
+    def regular(self) -> set[str]:
+        return {plan_id for plan_id, what in self.files.items() if not what}
+
+
+def scan(session_name: str) -> Scan:
+    found = Scan()
+    now = time.time()
+    try:
+        with _folder(session_name) as folder:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    name = entry.name
+                    is_temp = name.startswith(TEMP_PREFIX)
+                    stem, dot, ext = name.rpartition(".")
+                    is_plan = dot and ext == "txt" and is_plan_id(stem)
+                    if not (is_temp or is_plan):
+                        continue
+                    try:
+                        # The entry's type comes with the listing: no file is opened or stat'ed
+                        # unless it is a temporary file (its age) or not a regular file.
+                        what = "" if entry.is_file(follow_symlinks=False) else _describe_entry(name, folder)
+                        age = now - entry.stat(follow_symlinks=False).st_mtime if is_temp else 0.0
+                    except FileNotFoundError:
+                        continue  # renamed or removed meanwhile
+                    if is_temp:
+                        found.temp.append((name, age, what))
+                    else:
+                        found.files[stem] = what
+    except FileNotFoundError:
+        pass
+    except UnsafeFolder as exc:
+        found.problem = f"{exc.path} is {exc.what}, not a real folder"
+    found.temp.sort()
+    return found
+
+
+def list_plan_files(session_name: str) -> list[str]:
+    """Plan ids that have an entry in the session's plans folder (temp files excluded)."""
+    return sorted(scan(session_name).files)
 
 
 def list_temp_files(session_name: str, *, min_age: float = 0) -> list[Path]:
     """Temporary files in the session's plans folder, those at least ``min_age`` seconds old."""
-    now = time.time()
-    found = []
-    try:
-        candidates = [p for p in plans_dir(session_name).iterdir() if p.name.startswith(TEMP_PREFIX)]
-    except (FileNotFoundError, NotADirectoryError):
-        return []
-    for path in candidates:
-        try:
-            age = now - path.stat().st_mtime
-        except FileNotFoundError:
-            continue  # its write finished (renamed) or was cleaned up meanwhile
-        if age >= min_age:
-            found.append(path)
-    return sorted(found)
+    folder = plans_dir(session_name)
+    return [folder / name for name, age, _ in scan(session_name).temp if age >= min_age]
 
 
 def ensure_session_dir(session_name: str) -> Path:
     path = plans_dir(session_name)
     try:
-        path.mkdir(parents=True, exist_ok=True)
+        with _folder(session_name, create=True):
+            pass
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not create the session folder {path}: {exc}.") from None
     except OSError as exc:
         raise FileSystemFailed(f"Could not create the session folder {path}: {exc.strerror or exc}.") from exc
     return session_dir(session_name)

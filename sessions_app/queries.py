@@ -160,10 +160,17 @@ def queue_place(plan: Plan) -> int | None:
     return ahead + 1
 
 
-def plan_file_text(plan: Plan) -> str:
-    """The plan's text as the agent should read it: the file, or the database rendering."""
-    text = planfiles.read_plan(plan.session_id, plan.id)
-    return text if text is not None else planfiles.render(plan.sections())
+def plan_file_text(plan: Plan) -> tuple[str, str]:
+    """The plan's text as the agent should read it: the file, or the database rendering when
+    the file is missing or cannot be used; and a notice saying why it was not used ("")."""
+    read = planfiles.read_plan_file(plan.session_id, plan.id)
+    if read.usable:
+        return read.text, ""
+    rendered = planfiles.render(plan.sections())
+    if read.state == planfiles.MISSING:
+        return rendered, ""
+    path = planfiles.plan_path(plan.session_id, plan.id)
+    return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 
 # A hit: its plan (with the searched sections), its rank (1 = best) and the engine's score.
@@ -259,23 +266,7 @@ def check_invariants(name: object) -> InvariantReport:
             )
         else:
             positions[p.sort_key] = p.id
-    on_disk = set(planfiles.list_plan_files(session.name))
-    open_ids = {p.id for p in plans}
-    for p in plans:
-        if p.id not in on_disk:
-            result.fail(
-                "files_match_database",
-                f"plan {p.id} ({p.status}) has no plan file; fix: nineplan_repair re-renders it from the database.",
-            )
-    for orphan in sorted(on_disk - open_ids):
-        result.fail(
-            "no_orphaned_files",
-            f"plan file {orphan}.txt belongs to no queued or active plan; "
-            "fix: nineplan_repair keeps its text aside and removes it.",
-        )
-    # A fresh temporary file may be another process's write in progress, not debris.
-    for tmp in planfiles.list_temp_files(session.name, min_age=planfiles.TEMP_FILE_GRACE_SECONDS):
-        result.fail("no_orphaned_files", f"temporary file {tmp.name} was left by an interrupted write; fix: nineplan_repair.")
+    _check_files(session, plans, result)
     indexed = search.indexed_count(session.name)
     if indexed is not None:
         completed = Plan.objects.filter(session=session, status=Plan.Status.COMPLETED).count()
@@ -286,3 +277,62 @@ def check_invariants(name: object) -> InvariantReport:
                 "fix: nineplan_repair rebuilds the index.",
             )
     return result
+
+
+LEFT_ALONE = "9plan neither reads, writes, moves nor deletes it"
+
+
+def _check_files(session: Session, plans: list[Plan], result: Validation) -> None:
+    """The plan files against the open plans. Entries are judged by their type alone, and
+    only the active plan's file (the one an agent edits) is read: safely, and bounded."""
+    found = planfiles.scan(session.name)
+    if found.problem:
+        result.fail(
+            "files_match_database",
+            f"{found.problem}: {LEFT_ALONE}, nor anything in it; fix: replace it with a real folder, "
+            "then nineplan_repair renders the plan files from the database.",
+        )
+        return
+    open_ids = {p.id for p in plans}
+    for p in plans:
+        what = found.files.get(p.id)
+        if what is None:
+            result.fail(
+                "files_match_database",
+                f"plan {p.id} ({p.status}) has no plan file; fix: nineplan_repair re-renders it from the database.",
+            )
+        elif what:
+            result.fail(
+                "files_match_database",
+                f"plan file {p.id}.txt ({p.status} plan) is {what}, not a regular file: {LEFT_ALONE}; fix: remove "
+                "it, then nineplan_repair renders the file from the database.",
+            )
+        elif p.status == Plan.Status.ACTIVE:
+            read = planfiles.read_plan_file(session.name, p.id)
+            if read.state in (planfiles.TOO_LARGE, planfiles.NOT_UTF8, planfiles.REFUSED):
+                result.fail(
+                    "files_match_database",
+                    f"plan file {p.id}.txt (active plan) {read.problem}: it cannot be taken in, and the database "
+                    "keeps the last good text; fix: shorten it or make it UTF-8 text again (note, defer and "
+                    "complete refuse a file that is too large; bytes that are not UTF-8 are kept aside).",
+                )
+    for plan_id in sorted(set(found.files) - open_ids):
+        what = found.files[plan_id]
+        if what:
+            result.fail(
+                "no_orphaned_files",
+                f"{plan_id}.txt in the plans folder is {what} and belongs to no queued or active plan: {LEFT_ALONE}; "
+                "fix: remove it by hand.",
+            )
+        else:
+            result.fail(
+                "no_orphaned_files",
+                f"plan file {plan_id}.txt belongs to no queued or active plan; "
+                "fix: nineplan_repair keeps its text aside and removes it.",
+            )
+    for name, age, what in found.temp:
+        if what:
+            result.fail("no_orphaned_files", f"{name} in the plans folder is {what}: {LEFT_ALONE}; fix: remove it by hand.")
+        # A fresh temporary file may be another process's write in progress, not debris.
+        elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
+            result.fail("no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair.")

@@ -10,6 +10,11 @@ file is re-rendered from the database), a file whose plan is no longer queued/ac
 is checked against the completed plans and rebuilt if they differ, and the plan counts
 on each session row against its plans (recounted if they differ, their triggers
 re-created if missing). Every applied repair is written to the event log.
+
+The repair touches nothing outside the sessions folder, ever: a session or plans folder
+that is a symbolic link (or not a folder), and an entry that is not a regular file (a
+link, FIFO, device or socket), are reported as ``left_alone`` and never read, written,
+moved or deleted (docs/design.md, "Repair").
 """
 
 from __future__ import annotations
@@ -17,10 +22,8 @@ from __future__ import annotations
 import logging
 import os
 from dataclasses import dataclass
-from pathlib import Path
 
 from django.db import connection, transaction
-from django.utils import timezone
 
 from sessions_app import plan_counts, planfiles, search
 from sessions_app.errors import FileSystemFailed
@@ -36,7 +39,7 @@ OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 @dataclass(frozen=True)
 class Action:
     session: str
-    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount
+    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount | left_alone
     target: str
     detail: str
     failed: str = ""
@@ -63,19 +66,6 @@ def file_adds_text(text: str, plan: Plan | None) -> bool:
     return False
 
 
-def _preserve(session_name: str, path: Path) -> Path:
-    target_dir = planfiles.session_dir(session_name) / planfiles.PRESERVED_DIR
-    target_dir.mkdir(parents=True, exist_ok=True)
-    stamp = timezone.now().strftime("%Y%m%dT%H%M%S")
-    target = target_dir / f"{path.stem}-{stamp}.txt"
-    n = 1
-    while target.exists():
-        n += 1
-        target = target_dir / f"{path.stem}-{stamp}-{n}.txt"
-    os.replace(path, target)
-    return target
-
-
 class _Run:
     """One session's repair: collects actions and, when applying, carries each out and logs it."""
 
@@ -83,6 +73,12 @@ class _Run:
         self.session = session
         self.apply = apply
         self.actions: list[Action] = []
+
+    def left_alone(self, target: str, detail: str) -> None:
+        """Something no repair may touch: reported (and logged), never fixed."""
+        self.actions.append(Action(self.session.name, "left_alone", target, detail))
+        if self.apply:
+            log.warning("left alone", extra={"session": self.session.name, "file": target, "reason": detail})
 
     def act(self, kind: str, target: str, detail: str, plan: Plan | None, fix) -> None:
         if not self.apply:
@@ -111,11 +107,18 @@ def _rerender(session_name: str, plan: Plan) -> None:
     planfiles.write_plan(session_name, plan.id, plan.sections())
 
 
+LEFT_ALONE = "not a regular file; remove it by hand"
+
+
 def _repair_files(run: _Run) -> None:
     session = run.session
     name = session.name
+    found = planfiles.scan(name)
+    if found.problem:
+        run.left_alone(name, f"{found.problem}; nothing in it is read or changed")
+        return
     open_plans = {p.id: p for p in Plan.objects.filter(session=session, status__in=OPEN)}
-    on_disk = set(planfiles.list_plan_files(name))
+    on_disk = set(found.files)
 
     for plan_id in sorted(set(open_plans) - on_disk):
         plan = open_plans[plan_id]
@@ -126,36 +129,49 @@ def _repair_files(run: _Run) -> None:
             plan,
             lambda plan=plan: _rerender(name, plan),
         )
+    for plan_id in sorted(set(open_plans) & on_disk):
+        if found.files[plan_id]:
+            run.left_alone(f"{plan_id}.txt", f"{open_plans[plan_id].status} plan's file is {found.files[plan_id]}, {LEFT_ALONE}")
 
     stale_ids = sorted(on_disk - set(open_plans))
     # Only this session's plans: a file never speaks for a plan of another session.
     closed = Plan.objects.filter(session=session).in_bulk(stale_ids)
     for plan_id in stale_ids:
-        path = planfiles.plan_path(name, plan_id)
-        text = planfiles.read_plan(name, plan_id)
-        if text is None:
-            continue  # vanished meanwhile, or unreadable: nothing can be judged
+        target = f"{plan_id}.txt"
+        if found.files[plan_id]:
+            run.left_alone(target, f"is {found.files[plan_id]}, {LEFT_ALONE}")
+            continue
         plan = closed.get(plan_id)
         state = f"plan is {plan.status}" if plan else "no such plan in the database"
-        if file_adds_text(text, plan):
+        read = planfiles.read_plan_file(name, plan_id)
+        if read.state == planfiles.MISSING:
+            continue  # vanished meanwhile
+        if read.state == planfiles.REFUSED:
+            run.left_alone(target, f"{read.problem}; left alone")
+            continue
+        if not read.usable or file_adds_text(read.text, plan):
+            why = "the file holds text the database lacks" if read.usable else f"the file {read.problem}"
             run.act(
                 "preserve",
-                path.name,
-                f"{state}; the file holds text the database lacks, kept aside",
+                target,
+                f"{state}; {why}, kept aside",
                 plan,
-                lambda path=path: {"kept_as": str(_preserve(name, path).relative_to(planfiles.session_dir(name)))},
+                lambda plan_id=plan_id: {"kept_as": planfiles.preserve_file(name, plan_id)},
             )
         else:
             run.act(
                 "delete_stale",
-                path.name,
+                target,
                 f"{state}; the database has all its text",
                 plan,
-                lambda path=path: path.unlink(missing_ok=True),
+                lambda plan_id=plan_id: planfiles.remove_file(name, plan_id),
             )
 
-    for tmp in planfiles.list_temp_files(name, min_age=planfiles.TEMP_FILE_GRACE_SECONDS):
-        run.act("remove_temp", tmp.name, "left by an interrupted write", None, lambda tmp=tmp: tmp.unlink(missing_ok=True))
+    for tmp, age, what in found.temp:
+        if what:
+            run.left_alone(tmp, f"is {what}, {LEFT_ALONE}")
+        elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
+            run.act("remove_temp", tmp, "left by an interrupted write", None, lambda tmp=tmp: planfiles.remove_temp(name, tmp))
 
 
 def session_repair(*, session_name: str, apply: bool) -> list[Action]:
@@ -268,9 +284,14 @@ def _open_plan_ids(names: list[str]) -> dict[str, set[str]]:
 
 
 def _looks_in_step(name: str, open_ids: set[str]) -> bool:
-    """Every open plan has its file, no other file is there, and no old temp file."""
-    return set(planfiles.list_plan_files(name)) == open_ids and not planfiles.list_temp_files(
-        name, min_age=planfiles.TEMP_FILE_GRACE_SECONDS
+    """Every open plan has its file (a regular one, in real folders), no other entry is
+    there, and no old or odd temp file."""
+    found = planfiles.scan(name)
+    return (
+        not found.problem
+        and set(found.files) == open_ids
+        and not any(found.files.values())
+        and not any(what or age >= planfiles.TEMP_FILE_GRACE_SECONDS for _, age, what in found.temp)
     )
 
 

@@ -9,7 +9,9 @@ read-modify-write of a queue or a plan's text is serialized against every other 
 
 Plan files follow the database: a file is written inside the transaction (so a failed
 write rolls the database back) and deleted only after the commit (so a crash leaves a
-file the repair can judge, never a plan without its text).
+file the repair can judge, never a plan without its text). A plan file is read before the
+transaction begins, so that no read of a slow file ever holds the write lock; inside it,
+the file is only checked for a change since (and read again if it changed).
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ from sessions_app.errors import (
     PlanNotFound,
     QueueEmpty,
     SessionNotFound,
+    FileSystemFailed,
     ValidationFailed,
 )
-from sessions_app.identifiers import new_plan_id, new_session_name
+from sessions_app.identifiers import is_plan_id, is_session_name, new_plan_id, new_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
 
@@ -41,13 +44,27 @@ ID_ATTEMPTS = 20
 
 
 @dataclass(frozen=True)
-class Placed:
-    """A plan that a write left queued, and its place in the queue (1 = pulled next) as
-    the write's own transaction saw it: counting afterwards could also count plans
-    another writer queued meanwhile."""
+class Written:
+    """What a write did to a plan: the plan as stored; its place in the queue (1 = pulled
+    next) when the write left it queued, as the write's own transaction saw it (counting
+    afterwards could also count plans another writer queued meanwhile); and, when its plan
+    file was not taken in, why (``file_notice``, for the caller to pass on)."""
 
     plan: Plan
-    place: int
+    place: int | None = None
+    file_notice: str = ""
+
+
+@dataclass(frozen=True)
+class _Absorbed:
+    """What reading the plan file back came to: a notice when it was not taken in, and
+    whether the file is to be moved aside (not deleted) once the plan leaves the queue."""
+
+    notice: str = ""
+    set_aside: bool = False
+
+
+_TAKEN_IN = _Absorbed()
 
 
 @dataclass(frozen=True)
@@ -112,20 +129,17 @@ def _check_queue_room(session: Session, adding: int) -> None:
         )
 
 
-_UNREAD = object()
-
-
-def _write_file(undo: list, plan: Plan, previous: str | None | object = _UNREAD) -> None:
-    """Write the plan's file, with an undo step. ``previous`` is the file's text if the
-    caller has just read it (None: there was none), so it is not read a second time."""
-    path = planfiles.plan_path(plan.session_id, plan.id)
-    if previous is _UNREAD:
-        previous = planfiles.read_plan(plan.session_id, plan.id) if path.exists() else None
+def _write_file(undo: list, plan: Plan, previous: planfiles.FileRead | None = None) -> None:
+    """Write the plan's file, with an undo step that puts back what was there before
+    (``previous``: the file as read in this call; None: there was none)."""
     planfiles.write_plan(plan.session_id, plan.id, plan.sections())
-    if previous is None:
-        undo.append(lambda: path.unlink(missing_ok=True))
-    else:
-        undo.append(lambda: planfiles.write_atomic(path, previous))
+    session_name, plan_id = plan.session_id, plan.id
+    if previous is None or previous.state == planfiles.MISSING:
+        undo.append(lambda: planfiles.delete_plan(session_name, plan_id))
+    elif previous.state == planfiles.OK:
+        undo.append(lambda: planfiles.write_file(session_name, plan_id, previous.text))
+    elif previous.state == planfiles.NOT_UTF8:
+        undo.append(lambda: planfiles.write_file(session_name, plan_id, previous.data))
 
 
 def compose_append(stored: str, fragment: str) -> str:
@@ -142,38 +156,152 @@ def compose_append(stored: str, fragment: str) -> str:
     return tail if head == "" else f"{head}\n\n{tail}"
 
 
-def _absorb_file(plan: Plan, actor: str) -> str | None:
+@dataclass(frozen=True)
+class _Ahead:
+    plan_id: str
+    read: planfiles.FileRead
+
+
+def _read_ahead(session_name: object, plan_id: object = None) -> _Ahead | None:
+    """The plan file of the session's active plan (or of ``plan_id``), read before the write
+    transaction: a file that is slow to read then never holds up other writers."""
+    if not is_session_name(session_name):
+        return None  # the service's own checks report it
+    if plan_id is None:
+        try:
+            plan_id = statements.active_plan_id(session_name)
+        except DatabaseError:
+            return None  # the transaction meets the same fault and reports it properly
+    if not is_plan_id(plan_id):
+        return None
+    return _Ahead(plan_id, planfiles.read_plan_file(session_name, plan_id))
+
+
+def _file_now(plan: Plan, ahead: _Ahead | None) -> planfiles.FileRead:
+    """The plan's file as it is now, inside the transaction: the read made ahead when the
+    file has not changed since (one stat, nothing opened), else a fresh read, which is
+    bounded and never blocks either."""
+    if ahead is not None and ahead.plan_id == plan.id and ahead.read.stamp is not None:
+        if planfiles.file_stamp(plan.session_id, plan.id) == ahead.read.stamp:
+            return ahead.read
+    if ahead is not None and ahead.plan_id == plan.id and ahead.read.state == planfiles.MISSING:
+        if planfiles.file_stamp(plan.session_id, plan.id) is None:
+            return ahead.read
+    return planfiles.read_plan_file(plan.session_id, plan.id)
+
+
+KEPT_LAST_GOOD = "The database kept the plan's last good text"
+
+
+def _oversize(plan: Plan, sections: dict[str, str]) -> str:
+    """Why the text taken from the file breaks a limit ("" if it does not): the same limits
+    as text given in an argument."""
+    from django.conf import settings
+
+    for name, text in sections.items():
+        if len(text) > settings.NINEPLAN_MAX_FIELD_CHARS and text != getattr(plan, name):
+            title = planfiles.SECTION_TITLES[name]
+            return f"its {title} is {len(text)} characters; at most {settings.NINEPLAN_MAX_FIELD_CHARS} are allowed"
+    size = sum(len(v) for v in sections.values()) + len(plan.outcome or "")
+    if size > settings.NINEPLAN_MAX_PLAN_CHARS:
+        return f"the plan's text would be {size} characters; at most {settings.NINEPLAN_MAX_PLAN_CHARS} are allowed"
+    return ""
+
+
+def _absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> _Absorbed:
     """Keep what the agent wrote in the plan file: the database takes the file's sections.
 
-    A missing or unreadable file leaves the database copy as it is. A section whose
-    heading was removed keeps its database text (its lines went to the section above,
-    so nothing is lost either way); text above the first heading joins the Notes.
-    Returns the file's text as read (None: no readable file).
+    Only a regular file of whole UTF-8 text within the size limits is taken in; for
+    anything else the database copy stands. ``strict`` (note, defer, complete, requeue):
+    a file that is not a regular file, or too large, refuses the call, so the agent's text
+    in it is not passed over; otherwise (discard) the call goes on and the returned notice
+    says what was found. Bytes that are not UTF-8 are kept aside as written, either way.
+    A missing file leaves the database copy as it is. A section whose heading was removed
+    keeps its database text (its lines went to the section above, so nothing is lost);
+    text above the first heading joins the Notes.
     """
-    read = planfiles.read_plan(plan.session_id, plan.id)
-    if read is None:
-        log.warning("plan file missing; keeping the database copy", extra={"session": plan.session_id, "plan": plan.id})
-        return None
-    if read == planfiles.render(plan.sections()):
-        return read  # untouched since 9plan wrote it: nothing to parse
-    text = read.replace("\x00", "\ufffd")  # PostgreSQL cannot store NUL
-    parsed = planfiles.parse(text)
+    path = planfiles.plan_path(plan.session_id, plan.id)
+    where = {"session": plan.session_id, "plan": plan.id}
+    if read.state == planfiles.MISSING:
+        log.warning("plan file missing; keeping the database copy", extra=where)
+        return _TAKEN_IN
+    if read.state == planfiles.REFUSED:
+        log.warning("plan file left alone", extra={**where, "problem": read.problem})
+        if strict:
+            raise FileSystemFailed(
+                f"The plan file {path} {read.problem}: 9plan neither reads nor replaces it. Nothing was changed; "
+                "the database keeps the plan's last good text.",
+                reason=errors.PLAN_FILE_REFUSED,
+            )
+        return _Absorbed(f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}.")
+    if read.state == planfiles.TOO_LARGE:
+        reason = f"it {read.problem}; at most {planfiles.read_cap()} bytes are read (from NINEPLAN_MAX_PLAN_CHARS)"
+        return _refuse_file(plan, path, reason, strict)
+    if read.state == planfiles.NOT_UTF8:
+        # Kept before anything else happens; should the call fail after this, the copy
+        # stays too: a second copy of an agent's bytes is harmless, a lost one is not.
+        kept = planfiles.preserve_bytes(plan.session_id, plan.id, read.data)
+        log.warning("plan file not UTF-8; kept aside", extra={**where, "kept_as": kept})
+        _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=[], kept_as=kept, problem=read.problem)
+        return _Absorbed(
+            f"The plan file {path} {read.problem}: its bytes are kept as written in "
+            f"{planfiles.session_dir(plan.session_id) / kept}, and the database's text was used instead."
+        )
+    if read.text == planfiles.render(plan.sections()):
+        return _TAKEN_IN  # untouched since 9plan wrote it: nothing to parse
+    parsed = planfiles.parse(read.text)
+    new = plan.sections()
     changed = []
     for name in SECTIONS:
         if name not in parsed.sections:
             continue
-        new = parsed.sections[name]
-        if name == "goal" and inputs.is_blank(new):
+        text = parsed.sections[name]
+        if name == "goal" and inputs.is_blank(text):
             continue  # a plan always keeps a goal
-        if new != getattr(plan, name).strip("\r\n"):
-            setattr(plan, name, new)
+        if text != new[name].strip("\r\n"):
+            new[name] = text
             changed.append(name)
     if parsed.preamble:
-        plan.notes = compose_append(plan.notes, parsed.preamble)
+        new["notes"] = compose_append(new["notes"], parsed.preamble)
         changed.append("preamble")
-    if changed:
-        _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
-    return read
+    if not changed:
+        return _TAKEN_IN
+    reason = _oversize(plan, new)
+    if reason:
+        return _refuse_file(plan, path, reason, strict)
+    for name in SECTIONS:
+        setattr(plan, name, new[name])
+    _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
+    return _TAKEN_IN
+
+
+def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> _Absorbed:
+    """A plan file over a limit: the call is refused, or (discard) goes on without it and the
+    file is moved aside after the commit."""
+    log.warning("plan file too large", extra={"session": plan.session_id, "plan": plan.id, "reason": reason})
+    if strict:
+        raise ValidationFailed(
+            f"plan_file: the plan file {path} is too large: {reason}. {KEPT_LAST_GOOD}; nothing was changed.",
+            field="plan_file",
+            reason=errors.PLAN_FILE_TOO_LARGE,
+        )
+    return _Absorbed(f"The plan file {path} is too large: {reason}. {KEPT_LAST_GOOD} and did not take the file in.", True)
+
+
+def _retire_file(plan: Plan, absorbed: _Absorbed) -> Written:
+    """After the commit: the file of a plan that left the queue is deleted, or, if its
+    text could not be taken in, moved to the session's preserved/ folder."""
+    if not absorbed.set_aside:
+        planfiles.delete_plan(plan.session_id, plan.id)
+        return Written(plan, file_notice=absorbed.notice)
+    try:
+        kept = planfiles.preserve_file(plan.session_id, plan.id)
+    except FileSystemFailed as exc:
+        log.warning("plan file not moved aside", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message})
+        where = " It stays where it is (it could not be moved aside); the invariant check reports it."
+    else:
+        where = f" The file is kept as {planfiles.session_dir(plan.session_id) / kept}."
+    return Written(plan, file_notice=absorbed.notice + where)
 
 
 TOUCHED = ("version", "updated_at")
@@ -198,10 +326,11 @@ def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
     return checked
 
 
-def _new_plan_id() -> str:
+def _new_plan_id(session_name: str) -> str:
     for _ in range(ID_ATTEMPTS):
         candidate = new_plan_id()
-        if not statements.plan_id_taken(candidate):
+        # A file already named after the id (one a crash left, say) is never overwritten.
+        if not statements.plan_id_taken(candidate) and planfiles.file_stamp(session_name, candidate) is None:
             return candidate
         log.warning("plan id collision; drawing another", extra={"plan": candidate})
     raise DatabaseFailed("Could not find a free plan id after several attempts.")
@@ -243,7 +372,7 @@ def plan_enqueue(
     outputs: str | None = None,
     position: str | None = None,
     actor: str = "agent",
-) -> Placed:
+) -> Written:
     """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
     fields = dict(
         context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
@@ -257,7 +386,7 @@ def plan_enqueue_many(
     plans: list[dict] | list[PlanInput],
     position: str | None = None,
     actor: str = "agent",
-) -> list[Placed]:
+) -> list[Written]:
     """Adds several plans that keep the given order, at the front or the back; all or none."""
     from django.conf import settings
 
@@ -286,7 +415,7 @@ def plan_enqueue_many(
         first_place = _place(session, position)
         for item in order:
             plan = Plan(
-                id=_new_plan_id(),
+                id=_new_plan_id(session.name),
                 session_id=session.name,
                 status=Plan.Status.QUEUED,
                 sort_key=_next_position(session, position),
@@ -302,7 +431,7 @@ def plan_enqueue_many(
         created.reverse()
     for plan in created:
         log.info("plan added", extra={"session": session.name, "plan": plan.id, "position": position})
-    return [Placed(plan, first_place + i) for i, plan in enumerate(created)]
+    return [Written(plan, first_place + i) for i, plan in enumerate(created)]
 
 
 def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
@@ -331,7 +460,9 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
         _event(session.name, Event.Kind.PLAN_PULLED, actor, plan)
         # Restored inside the transaction: if the file cannot be written the pull is
         # undone, rather than reporting an error for a plan that is now active anyway.
-        if planfiles.read_plan(session.name, plan.id) is None:
+        # Only checked, never read: a link or FIFO in the file's place is left alone, and the
+        # answer's text then comes from the database.
+        if planfiles.probe(session.name, plan.id).state == planfiles.MISSING:
             _write_file(undo, plan, previous=None)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id})
     return plan
@@ -339,14 +470,19 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
 
 def plan_defer(
     *, session_name: str, reason: str, position: str | None = None, actor: str = "agent"
-) -> Placed:
+) -> Written:
     """Returns the active plan to the queue with the timestamped reason in its Notes."""
     reason = inputs.text("reason", reason, required=True)
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    ahead = _read_ahead(session_name)
     with transactions.write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
-        previous = _absorb_file(plan, actor)
+        previous = _file_now(plan, ahead)
+        absorbed = _absorb_file(plan, actor, previous, strict=True)
+        # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
+        # when it was added, and refusing would leave the agent unable to set it aside.
+        # The queue can so exceed the limit by at most the session's one active plan.
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
         plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
         inputs.plan_size(plan.sections(), field="reason")
@@ -358,17 +494,18 @@ def plan_defer(
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
-    return Placed(plan, place)
+    return Written(plan, place, absorbed.notice)
 
 
-def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Plan:
+def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Written:
     """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
     search, then deletes the file."""
     outcome = inputs.text("outcome", outcome, required=True)
+    ahead = _read_ahead(session_name)
     with transactions.write():
         session = _lock_session(session_name)
         plan = _active_plan(session)
-        _absorb_file(plan, actor)
+        absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
         plan.outcome = outcome
         inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
         plan.status = Plan.Status.COMPLETED
@@ -376,24 +513,28 @@ def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> P
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_COMPLETED, actor, plan)
-    planfiles.delete_plan(session.name, plan.id)
+    written = _retire_file(plan, absorbed)
     log.info("plan completed", extra={"session": session.name, "plan": plan.id})
-    return plan
+    return written
 
 
-def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Plan:
+def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Written:
     """Discards the active plan (never searchable); keeps the file's edits, deletes the file."""
     reason = inputs.text("reason", reason, required=True)
+    ahead = _read_ahead(session_name)
     with transactions.write():
         session = _lock_session(session_name)
-        plan = _discard(session, _active_plan(session), reason, actor)
-    planfiles.delete_plan(session.name, plan.id)
+        plan = _active_plan(session)
+        absorbed = _discard(session, plan, reason, actor, ahead)
+    written = _retire_file(plan, absorbed)
     log.info("plan discarded", extra={"session": session.name, "plan": plan.id})
-    return plan
+    return written
 
 
-def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
-    _absorb_file(plan, actor)
+def _discard(session: Session, plan: Plan, reason: str, actor: str, ahead: _Ahead | None) -> _Absorbed:
+    # A discard always goes through: a file it cannot take in is left alone or kept aside,
+    # and the answer says so.
+    absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=False)
     plan.discard_reason = reason
     plan.status = Plan.Status.DISCARDED
     plan.sort_key = None
@@ -401,18 +542,20 @@ def _discard(session: Session, plan: Plan, reason: str, actor: str) -> Plan:
     _touch(plan)
     statements.update_plan(plan, (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", *TOUCHED))
     _event(session.name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
-    return plan
+    return absorbed
 
 
-def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: str = "agent") -> Plan:
+def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: str = "agent") -> Written:
     """Appends to (or replaces) the active plan's Notes inside the serialized region, so
     concurrent appends all survive. Not idempotent: a retried append appends twice."""
     mode = inputs.choice("mode", mode, inputs.NOTE_MODES, default="append")
     text = inputs.text("text", text, required=True, max_chars=10**9)
+    ahead = _read_ahead(session_name)
     with transactions.write() as undo:
         session = _lock_session(session_name)
         plan = _active_plan(session)
-        previous = _absorb_file(plan, actor)
+        previous = _file_now(plan, ahead)
+        absorbed = _absorb_file(plan, actor, previous, strict=True)
         notes = compose_append(plan.notes, text) if mode == "append" else text
         # Limits apply to the composed result, and report its size: a small fragment must not
         # slip a plan past its limit.
@@ -424,7 +567,7 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
         _event(session.name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
         _write_file(undo, plan, previous)
     log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
-    return plan
+    return Written(plan, file_notice=absorbed.notice)
 
 
 # --- staff interventions (admin) ---------------------------------------------------------
@@ -439,7 +582,7 @@ def _plan_of(session: Session, plan_id: object) -> Plan:
         raise PlanNotFound.in_session(plan_id, session.name) from None
 
 
-def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Placed:
+def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Written:
     """Moves a queued plan to the front or back of its queue."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     with transactions.write():
@@ -452,18 +595,20 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
         plan.sort_key = new_position
         _event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
     # The plan was queued already, so at the back it is last of the queue as it was.
-    return Placed(plan, 1 if position == "front" else session.count_queued)
+    return Written(plan, 1 if position == "front" else session.count_queued)
 
 
-def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Placed:
+def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Written:
     """Returns an active plan to the queue without a reason from the agent (staff action)."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
+    ahead = _read_ahead(session_name, plan_id)
     with transactions.write() as undo:
         session = _lock_session(session_name)
         plan = _plan_of(session, plan_id)
         if plan.status != Plan.Status.ACTIVE:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
-        previous = _absorb_file(plan, actor)
+        previous = _file_now(plan, ahead)
+        absorbed = _absorb_file(plan, actor, previous, strict=True)
         plan.status = Plan.Status.QUEUED
         plan.sort_key = _next_position(session, position)
         place = _place(session, position)
@@ -471,17 +616,17 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
         statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
         _write_file(undo, plan, previous)
-    return Placed(plan, place)
+    return Written(plan, place, absorbed.notice)
 
 
-def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Plan:
+def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Written:
     """Discards a queued or active plan chosen by id (staff action)."""
     reason = inputs.text("reason", reason, required=True)
+    ahead = _read_ahead(session_name, plan_id)
     with transactions.write():
         session = _lock_session(session_name)
         plan = _plan_of(session, plan_id)
         if not plan.is_open:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
-        plan = _discard(session, plan, reason, actor)
-    planfiles.delete_plan(session.name, plan.id)
-    return plan
+        absorbed = _discard(session, plan, reason, actor, ahead)
+    return _retire_file(plan, absorbed)

@@ -123,5 +123,5 @@ def run_undo(steps: Undo) -> None:
     for step in reversed(steps):
         try:
             step()
-        except OSError:
+        except (OSError, NineplanError):
             log.warning("undo of a plan file failed", exc_info=True)

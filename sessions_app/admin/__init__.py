@@ -326,13 +326,15 @@ class PlanAdmin(NineplanAdmin):
         service, field, done = STAFF_ACTIONS[action]
         actor = actor_for(request.user)
         try:
-            service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
+            written = service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
         except NineplanError as exc:
             self.message_user(
                 request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
             )
             return False
         self.message_user(request, done.format(plan=plan_id, **{field: value}), messages.SUCCESS)
+        if written.file_notice:  # the plan file could not be taken in (a link, FIFO, too large...): say what was found
+            self.message_user(request, written.file_notice, messages.WARNING)
         return True
 
     def action_view(self, request, object_id, action):

@@ -120,10 +120,11 @@ class FileCheck:
     exists: bool
     expected: bool
     differing: list[str]
+    problem: str = ""  # the file is there but cannot be used: a link, FIFO, too large, not UTF-8
 
     @property
     def matches(self) -> bool:
-        return self.exists == self.expected and not self.differing
+        return self.exists == self.expected and not self.differing and not self.problem
 
 
 def plan_file_check(plan: Plan) -> FileCheck:
@@ -133,10 +134,12 @@ def plan_file_check(plan: Plan) -> FileCheck:
     differences the format cannot carry do not count as a mismatch.
     """
     path = queries.plan_path(plan)
-    text = planfiles.read_plan(plan.session_id, plan.id)
-    if text is None:
+    read = planfiles.read_plan_file(plan.session_id, plan.id)
+    if read.state == planfiles.MISSING:
         return FileCheck(path, exists=False, expected=plan.is_open, differing=[])
-    on_disk = planfiles.parse(text)
+    if not read.usable:
+        return FileCheck(path, exists=True, expected=plan.is_open, differing=[], problem=read.problem)
+    on_disk = planfiles.parse(read.text)
     in_db = planfiles.parse(planfiles.render(plan.sections())).sections
     differing = [name for name in SECTIONS if on_disk.sections.get(name) != in_db.get(name)]
     if on_disk.preamble:

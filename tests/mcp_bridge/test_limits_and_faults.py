@@ -8,6 +8,7 @@ written gives FILE_SYSTEM_ERROR with the database and the files exactly as they 
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -162,3 +163,64 @@ async def test_a_sessions_folder_under_a_file_gives_file_system_error(client, se
     error(await client.call_tool("9plan_session_create", {}), "FILE_SYSTEM_ERROR", None)
     assert await in_thread(snapshot, sessions_dir) == before
     assert blocker.read_text() == "a file, not a folder"
+
+
+# --- plan files that cannot be used ---------------------------------------------------------
+#
+# The service-level cases (every step, every kind of file) are in
+# tests/sessions_app/test_planfiles_hostile.py; these check what the agent reads.
+
+
+def _active_file(sessions_dir: Path, name: str) -> Path:
+    (path,) = (sessions_dir / name / "plans").iterdir()
+    return path
+
+
+async def test_a_pull_never_carries_the_text_behind_a_link(client, sessions_dir, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_text("TOP-SECRET-hunter2")
+    name = await current_session(client)
+    ok(await client.call_tool("9plan_queue_add", plan_args(goal="Mine")), name)
+    path = _active_file(sessions_dir, name)
+    path.unlink()
+    os.symlink(secret, path)
+
+    result = await client.call_tool("9plan_queue_pull", {})
+
+    data = ok(result, name)
+    text = result.content[0].text
+    assert "TOP-SECRET" not in text and "# Goal\nMine" in text
+    assert "symbolic link" in data["plan_file_notice"]
+    assert "plan file was not used" in text
+    validated = ok(await client.call_tool("9plan_admin_validate", {}), name)
+    assert validated["valid"] is False and "symbolic link" in validated["issues"][0]
+    data = error(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), "FILE_SYSTEM_ERROR", name)
+    assert "symbolic link" in data["message"] and "TOP-SECRET" not in data["message"]
+
+
+async def test_a_huge_plan_file_is_named_as_what_is_too_large(client, sessions_dir):
+    name = await current_session(client, active=True)
+    path = _active_file(sessions_dir, name)
+    with path.open("ab") as fh:
+        fh.write(b"n" * (50 * 1024 * 1024))
+
+    data = await refused(client, sessions_dir, name, "9plan_plan_note", {"text": "small"}, "VALIDATION_ERROR", field="plan_file")
+    assert "plan file" in data["message"] and "too large" in data["message"]
+    assert "database kept" in data["message"] and "notes is" not in data["message"]
+
+    discarded = ok(await client.call_tool("9plan_plan_discard", {"reason": "too big"}), name)
+    assert "too large" in discarded["plan_file_notice"] and "preserved" in discarded["plan_file_notice"]
+    assert len(discarded["plan_file_notice"].encode()) <= 600
+
+
+async def test_bytes_that_are_not_utf8_are_reported_in_the_answer(client, sessions_dir):
+    name = await current_session(client, active=True)
+    path = _active_file(sessions_dir, name)
+    written = path.read_bytes() + b"caf\xe9\n"
+    path.write_bytes(written)
+
+    data = ok(await client.call_tool("9plan_plan_note", {"text": "a finding"}), name)
+
+    assert "not UTF-8" in data["plan_file_notice"] and "preserved" in data["plan_file_notice"]
+    (kept,) = (sessions_dir / name / "preserved").iterdir()
+    assert kept.read_bytes() == written

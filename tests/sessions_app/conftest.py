@@ -94,6 +94,6 @@ def complete_plan(db):
     def run(session: Session, outcome: str = "Done.", **overrides) -> Plan:
         services.plan_enqueue(session_name=session.name, position="front", **plan_fields(**overrides))
         services.plan_pull(session_name=session.name)
-        return services.plan_complete(session_name=session.name, outcome=outcome)
+        return services.plan_complete(session_name=session.name, outcome=outcome).plan
 
     return run

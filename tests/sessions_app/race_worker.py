@@ -41,8 +41,8 @@ OPS = {
 }
 
 
-def _plan(value: Plan | services.Placed) -> dict:
-    plan = value.plan if isinstance(value, services.Placed) else value
+def _plan(value: Plan | services.Written) -> dict:
+    plan = value.plan if isinstance(value, services.Written) else value
     return {"id": plan.id, "status": plan.status, "sort_key": plan.sort_key}
 
 

@@ -84,7 +84,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     # The restored session works: search finds its completed plan, the queue pulls on.
     assert queries.history_search("invoices", session_name=name)
     assert queries.check_invariants(name).valid
-    completed = services.plan_complete(session_name=name, outcome="finished after the import")
+    completed = services.plan_complete(session_name=name, outcome="finished after the import").plan
     assert "An edit only the file has yet." in completed.notes
 
 

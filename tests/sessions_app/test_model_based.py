@@ -166,7 +166,7 @@ class NineplanMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.active is not None)
     @rule(text=SOME_TEXT, mode=st.sampled_from([None, "append", "replace"]))
     def note(self, text, mode):
-        plan = services.plan_note(session_name=self.name, text=text, mode=mode)
+        plan = services.plan_note(session_name=self.name, text=text, mode=mode).plan
         plan_id = self.model.active
         self.model.absorb(plan_id)
         mp = self.model.plans[plan_id]
@@ -186,12 +186,12 @@ class NineplanMachine(RuleBasedStateMachine):
     @precondition(lambda self: self.model.active is not None)
     @rule(outcome=SOME_TEXT)
     def complete(self, outcome):
-        self._closed(services.plan_complete(session_name=self.name, outcome=outcome), outcome=outcome)
+        self._closed(services.plan_complete(session_name=self.name, outcome=outcome).plan, outcome=outcome)
 
     @precondition(lambda self: self.model.active is not None)
     @rule(reason=SOME_TEXT)
     def discard(self, reason):
-        self._closed(services.plan_discard(session_name=self.name, reason=reason), discard_reason=reason)
+        self._closed(services.plan_discard(session_name=self.name, reason=reason).plan, discard_reason=reason)
 
     def _closed(self, plan, **text) -> None:
         """The active plan left the queue for good: completed with an outcome, or discarded."""

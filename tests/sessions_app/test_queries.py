@@ -50,10 +50,10 @@ def test_history_get_does_not_cross_sessions(session, complete_plan, rejects):
 def test_plan_file_text_falls_back_to_the_database(session, active, sessions_dir):
     path = plan_file(sessions_dir, active)
     path.write_text(path.read_text() + "agent text\n")
-    assert queries.plan_file_text(active).endswith("agent text\n")
+    assert queries.plan_file_text(active)[0].endswith("agent text\n")
 
     path.unlink()
-    assert queries.plan_file_text(active) == planfiles.render(Plan.objects.get(id=active.id).sections())
+    assert queries.plan_file_text(active) == (planfiles.render(Plan.objects.get(id=active.id).sections()), "")
 
 
 # --- check_invariants ---------------------------------------------------------------------

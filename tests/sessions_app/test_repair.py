@@ -101,7 +101,7 @@ def test_missing_file_of_the_active_plan_is_rendered_with_its_notes(session, mak
     assert [e["action"] for e in repaired_events(session)] == ["rerender"]
     assert_valid(session)
     # The re-rendered file is the agent's working copy again: completing keeps the notes.
-    done = services.plan_complete(session_name=session.name, outcome="Done.")
+    done = services.plan_complete(session_name=session.name, outcome="Done.").plan
     assert done.notes == "Found the schema in db/schema.sql"
 
 
@@ -125,9 +125,9 @@ def test_stale_file_holding_nothing_new_is_deleted(session, make_plan, sessions_
     services.plan_pull(session_name=session.name)
     services.plan_note(session_name=session.name, text="Halfway there")
     if how == "complete":
-        plan = services.plan_complete(session_name=session.name, outcome="Done.")
+        plan = services.plan_complete(session_name=session.name, outcome="Done.").plan
     else:
-        plan = services.plan_discard(session_name=session.name, reason="Obsolete")
+        plan = services.plan_discard(session_name=session.name, reason="Obsolete").plan
     # Killed between the commit and the file's deletion: the file is the last one written.
     planfiles.write_plan(session.name, plan.id, plan.sections())
     path = plan_file(sessions_dir, plan)
@@ -271,34 +271,50 @@ def test_search_index_drift_is_reported_and_rebuilt(session, complete_plan):
 # --- robustness ------------------------------------------------------------------------
 
 
-def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(make_plan, sessions_dir):
-    broken = services.session_create()
+def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(session, make_plan, complete_plan, sessions_dir):
     fine = services.session_create()
-    stuck = make_plan(broken)
+    stale, _ = completed_with_file(session, complete_plan, outputs="x")
+    plan_file(sessions_dir, stale).write_text("text the database lacks")
+    # preserved/ cannot be made (a file is in its place): the stale file cannot be kept aside.
+    (sessions_dir / session.name / "preserved").write_text("a file where the folder should be")
     ok = make_plan(fine)
-    break_plans_folder(sessions_dir, broken.name)  # the repair cannot write there
     plan_file(sessions_dir, ok).unlink()
 
     actions = repair.repair_all(apply=True)
 
     failed = [a for a in actions if a.failed]
-    assert [(a.session, a.kind, a.target) for a in failed] == [(broken.name, "rerender", f"{stuck.id}.txt")]
+    assert [(a.session, a.kind, a.target) for a in failed] == [(session.name, "preserve", f"{stale.id}.txt")]
     assert "FAILED" in str(failed[0])
+    assert plan_file(sessions_dir, stale).read_text() == "text the database lacks"
     assert plan_file(sessions_dir, ok).exists()
-    assert repaired_events(broken) == []  # nothing is logged as repaired that was not
+    assert repaired_events(session) == []  # nothing is logged as repaired that was not
     assert [e["action"] for e in repaired_events(fine)] == ["rerender"]
 
 
-def test_the_command_fails_loudly_when_a_repair_fails(session, make_plan, sessions_dir):
-    stuck = make_plan(session)
-    break_plans_folder(sessions_dir, session.name)
+def test_the_command_fails_loudly_when_a_repair_fails(session, complete_plan, sessions_dir):
+    stale, _ = completed_with_file(session, complete_plan)
+    plan_file(sessions_dir, stale).write_text("text the database lacks")
+    (sessions_dir / session.name / "preserved").write_text("a file where the folder should be")
     out = io.StringIO()
 
     with pytest.raises(CommandError, match="1 repair\\(s\\) failed"):
         call_command("nineplan_repair", "--apply", stdout=out)
 
-    assert f"could not repair: {session.name}: rerender {stuck.id}.txt" in out.getvalue()
+    assert f"could not repair: {session.name}: preserve {stale.id}.txt" in out.getvalue()
     assert "0 repair(s) done." in out.getvalue()
+
+
+def test_a_plans_folder_that_is_not_a_folder_is_left_alone(session, make_plan, sessions_dir):
+    make_plan(session)
+    plans = break_plans_folder(sessions_dir, session.name)
+    out = io.StringIO()
+
+    with pytest.raises(CommandError, match="1 entr\\(ies\\) in the sessions folder were left alone"):
+        call_command("nineplan_repair", "--apply", stdout=out)
+
+    assert f"left alone: {session.name}: left_alone {session.name} ({plans} is a regular file" in out.getvalue()
+    assert plans.read_text() == "a file where the folder should be"
+    assert repaired_events(session) == []
 
 
 # --- the management command --------------------------------------------------------------

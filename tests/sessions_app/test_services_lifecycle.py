@@ -87,7 +87,7 @@ def test_defer_that_would_exceed_the_plan_size_changes_nothing(session, active, 
 def test_complete_stores_the_outcome_and_deletes_the_file(session, active, make_plan, sessions_dir):
     waiting = make_plan(session)
 
-    done = services.plan_complete(session_name=session.name, outcome="Invoice model added", actor="tester")
+    done = services.plan_complete(session_name=session.name, outcome="Invoice model added", actor="tester").plan
 
     stored = Plan.objects.get(id=active.id)
     assert done.id == active.id

@@ -48,8 +48,8 @@ def test_compose_append(stored, fragment, expected):
 
 @pytest.mark.django_db
 def test_append_is_the_default_and_writes_database_file_and_event(session, active, sessions_dir):
-    first = services.plan_note(session_name=session.name, text="  \nFound the schema", actor="tester")
-    second = services.plan_note(session_name=session.name, text="Invoices use cents\n")
+    first = services.plan_note(session_name=session.name, text="  \nFound the schema", actor="tester").plan
+    second = services.plan_note(session_name=session.name, text="Invoices use cents\n").plan
 
     stored = Plan.objects.get(id=active.id)
     assert stored.notes == second.notes == "Found the schema\n\nInvoices use cents\n"
