@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_bridge import responses
+from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
 from sessions_app import excerpts, inputs, planfiles, queries, services
 from sessions_app.errors import NineplanError, NoSessionSelected
@@ -26,6 +26,8 @@ from sessions_app.identifiers import is_session_name
 from sessions_app.models import Plan
 
 log = logging.getLogger("nineplan.mcp")
+# Who the events of a tool call name: over stdio (and over loopback HTTP without a token)
+# simply "agent"; with a token, "agent:<token name>", so reviewers can tell machines apart.
 ACTOR = "agent"
 # Every answer but a plan's own text stays under 2 KB of UTF-8 (SPEC §10), whatever the
 # session holds: lists are capped (with a count of the rest) and long texts become short
@@ -45,6 +47,11 @@ class ConnectionState:
     default) carries no such id, so nothing is remembered between its calls: the client
     passes ``session_name`` on every call. Remembering "the last session" per process
     instead would hand one agent's session to every other agent of that process.
+
+    The id is only a header: the SDK checks that it belongs to the caller's token on the
+    handshake protocols of a stateful server, but a stateless request (or a stateless
+    server) passes whatever id the client sends. So the state is keyed on the token as
+    well as the id: a request bearing another token's id finds nothing of it.
     """
 
     # Stateful HTTP sessions come and go (the SDK ends idle ones); the oldest entries are
@@ -64,7 +71,10 @@ class ConnectionState:
         if headers is None:
             return "local"
         sid = headers.get("mcp-session-id")
-        return f"http:{sid}" if sid else None
+        if not sid:
+            return None
+        holder = _holder(ctx)
+        return f"http:{'anonymous' if holder is None else f'token-{holder.token_id}'}:{sid}"
 
     def remembers(self, ctx: Context | None) -> bool:
         """Whether this connection keeps a current session between calls."""
@@ -98,6 +108,20 @@ STATELESS_HINT = (
 
 def _state(ctx: Context) -> ConnectionState:
     return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
+
+
+def _holder(ctx: Context | None) -> auth.Holder | None:
+    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request (in-process calls)
+        return None
+    return auth.holder_of(request)
+
+
+def _actor(ctx: Context | None) -> str:
+    holder = _holder(ctx)
+    return ACTOR if holder is None else f"{ACTOR}:{holder.name}"
 
 
 def _run(
@@ -181,7 +205,7 @@ def session_create(
     Example: {"task_description": "Port the billing service to Django"}"""
 
     def body(_: str | None) -> CallToolResult:
-        session = services.session_create(task_description=task_description, actor=ACTOR)
+        session = services.session_create(task_description=task_description, actor=_actor(ctx))
         _state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not _state(ctx).remembers(ctx):
@@ -257,7 +281,7 @@ def queue_add(
             inputs=inputs,
             outputs=outputs,
             position=position,
-            actor=ACTOR,
+            actor=_actor(ctx),
         )
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
         return responses.ok(name, "Plan added.", data)
@@ -292,7 +316,7 @@ def queue_add_batch(
             session_name=name,
             plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
             position=position,
-            actor=ACTOR,
+            actor=_actor(ctx),
         )
         first = _queue_place(created[0])
         data = {
@@ -314,7 +338,7 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(session_name=name, actor=ACTOR)
+        plan = services.plan_pull(session_name=name, actor=_actor(ctx))
         remaining = queries.queue_length(name)
         data = {
             "plan_id": plan.id,
@@ -348,7 +372,7 @@ def plan_defer(
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
+        plan = services.plan_defer(session_name=name, reason=reason, position=position, actor=_actor(ctx))
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": _queue_place(plan)}
         return responses.ok(name, "Plan deferred.", data)
 
@@ -369,7 +393,7 @@ def plan_complete(
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
+        plan = services.plan_complete(session_name=name, outcome=outcome, actor=_actor(ctx))
         status = queries.queue_status(name)
         data = {
             "plan_id": plan.id,
@@ -394,7 +418,7 @@ def plan_discard(
     Example: {"reason": "Superseded by the new auth plan"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
+        plan = services.plan_discard(session_name=name, reason=reason, actor=_actor(ctx))
         length = queries.queue_length(name)
         return responses.ok(name, "Plan discarded.", {"plan_id": plan.id, "queue_length": length})
 
@@ -420,7 +444,7 @@ def plan_note(
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_note(session_name=name, text=text, mode=mode, actor=ACTOR)
+        plan = services.plan_note(session_name=name, text=text, mode=mode, actor=_actor(ctx))
         data = {
             "plan_id": plan.id,
             "mode": mode or "append",
