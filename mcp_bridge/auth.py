@@ -188,8 +188,8 @@ class BearerTokenMiddleware:
         if holder is None:
             problem = "missing" if not presents_credentials(headers) else "invalid"
             log.warning(
-                f"mcp request refused: {problem} bearer token",
-                extra={"client": (scope.get("client") or ("?",))[0], "path": scope.get("path")},
+                "mcp request refused: missing or invalid bearer token",
+                extra={"problem": problem, "client": (scope.get("client") or ("?",))[0], "path": scope.get("path")},
             )
             await _unauthorized(send, problem)
             return

@@ -74,7 +74,8 @@ class ConnectionState:
         if not sid:
             return None
         holder = _holder(ctx)
-        return f"http:{'anonymous' if holder is None else f'token-{holder.token_id}'}:{sid}"
+        owner = "anonymous" if holder is None else f"token-{holder.token_id}"
+        return f"http:{owner}:{sid}"
 
     def remembers(self, ctx: Context | None) -> bool:
         """Whether this connection keeps a current session between calls."""

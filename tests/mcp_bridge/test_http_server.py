@@ -284,7 +284,7 @@ async def test_a_wrong_token_is_refused_even_where_none_is_required(start_server
         assert 'error="invalid_token"' in response_headers["www-authenticate"]
         assert "always checked" in json.loads(body)["error_description"]
     assert await in_thread(snapshot, sessions_dir) == before
-    assert "invalid bearer token" in server.stderr
+    assert '"problem": "invalid"' in server.stderr
 
     code, _, body = post_tool(server.url, "9plan_session_create", {}, {"Authorization": f"Bearer {token}"})
     assert code == 200 and not tool_result(body)["isError"], body
