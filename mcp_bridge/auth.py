@@ -1,5 +1,5 @@
 """Bearer tokens for the MCP HTTP transport: create, list, revoke, check; and the ASGI
-middleware that refuses a request without a valid one.
+middleware that refuses a request with an invalid token (or without one, where required).
 
 A token is 256 random bits; the database keeps only its SHA-256 digest, so a copy of the
 database (a backup, a replica) gives nobody a usable token. A high-entropy secret needs no
@@ -139,12 +139,34 @@ def bearer(headers: list[tuple[bytes, bytes]]) -> str | None:
     return token
 
 
-class BearerTokenMiddleware:
-    """ASGI middleware: every HTTP request must carry an active 9plan MCP token.
+def presents_credentials(headers: list[tuple[bytes, bytes]]) -> bool:
+    return any(k.lower() == b"authorization" for k, _ in headers)
 
-    A request without one is answered 401 before the MCP app sees any of it, so it can
-    change nothing. The holder becomes the request's authenticated user: the SDK then
-    binds each MCP session to the token that opened it, and refuses it to any other.
+
+# The ASGI scope key under which the middleware leaves the request's token holder.
+HOLDER_KEY = "nineplan.token_holder"
+
+
+def holder_of(request: object) -> Holder | None:
+    """The token holder of an HTTP request the middleware let through, else None (stdio,
+    or a loopback request that presented no token)."""
+    scope = getattr(request, "scope", None)
+    holder = scope.get(HOLDER_KEY) if isinstance(scope, dict) else None
+    return holder if isinstance(holder, Holder) else None
+
+
+class BearerTokenMiddleware:
+    """ASGI middleware in front of the MCP app: checks bearer tokens.
+
+    A token that is presented must be active, whether or not tokens are required: a
+    mistyped or revoked token gets 401 rather than passing as if none had been sent,
+    so a client never works by accident and then breaks when tokens become required.
+    Without a token, a request passes only when tokens are not required.
+
+    A refused request is answered before the MCP app sees any of it, so it can change
+    nothing. The holder of an accepted token becomes the request's authenticated user:
+    the SDK then binds each MCP session to the token that opened it, and refuses it to
+    any other; the tools name the holder as the actor of what they record.
     """
 
     def __init__(self, app, *, required: bool):
@@ -152,22 +174,28 @@ class BearerTokenMiddleware:
         self.required = required
 
     async def __call__(self, scope, receive, send):
-        if scope["type"] != "http" or not self.required:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = scope.get("headers", [])
+        if not self.required and not presents_credentials(headers):
             await self.app(scope, receive, send)
             return
         import anyio
 
-        token = bearer(scope.get("headers", []))
+        token = bearer(headers)
         holder = await anyio.to_thread.run_sync(_check_in_thread, token) if token else None
         if holder is None:
+            problem = "missing" if not presents_credentials(headers) else "invalid"
             log.warning(
                 "mcp request refused: missing or invalid bearer token",
-                extra={"client": (scope.get("client") or ("?",))[0], "path": scope.get("path")},
+                extra={"problem": problem, "client": (scope.get("client") or ("?",))[0], "path": scope.get("path")},
             )
-            await _unauthorized(send, "missing" if token is None else "invalid")
+            await _unauthorized(send, problem)
             return
         scope = dict(scope)
         scope["user"] = _authenticated_user(holder)
+        scope[HOLDER_KEY] = holder
         await self.app(scope, receive, send)
 
 
@@ -186,7 +214,9 @@ async def _unauthorized(send, problem: str) -> None:
         "This 9plan MCP server requires 'Authorization: Bearer <token>'; create a token with "
         "`manage.py nineplan_mcp_token create NAME` on the server."
         if problem == "missing"
-        else "The bearer token is not an active 9plan MCP token (unknown or revoked)."
+        else "The Authorization header does not carry an active 9plan MCP token (unknown, revoked or "
+        "malformed). A token that is sent is always checked, even where none is required: send an "
+        "active token as 'Authorization: Bearer <token>', or ask the operator for a new one."
     )
     body = json.dumps({"error": "invalid_token", "error_description": description}).encode("utf-8")
     challenge = 'Bearer realm="9plan"' + ("" if problem == "missing" else ', error="invalid_token"')

@@ -8,7 +8,8 @@ Two defences stand in front of the tools:
   bind, the machine's own names, plus NINEPLAN_HTTP_ALLOWED_HOSTS / _ORIGINS.
 - Bearer tokens (mcp_bridge.auth): required whenever the server listens on anything but
   loopback or is reached by other names (NINEPLAN_HTTP_ALLOWED_HOSTS: a reverse proxy makes
-  it as exposed as the proxy), and on loopback with NINEPLAN_HTTP_REQUIRE_TOKEN=true.
+  it as exposed as the proxy), and on loopback with NINEPLAN_HTTP_REQUIRE_TOKEN=true. A
+  token that is sent is checked everywhere, required or not: a wrong one gets 401.
 
 Several server processes may serve one database: every tool call takes its session from
 the `session_name` argument (or the MCP session's current one), never from the process.

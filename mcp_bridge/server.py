@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import logging
 from typing import Any
 
@@ -115,8 +116,16 @@ def new_server() -> NineplanServer:
     """The server with its instructions and prompt but no tools yet: it needs none of
     Django's apps, so it can answer `initialize` while they load (then add_tools)."""
     server = NineplanServer("9plan", instructions=prompts.INSTRUCTIONS, version="1.0.0")
-    server.prompt(name="bootstrap", title="Set up a 9plan session")(prompts.bootstrap)
+    server.prompt(name="bootstrap", title="Set up a 9plan session", description=description(prompts.bootstrap))(
+        prompts.bootstrap
+    )
     return server
+
+
+def description(fn) -> str:
+    """``fn``'s docstring without its source indentation, which would otherwise be sent to
+    every client in tools/list and spent from the model's context each time."""
+    return inspect.cleandoc(fn.__doc__ or "")
 
 
 def add_tools(server: NineplanServer) -> None:
@@ -130,6 +139,7 @@ def add_tools(server: NineplanServer) -> None:
             fn,
             name=name,
             title=title,
+            description=description(fn),
             annotations=ToolAnnotations(
                 readOnlyHint=read_only,
                 destructiveHint=False if read_only else name == "9plan_plan_discard",

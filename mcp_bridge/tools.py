@@ -18,7 +18,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
-from mcp_bridge import responses
+from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
 from sessions_app import excerpts, inputs, planfiles, queries, services
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
@@ -26,6 +26,8 @@ from sessions_app.identifiers import is_session_name
 from sessions_app.models import Plan
 
 log = logging.getLogger("nineplan.mcp")
+# Who the events of a tool call name: over stdio (and over loopback HTTP without a token)
+# simply "agent"; with a token, "agent:<token name>", so reviewers can tell machines apart.
 ACTOR = "agent"
 # Every answer but a plan's own text stays under 2 KB of UTF-8 whatever the session holds
 # (docs/design.md, "The edges"): lists are capped (with a count of the rest) and long texts
@@ -45,6 +47,11 @@ class ConnectionState:
     default) carries no such id, so nothing is remembered between its calls: the client
     passes ``session_name`` on every call. Remembering "the last session" per process
     instead would hand one agent's session to every other agent of that process.
+
+    The id is only a header: the SDK checks that it belongs to the caller's token on the
+    handshake protocols of a stateful server, but a stateless request (or a stateless
+    server) passes whatever id the client sends. So the state is keyed on the token as
+    well as the id: a request bearing another token's id finds nothing of it.
     """
 
     # Stateful HTTP sessions come and go (the SDK ends idle ones); the oldest entries are
@@ -64,7 +71,11 @@ class ConnectionState:
         if headers is None:
             return "local"
         sid = headers.get("mcp-session-id")
-        return f"http:{sid}" if sid else None
+        if not sid:
+            return None
+        holder = _holder(ctx)
+        owner = "anonymous" if holder is None else f"token-{holder.token_id}"
+        return f"http:{owner}:{sid}"
 
     def remembers(self, ctx: Context | None) -> bool:
         """Whether this connection keeps a current session between calls."""
@@ -98,6 +109,20 @@ STATELESS_HINT = (
 
 def _state(ctx: Context) -> ConnectionState:
     return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
+
+
+def _holder(ctx: Context | None) -> auth.Holder | None:
+    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request (in-process calls)
+        return None
+    return auth.holder_of(request)
+
+
+def _actor(ctx: Context | None) -> str:
+    holder = _holder(ctx)
+    return ACTOR if holder is None else f"{ACTOR}:{holder.name}"
 
 
 def _call(
@@ -178,7 +203,7 @@ def session_create(
     Example: {"task_description": "Port the billing service to Django"}"""
 
     def body(_: str | None) -> CallToolResult:
-        session = services.session_create(task_description=task_description, actor=ACTOR)
+        session = services.session_create(task_description=task_description, actor=_actor(ctx))
         _state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not _state(ctx).remembers(ctx):
@@ -254,7 +279,7 @@ def queue_add(
             inputs=inputs,
             outputs=outputs,
             position=position,
-            actor=ACTOR,
+            actor=_actor(ctx),
         )
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
@@ -290,7 +315,7 @@ def queue_add_batch(
             session_name=name,
             plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
             position=position,
-            actor=ACTOR,
+            actor=_actor(ctx),
         )
         data = {
             "plans": [
@@ -311,7 +336,7 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(session_name=name, actor=ACTOR)
+        plan = services.plan_pull(session_name=name, actor=_actor(ctx))
         remaining = queries.queue_length(name)
         data = {
             "plan_id": plan.id,
@@ -342,7 +367,7 @@ def plan_defer(
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
 
     def body(name: str | None) -> CallToolResult:
-        placed = services.plan_defer(session_name=name, reason=reason, position=position, actor=ACTOR)
+        placed = services.plan_defer(session_name=name, reason=reason, position=position, actor=_actor(ctx))
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, _with_file_notice(placed.file_notice, "Plan deferred.", data), data)
@@ -364,7 +389,7 @@ def plan_complete(
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_complete(session_name=name, outcome=outcome, actor=ACTOR)
+        written = services.plan_complete(session_name=name, outcome=outcome, actor=_actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
         data = {
@@ -390,7 +415,7 @@ def plan_discard(
     Example: {"reason": "Superseded by the new auth plan"}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_discard(session_name=name, reason=reason, actor=ACTOR)
+        written = services.plan_discard(session_name=name, reason=reason, actor=_actor(ctx))
         plan = written.plan
         data = {"plan_id": plan.id, "queue_length": queries.queue_length(name)}
         return responses.ok(name, _with_file_notice(written.file_notice, "Plan discarded.", data), data)
@@ -417,7 +442,7 @@ def plan_note(
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(session_name=name, text=text, mode=mode, actor=ACTOR)
+        written = services.plan_note(session_name=name, text=text, mode=mode, actor=_actor(ctx))
         plan = written.plan
         data = {
             "plan_id": plan.id,

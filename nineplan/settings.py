@@ -233,13 +233,18 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "9plan REST API",
     "DESCRIPTION": (
-        "Read-only access to 9plan sessions, queues, plans, history search and the event feed. "
-        "Authenticate with `Authorization: Token <key>` (create one with `manage.py nineplan_token USER`). "
+        "Read-only access to 9plan sessions, queues, plans, history search and the event feed; "
+        "`GET /api/` lists the endpoints. Authenticate with `Authorization: Token <key>` (create one with "
+        "`manage.py nineplan_token USER`); only this schema and its docs page are public. "
         "Errors are application/problem+json (RFC 9457) with a `category`."
     ),
     "VERSION": "1",
     "SCHEMA_PATH_PREFIX": "/api/",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Public on purpose: they describe the API and hold no data, and the docs page could
+    # not show a schema that needed a token it has no way to send. Every other endpoint
+    # under /api/ needs credentials.
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.AllowAny"],
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }

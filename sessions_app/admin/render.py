@@ -103,6 +103,8 @@ def actor_label(actor: str) -> tuple[str, str]:
     if actor == "agent":
         return "agent (MCP)", "agent"
     kind, sep, name = actor.partition(":")
+    if sep and kind == "agent":  # over MCP HTTP, named by its bearer token
+        return "agent (MCP)", name
     if sep and kind == "user":
         return "staff (admin)", name
     if sep and kind == "api":

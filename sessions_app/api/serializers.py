@@ -21,6 +21,22 @@ def _url(context: dict, route: str, **kwargs) -> str:
     return request.build_absolute_uri(path) if request is not None else path
 
 
+class ApiRootSerializer(serializers.Serializer):
+    """Where each endpoint is. A part in braces, like {name}, is filled in (RFC 6570)."""
+
+    sessions = serializers.CharField(help_text="The sessions, newest first.")
+    session = serializers.CharField(help_text="One session's state; {name} is its three-word name.")
+    session_queue = serializers.CharField(help_text="A session's queue, in order.")
+    session_plans = serializers.CharField(help_text="A session's plans, by status.")
+    plan = serializers.CharField(help_text="One plan; {plan_id} is its 5-character id.")
+    session_validation = serializers.CharField(help_text="A session's invariant check.")
+    session_export = serializers.CharField(help_text="A whole session as one document.")
+    history = serializers.CharField(help_text="Search over completed plans (?q=words).")
+    events = serializers.CharField(help_text="The event feed (?after=cursor).")
+    schema = serializers.CharField(help_text="The OpenAPI 3 schema (public).")
+    docs = serializers.CharField(help_text="The interactive docs (public).")
+
+
 class SessionSummarySerializer(serializers.Serializer):
     name = serializers.CharField()
     task_description = serializers.CharField(allow_null=True)

@@ -1,13 +1,14 @@
-"""The REST API under /api/: read-only data endpoints, the OpenAPI schema and its docs."""
+"""The REST API under /api/: its root, read-only data endpoints, the OpenAPI schema and its docs."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView
 
 from sessions_app.api import views
 
 app_name = "api"
 
 urlpatterns = [
+    path("", views.ApiRootView.as_view(), name="root"),
     path("sessions/", views.SessionListView.as_view(), name="session-list"),
     path("sessions/<str:name>/", views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:name>/queue/", views.SessionQueueView.as_view(), name="session-queue"),
@@ -18,6 +19,6 @@ urlpatterns = [
     path("history/", views.HistorySearchView.as_view(), name="history-search"),
     path("events/", views.EventFeedView.as_view(), name="event-feed"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="api:schema"), name="docs"),
-    re_path(r"^.*$", views.NotFoundView.as_view(), name="not-found"),
+    path("docs/", views.ApiDocsView.as_view(url_name="api:schema"), name="docs"),
+    re_path(r"^.*$", views.not_found, name="not-found"),
 ]

@@ -11,10 +11,14 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.urls import reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.http import parse_etags
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, permissions
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
@@ -111,9 +115,10 @@ class ReadOnlyView(APIView):
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
-        # Answers depend on who asks: shared caches must not keep them, and a client
-        # revalidates with its ETag instead of trusting an old copy.
-        patch_cache_control(response, private=True, no_cache=True)
+        # Answers depend on who asks and hold plan text (an export holds all of it): no
+        # cache may keep them, not even the client's own on disk. A client that wants to
+        # revalidate keeps the ETag itself and sends it in If-None-Match.
+        patch_cache_control(response, private=True, no_cache=True, no_store=True)
         patch_vary_headers(response, ("Authorization", "Cookie"))
         return response
 
@@ -166,6 +171,49 @@ class ReadOnlyView(APIView):
 
 TAG_SESSIONS = ["sessions"]
 TAG_PLANS = ["plans"]
+
+# The root's entries: (key, route, path parameters); ApiRootSerializer describes each.
+ROOT_ENTRIES = (
+    ("sessions", "session-list", ()),
+    ("session", "session-detail", ("name",)),
+    ("session_queue", "session-queue", ("name",)),
+    ("session_plans", "session-plans", ("name",)),
+    ("plan", "plan-detail", ("name", "plan_id")),
+    ("session_validation", "session-validation", ("name",)),
+    ("session_export", "session-export", ("name",)),
+    ("history", "history-search", ()),
+    ("events", "event-feed", ()),
+    ("schema", "schema", ()),
+    ("docs", "docs", ()),
+)
+
+
+def _url_template(request, route: str, names: tuple[str, ...]) -> str:
+    """The absolute URL of ``route``, with each path parameter left as ``{name}``."""
+    url = request.build_absolute_uri(reverse(f"api:{route}", kwargs={n: f"{{{n}}}" for n in names}))
+    # reverse() and build_absolute_uri() percent-encode the braces of the placeholders.
+    return url.replace("%7B", "{").replace("%7D", "}")
+
+
+class ApiRootView(ReadOnlyView):
+    """The REST API's endpoints, each as an absolute URL; a part in braces, like {name}, is
+    to be filled in. Every endpoint but the schema and the docs needs credentials."""
+
+    name = "9plan API"  # the browsable pages' first breadcrumb
+
+    @extend_schema(
+        operation_id="api_root",
+        summary="List the endpoints",
+        description=(
+            "Where each endpoint is, as an absolute URL. Parts in braces are filled in (RFC 6570): "
+            "{name} with a session's name, {plan_id} with a plan's id."
+        ),
+        tags=["api"],
+        responses={200: s.ApiRootSerializer, **_problems(401, 403)},
+    )
+    def get(self, request):
+        return Response({key: _url_template(request, route, names) for key, route, names in ROOT_ENTRIES})
+
 
 HAS_ACTIVE = params.ChoiceParam(
     "has_active_plan", params.BOOLEAN, "'true': only sessions with a plan in progress; 'false': only those without."
@@ -438,3 +486,27 @@ class NotFoundView(APIView):
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)
         raise exceptions.NotFound("There is no such endpoint.")
+
+
+_not_found = NotFoundView.as_view()
+
+
+@csrf_exempt
+def not_found(request, *args, **kwargs):
+    # Routed as a plain function, not as the view class: the browsable pages build their
+    # breadcrumbs from every prefix of the path that resolves to a REST view, and the
+    # catch-all would turn "/api/sessions" (no slash) into a "Not Found" crumb.
+    return _not_found(request, *args, **kwargs)
+
+
+class ApiDocsView(SpectacularSwaggerView):
+    """The interactive docs page (public, like the schema it shows)."""
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Only the page itself has a template: an OPTIONS answer or an error would make
+        # the HTML renderer fail (a 500), so they are JSON, as everywhere else in the API.
+        if request.method not in ("GET", "HEAD") or response.exception:
+            response.accepted_renderer = JSONRenderer()
+            response.accepted_media_type = JSONRenderer.media_type
+        return response

@@ -139,3 +139,26 @@ async def http_client(url: str, token: str | None = None, mode: str = "auto"):
     async with httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=120)) as http:
         async with Client(streamable_http_client(url, http_client=http), mode=mode) as client:
             yield client
+
+
+@asynccontextmanager
+async def legacy_session(url: str, token: str | None = None):
+    """The SDK's client on a handshake protocol, which opens an MCP session: yields the
+    client and the ``mcp-session-id`` the server gave it."""
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    session_ids: list[str] = []
+
+    async def remember(response):
+        if "mcp-session-id" in response.headers:
+            session_ids.append(response.headers["mcp-session-id"])
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx2.AsyncClient(
+        headers=headers, event_hooks={"response": [remember]}, timeout=httpx2.Timeout(60, read=120)
+    ) as http:
+        async with Client(streamable_http_client(url, http_client=http), mode="legacy") as client:
+            await client.call_tool("9plan_admin_sessions", {})
+            yield client, session_ids[0]

@@ -257,12 +257,31 @@ async def test_the_middleware_answers_401_before_the_app_sees_anything():
     status, _, body = await call(app, [(b"authorization", f"bearer  {token}".encode())])
     assert (status, body) == (200, b"ok")
     assert inner.scopes[0]["user"].access_token.client_id.startswith("9plan-token:")
+    assert inner.scopes[0][auth.HOLDER_KEY].name == "agent"
 
 
-async def test_without_a_required_token_the_middleware_passes_everything():
+@pytest.mark.django_db(transaction=True)
+async def test_without_a_required_token_only_requests_without_credentials_pass_unchecked():
+    token = await anyio.to_thread.run_sync(lambda: auth.token_create(name="agent"))
     inner = Recorder()
-    status, _, _ = await call(auth.BearerTokenMiddleware(inner, required=False), [])
+    app = auth.BearerTokenMiddleware(inner, required=False)
+    status, _, _ = await call(app, [])
     assert status == 200 and len(inner.scopes) == 1
+    assert "user" not in inner.scopes[0] and auth.HOLDER_KEY not in inner.scopes[0]
+
+    for headers in (
+        [(b"authorization", b"Bearer wrong")],
+        [(b"authorization", f"Bearer {token}x".encode())],
+        [(b"authorization", f"Basic {token}".encode())],
+        [(b"authorization", b"")],
+    ):
+        status, response_headers, _ = await call(app, headers)
+        assert status == 401, headers
+        assert b'error="invalid_token"' in response_headers[b"www-authenticate"]
+    assert len(inner.scopes) == 1
+
+    status, _, _ = await call(app, [(b"authorization", f"Bearer {token}".encode())])
+    assert status == 200 and inner.scopes[1][auth.HOLDER_KEY].name == "agent"
 
 
 def test_stateless_serving_is_a_setting(settings):

@@ -15,6 +15,7 @@ from tests.mcp_bridge.helpers import body_of, error, in_thread, ok, plan_args, s
 from tests.mcp_bridge.http_server import (  # noqa: F401 (start_server is a fixture)
     free_port,
     http_client,
+    legacy_session,
     post_json,
     post_tool,
     start_server,
@@ -260,3 +261,105 @@ async def test_an_mcp_session_belongs_to_the_token_that_opened_it(start_server):
             assert code == 404
             code, _, body = post_json(server.url, call, {**legacy, "Authorization": f"Bearer {token}"})
             assert code == 200, body
+
+
+async def test_a_wrong_token_is_refused_even_where_none_is_required(start_server, sessions_dir):
+    # Loopback, NINEPLAN_HTTP_REQUIRE_TOKEN unset: no token is needed, but one that is
+    # sent must be valid, so a typo shows at once instead of when tokens become required.
+    token = await in_thread(auth.token_create, name="alice-laptop")
+    await in_thread(auth.token_create, name="retired")
+    await in_thread(auth.token_revoke, name="retired")
+    server = start_server()
+    before = await in_thread(snapshot, sessions_dir)
+    for headers in (
+        {"Authorization": f"Bearer {token[:-1]}"},
+        {"Authorization": "Bearer 9plan_wrong"},
+        {"Authorization": f"Bearer: {token}"},
+        {"Authorization": f"Token {token}"},
+        {"Authorization": "Bearer"},
+        {"Authorization": token},
+    ):
+        code, response_headers, body = post_tool(server.url, "9plan_session_create", {"task_description": "x"}, headers)
+        assert code == 401, (headers, body)
+        assert 'error="invalid_token"' in response_headers["www-authenticate"]
+        assert "always checked" in json.loads(body)["error_description"]
+    assert await in_thread(snapshot, sessions_dir) == before
+    assert '"problem": "invalid"' in server.stderr
+
+    code, _, body = post_tool(server.url, "9plan_session_create", {}, {"Authorization": f"Bearer {token}"})
+    assert code == 200 and not tool_result(body)["isError"], body
+    code, _, body = post_tool(server.url, "9plan_session_create", {})
+    assert code == 200 and not tool_result(body)["isError"], body
+    assert await in_thread(Session.objects.count) == len(before["sessions"]) + 2
+
+
+async def test_events_over_http_name_the_token_that_made_them(start_server):
+    alice = await in_thread(auth.token_create, name="alice-laptop")
+    build = await in_thread(auth.token_create, name="build-server")
+    server = start_server()
+    async with http_client(server.url, alice) as client:
+        name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
+        ok(await client.call_tool("9plan_queue_add", plan_args(session_name=name)), name)
+    async with http_client(server.url, build, mode="legacy") as client:
+        ok(await client.call_tool("9plan_queue_pull", {"session_name": name}), name)
+    async with http_client(server.url) as client:  # loopback without a token
+        ok(await client.call_tool("9plan_plan_note", {"text": "n", "session_name": name}), name)
+    actors = await in_thread(
+        lambda: list(Event.objects.filter(session_id=name).order_by("id").values_list("kind", "actor"))
+    )
+    assert actors == [
+        ("session_created", "agent:alice-laptop"),
+        ("plan_created", "agent:alice-laptop"),
+        ("plan_pulled", "agent:build-server"),
+        ("plan_note", "agent"),
+    ]
+
+
+async def test_another_tokens_mcp_session_id_reaches_nothing_of_its_state(start_server, sessions_dir):
+    owner = await in_thread(auth.token_create, name="owner")
+    intruder = await in_thread(auth.token_create, name="intruder")
+    server = start_server()
+    async with legacy_session(server.url, owner) as (client, session_id):
+        mine = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
+        before = await in_thread(snapshot, sessions_dir)
+        # A stateless request is not checked against the MCP session by the SDK; it carries
+        # the owner's id, but the intruder's token.
+        code, _, body = post_tool(
+            server.url,
+            "9plan_queue_add",
+            plan_args(goal="planted"),
+            {"Authorization": f"Bearer {intruder}", "mcp-session-id": session_id},
+        )
+        assert code == 200, body
+        result = tool_result(body)
+        assert result["isError"] and result["structuredContent"]["error"] == "NO_SESSION_SELECTED", result
+        assert result["content"][0]["text"].startswith("[Session: none] Error: NO_SESSION_SELECTED")
+        assert await in_thread(snapshot, sessions_dir) == before
+        # The owner's connection still has its current session.
+        ok(await client.call_tool("9plan_queue_add", plan_args(goal="mine")), mine)
+    assert await in_thread(lambda: list(Plan.objects.values_list("session_id", "goal"))) == [(mine, "mine")]
+
+
+async def test_on_a_stateless_server_a_session_id_is_bound_to_the_token_that_used_it(start_server, sessions_dir):
+    owner = await in_thread(auth.token_create, name="owner")
+    intruder = await in_thread(auth.token_create, name="intruder")
+    server = start_server(NINEPLAN_HTTP_STATELESS="true")
+    legacy = "2025-06-18"
+
+    def call(token: str, name: str, arguments: dict):
+        params = {"name": name, "arguments": arguments}
+        payload = {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}
+        # A stateless server checks no MCP session id: the client may send any.
+        headers = {"Authorization": f"Bearer {token}", "mcp-session-id": "chosen", "mcp-protocol-version": legacy}
+        code, _, body = post_json(server.url, payload, headers)
+        assert code == 200, body
+        return tool_result(body)
+
+    created = call(owner, "9plan_session_create", {})
+    mine = created["structuredContent"]["session_name"]
+    before = await in_thread(snapshot, sessions_dir)
+    refused = call(intruder, "9plan_queue_add", plan_args(goal="planted"))
+    assert refused["isError"] and refused["structuredContent"]["error"] == "NO_SESSION_SELECTED", refused
+    assert await in_thread(snapshot, sessions_dir) == before
+    assert call(owner, "9plan_queue_add", plan_args(goal="mine"))["structuredContent"]["session_name"] == mine
+    assert await in_thread(lambda: list(Plan.objects.values_list("session_id", "goal"))) == [(mine, "mine")]

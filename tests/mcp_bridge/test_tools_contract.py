@@ -124,6 +124,14 @@ async def test_every_tool_but_create_takes_an_optional_session_name(client):
             assert "session_name" in props, tool.name
 
 
+async def test_descriptions_carry_no_source_indentation(client):
+    described = [(t.name, t.description) for t in (await client.list_tools()).tools]
+    described += [(p.name, p.description) for p in (await client.list_prompts()).prompts]
+    for name, text in described:
+        assert text and text == text.strip(), name
+        assert "\n " not in text, (name, text)
+
+
 async def test_tools_list_fits_in_16_kb(client):
     listing = (await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True)
     assert len(listing.encode()) <= 16 * 1024, len(listing.encode())

@@ -4,6 +4,7 @@ configuration that `manage.py check --deploy` finds nothing wrong with."""
 from __future__ import annotations
 
 import io
+import json
 import os
 import subprocess
 
@@ -105,7 +106,7 @@ def test_the_reviewers_group_is_reset_to_view_only():
 
 def test_demo_builds_a_realistic_valid_session(sessions_dir):
     out = io.StringIO()
-    call_command("nineplan_demo", stdout=out)
+    call_command("nineplan_demo", verbosity=2, stdout=out)
     session = Session.objects.get()
     text = out.getvalue()
     assert f"Created demo session {session.name}" in text
@@ -125,6 +126,33 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     assert (times[-1] - times[0]).total_seconds() > 3 * 3600
     assert session.created_at == times[0]
     assert queries.history_search("webhook", session_name=session.name)[0].plan.goal.startswith("Port the payment webhook")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_demo_says_what_it_made_in_two_lines_and_logs_only_when_asked(subprocess_env):
+    def demo(*args: str) -> subprocess.CompletedProcess:
+        done = subprocess.run(
+            [PYTHON, MANAGE, "nineplan_demo", *args], env=subprocess_env, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        return done
+
+    plain = demo()
+    first = Session.objects.get()
+    assert plain.stdout.splitlines() == [
+        f"Created demo session {first.name}: 3 queued, 1 active, 5 completed, 2 discarded; "
+        f"{Event.objects.filter(session=first).count()} events over 6 hours.",
+        f"Admin page: /admin/sessions_app/session/{first.name}/change/",
+    ]
+    assert plain.stderr == ""
+
+    verbose = demo("-v", "2")
+    second = Session.objects.exclude(name=first.name).get()
+    assert f"Created demo session {second.name}" in verbose.stdout
+    assert all(plan.id in verbose.stdout for plan in Plan.objects.filter(session=second))
+    logged = [json.loads(line) for line in verbose.stderr.splitlines()]
+    assert {"level": "info", "msg": "session created", "session": second.name}.items() <= logged[0].items()
+    assert all(entry["level"] == "info" for entry in logged) and len(logged) > 10
 
 
 # --- production settings -----------------------------------------------------------------

@@ -135,9 +135,11 @@ def test_timeline_names_who_did_it(busy, reviewer_client):
     session, (q1, q2, _) = busy["session"], busy["queued"]
     services.plan_move(session_name=session.name, plan_id=q2.id, position="front", actor="user:sam")
     services.plan_move(session_name=session.name, plan_id=q1.id, position="front", actor="api:ci-bot")
+    services.plan_note(session_name=session.name, text="from the laptop", actor="agent:alice-laptop")
     response = reviewer_client.get(session_url(session.name))
-    top = [(r["who"], r["channel"], r["event"].kind) for r in response.context["timeline"][:3]]
+    top = [(r["who"], r["channel"], r["event"].kind) for r in response.context["timeline"][:4]]
     assert top == [
+        ("alice-laptop", "agent (MCP)", "plan_note"),
         ("ci-bot", "API", "plan_moved"),
         ("sam", "staff (admin)", "plan_moved"),
         ("agent", "agent (MCP)", "plan_created"),

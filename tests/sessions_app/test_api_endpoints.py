@@ -3,6 +3,7 @@ for everyone else, always as problem documents; pagination, filters and conditio
 
 from __future__ import annotations
 
+import re
 from urllib.parse import parse_qs, urlparse
 
 import pytest
@@ -32,6 +33,7 @@ def _plan(session: Session) -> Plan:
 
 # Every endpoint with a URL built from a session and one of its plans.
 ENDPOINTS = {
+    "root": lambda s, p: "/api/",
     "sessions": lambda s, p: "/api/sessions/",
     "session": lambda s, p: f"/api/sessions/{s.name}/",
     "queue": lambda s, p: f"/api/sessions/{s.name}/queue/",
@@ -69,7 +71,8 @@ def test_every_endpoint_answers_a_reader(api, full_session, endpoint):
     response = api.get(ENDPOINTS[endpoint](full_session, _plan(full_session)))
     assert response.status_code == 200, response.content
     assert response["Content-Type"] == "application/json"
-    assert "private" in response["Cache-Control"]
+    # Plan text must not be kept by any cache, the client's own included.
+    assert set(response["Cache-Control"].replace(" ", "").split(",")) == {"private", "no-cache", "no-store"}
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)
@@ -109,6 +112,48 @@ def test_the_browsable_api_works_with_a_session_login(client, reader, full_sessi
     response = client.get(f"/api/sessions/{full_session.name}/", HTTP_ACCEPT="text/html")
     assert response.status_code == 200
     assert full_session.name in response.content.decode()
+
+
+def breadcrumbs(html: str) -> list[tuple[str, str]]:
+    crumbs = re.search(r'<ul class="breadcrumb">(.*?)</ul>', html, re.S).group(1)
+    return re.findall(r'<a href="([^"]+)">([^<]+)</a>', crumbs)
+
+
+def test_the_browsable_pages_breadcrumbs_lead_back_to_the_api_root(client, reader, full_session):
+    client.force_login(reader)
+    name, plan = full_session.name, _plan(full_session)
+    page = client.get(f"/api/sessions/{name}/plans/{plan.id}/", HTTP_ACCEPT="text/html")
+    assert breadcrumbs(page.content.decode()) == [
+        ("/api/", "9plan API"),
+        ("/api/sessions/", "Session List"),
+        (f"/api/sessions/{name}/", "Session Detail"),
+        (f"/api/sessions/{name}/plans/", "Session Plans"),
+        (f"/api/sessions/{name}/plans/{plan.id}/", "Plan Detail"),
+    ]
+    root = client.get("/api/", HTTP_ACCEPT="text/html")
+    assert root.status_code == 200 and breadcrumbs(root.content.decode()) == [("/api/", "9plan API")]
+
+
+def test_the_api_root_lists_every_endpoint_by_absolute_url(api, full_session):
+    response = api.get("/api/")
+    assert response.status_code == 200
+    body = response.json()
+    assert set(body) == {
+        "sessions", "session", "session_queue", "session_plans", "plan", "session_validation",
+        "session_export", "history", "events", "schema", "docs",
+    }  # fmt: skip
+    assert body["plan"] == "http://testserver/api/sessions/{name}/plans/{plan_id}/"
+    filled = {"name": full_session.name, "plan_id": _plan(full_session).id}
+    for key, url in body.items():
+        assert url.startswith("http://testserver/api/"), key
+        url = url.format(**filled)
+        if key == "history":
+            url += "?q=invoices"
+        assert api.get(url).status_code == 200, key
+    # The schema lists the same endpoints (the root itself aside).
+    schema_paths = set(api.get("/api/schema/?format=json").json()["paths"]) - {"/api/"}
+    templated = {urlparse(url).path for key, url in body.items() if key not in ("schema", "docs")}
+    assert templated == schema_paths
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)

@@ -8,6 +8,7 @@ mixed into what it draws, so the 200 answers are checked too, not only the 404s.
 
 from __future__ import annotations
 
+import logging
 import re
 
 import pytest
@@ -30,6 +31,7 @@ from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.django_db
 
 PATHS = [
+    "/api/",
     "/api/sessions/",
     "/api/sessions/{name}/",
     "/api/sessions/{name}/queue/",
@@ -84,6 +86,17 @@ def test_the_docs_page_uses_only_local_assets(anonymous):
         assert asset.startswith("/" + django_settings.STATIC_URL.lstrip("/")), asset
         assert finders.find(asset.split("/", 2)[2]), asset
     assert "cdn" not in html.lower()
+
+
+def test_the_docs_page_answers_other_methods_in_json_without_an_error(anonymous, caplog):
+    options = anonymous.options("/api/docs/")
+    assert options.status_code == 200 and options["Content-Type"] == "application/json"
+    assert "text/html" in options.json()["renders"]
+    refused = anonymous.post("/api/docs/")
+    assert refused.status_code == 405 and refused.json()["category"] == "METHOD_NOT_ALLOWED"
+    wrong_type = anonymous.get("/api/docs/", HTTP_ACCEPT="application/json")
+    assert wrong_type.status_code == 406 and wrong_type.json()["category"] == "NOT_ACCEPTABLE"
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR or r.exc_info]
 
 
 @pytest.fixture

@@ -7,12 +7,13 @@ create laptop)` works) and says on stderr that it is shown only this once.
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
 from mcp_bridge import auth
+from nineplan.commands import PersonCommand
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = "Create, list or revoke the bearer tokens that MCP clients send to `manage.py mcp --transport http`."
 
     def add_arguments(self, parser):

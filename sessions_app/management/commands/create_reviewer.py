@@ -9,15 +9,16 @@ import sys
 from django.contrib.auth import get_user_model
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 
+from nineplan.commands import PersonCommand
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 
 PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = (
         f"Create a reviewer: a staff login in the '{REVIEWERS_GROUP}' group, which may view sessions, "
         f"plans, history and events but change nothing. The password comes from {PASSWORD_ENV} if set, "

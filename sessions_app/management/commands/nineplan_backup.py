@@ -4,12 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from django.core.management.base import BaseCommand
-
+from nineplan.commands import PersonCommand
 from sessions_app.backup import backup_create, default_backup_dir
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = "Write a consistent copy of the 9plan database and plan files (safe while agents work)."
 
     def add_arguments(self, parser):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import random
 from datetime import timedelta
 
-from django.core.management.base import BaseCommand
 from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from nineplan.commands import PersonCommand
 from sessions_app import queries, services
 from sessions_app.models import Event, Plan, Session
 
@@ -93,16 +93,20 @@ PLANS = {
 }
 
 
-class Command(BaseCommand):
-    help = "Create a realistic demo session (queue, active plan, history, events over time) and print what it made."
+class Command(PersonCommand):
+    help = (
+        "Create a realistic demo session (queue, active plan, history, events over time) and print its name "
+        "and admin page; -v 2 lists every plan and shows the services' log lines on stderr."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--hours", type=int, default=6, help="how far back the session's events go (default 6)")
 
-    def handle(self, *args, hours: int, **options):
+    def handle(self, *args, hours: int, verbosity: int = 1, **options):
         session = self._build()
         self._spread_over_time(session, timedelta(hours=max(hours, 1)))
-        self._report(session)
+        if verbosity >= 1:
+            self._report(session, detailed=verbosity >= 2)
 
     def _build(self) -> Session:
         s = services.session_create(task_description=TASK)
@@ -175,20 +179,29 @@ class Command(BaseCommand):
                 plan.discarded_at = last_seen[plan.id]
             plan.save(update_fields=["created_at", "updated_at", "completed_at", "discarded_at"])
 
-    def _report(self, session: Session) -> None:
+    def _report(self, session: Session, *, detailed: bool) -> None:
         state = queries.session_state(session.name, limit=None)
-        out = self.stdout.write
-        out(f"Created demo session {session.name}: {TASK}")
-        out(f"  plan files: {queries.session_path(session.name)}")
-        if state.active:
-            out(f"  active:     {state.active.id}  {state.active.goal}")
-        for place, plan in enumerate(state.queue, start=1):
-            out(f"  queued #{place}:  {plan.id}  {plan.goal}")
-        for plan in Plan.objects.filter(session=session, status=Plan.Status.COMPLETED).order_by("completed_at"):
-            out(f"  completed:  {plan.id}  {plan.goal}")
-        for plan in Plan.objects.filter(session=session, status=Plan.Status.DISCARDED).order_by("discarded_at"):
-            out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
+        plans = Plan.objects.filter(session=session)
         events = Event.objects.filter(session=session).order_by("created_at")
         first, last = events.first(), events.last()
-        out(f"  events:     {events.count()}, {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")
+        hours = (last.created_at - first.created_at).total_seconds() / 3600
+        out = self.stdout.write
+        out(
+            f"Created demo session {session.name}: {state.queue_length} queued, {1 if state.active else 0} active, "
+            f"{plans.filter(status=Plan.Status.COMPLETED).count()} completed, "
+            f"{plans.filter(status=Plan.Status.DISCARDED).count()} discarded; "
+            f"{events.count()} events over {hours:.0f} hours."
+        )
+        if detailed:
+            out(f"  task:       {TASK}")
+            out(f"  plan files: {queries.session_path(session.name)}")
+            if state.active:
+                out(f"  active:     {state.active.id}  {state.active.goal}")
+            for place, plan in enumerate(state.queue, start=1):
+                out(f"  queued #{place}:  {plan.id}  {plan.goal}")
+            for plan in plans.filter(status=Plan.Status.COMPLETED).order_by("completed_at"):
+                out(f"  completed:  {plan.id}  {plan.goal}")
+            for plan in plans.filter(status=Plan.Status.DISCARDED).order_by("discarded_at"):
+                out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
+            out(f"  events:     {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")
         out(f"Admin page: {reverse('admin:sessions_app_session_change', args=[session.name])}")

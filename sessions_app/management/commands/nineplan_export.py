@@ -5,14 +5,15 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.core.serializers.json import DjangoJSONEncoder
 
+from nineplan.commands import PersonCommand
 from sessions_app import export_import
 from sessions_app.errors import NineplanError
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = (
         "Export SESSION: the session, every plan in every state with all its fields, every event, and the "
         "open plans' files, as JSON on stdout (or into --output FILE). nineplan_import restores it."

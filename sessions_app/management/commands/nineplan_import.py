@@ -5,15 +5,16 @@ from __future__ import annotations
 import json
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from nineplan.commands import PersonCommand
 from sessions_app import export_import
 from sessions_app.errors import NineplanError
 
 MAX_BYTES = 512 * 1024 * 1024
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = (
         "Import a session from FILE ('-' for stdin), as written by nineplan_export or the API's export "
         "endpoint, into a database that does not hold it yet: plans, events and the open plans' files. "

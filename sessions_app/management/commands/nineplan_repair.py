@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 
+from nineplan.commands import PersonCommand
 from sessions_app import repair
 from sessions_app.identifiers import is_session_name
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = (
         "Check plan files against the database and list the repairs a crash calls for; "
         "with --apply, carry them out (each one is written to the event log). Dry run by default."

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
+from nineplan.commands import PersonCommand
 from sessions_app.admin.roles import ensure_reviewers_group
 from sessions_app.api.views import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
 
 
-class Command(BaseCommand):
+class Command(PersonCommand):
     help = (
         "Print the REST API token of USERNAME, creating it if the user has none. Send it as "
         "'Authorization: Token <key>'. --create makes an API-only user (no password, not staff) "

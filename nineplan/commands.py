@@ -1,0 +1,31 @@
+"""The base of the management commands a person runs (not the MCP server)."""
+
+from __future__ import annotations
+
+import logging
+
+from django.core.management.base import BaseCommand
+
+# -v 0 and 1 (the default): warnings and errors only; -v 2: info; -v 3: debug.
+VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
+
+
+class PersonCommand(BaseCommand):
+    """A command run by a person: its own output says what it did in a line or two.
+
+    9plan's services log every step at info as a JSON line on stderr, which is what an
+    operator wants from a server but buries a command's answer; those lines appear only
+    when asked for with -v 2 (or -v 3 for debug). Warnings and errors always do.
+    """
+
+    def execute(self, *args, **options):
+        root = logging.getLogger()
+        configured = root.level
+        wanted = VERBOSITY_LEVELS.get(int(options.get("verbosity", 1)), logging.DEBUG)
+        # Asking for more (-v 2) shows info even under NINEPLAN_LOG_LEVEL=warn; -v 1
+        # never shows more than the configured level would.
+        root.setLevel(max(configured, wanted) if wanted >= logging.WARNING else min(configured, wanted))
+        try:
+            return super().execute(*args, **options)
+        finally:
+            root.setLevel(configured)
