@@ -400,16 +400,6 @@ def plan_enqueue_many(
     return created
 
 
-def _queue_empty(session: Session) -> QueueEmpty:
-    # "Task complete" only once work was done: a new session has simply had nothing added.
-    if session.count_completed:
-        return QueueEmpty("Task complete! 🎉 The queue is empty.")
-    add = "Add plans with 9plan_queue_add, then pull the first."
-    if session.count_discarded:
-        return QueueEmpty("The queue is empty and no plan was completed.", suggestion=add)
-    return QueueEmpty("No plans queued yet.", suggestion=add)
-
-
 def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
     """Makes the front plan active; exactly one caller wins when several race."""
     with _write() as undo:
@@ -421,7 +411,7 @@ def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
             )
         plan = statements.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True)
         if plan is None:
-            raise _queue_empty(session)
+            raise QueueEmpty("Task complete! 🎉 The queue is empty.")
         # Compare-and-set: the claim holds only if the plan is still queued; the unique
         # "one active plan" constraint is the last line if two writers ever got here.
         plan.status, plan.sort_key, plan.updated_at = Plan.Status.ACTIVE, None, timezone.now()

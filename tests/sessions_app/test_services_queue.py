@@ -215,30 +215,9 @@ def test_pull_while_a_plan_is_active_gives_plan_already_active(session, active, 
 
 
 @pytest.mark.django_db
-def test_pull_from_a_new_session_says_no_plans_yet(session, rejects):
-    with rejects("QUEUE_EMPTY", match="No plans queued yet.") as info:
-        services.plan_pull(session_name=session.name)
-    assert "complete" not in info.value.message.lower()
-    assert "9plan_queue_add" in info.value.suggestion and "complete" not in info.value.suggestion
-
-
-@pytest.mark.django_db
-def test_pull_from_an_emptied_queue_says_task_complete_once_work_was_done(session, make_plan, rejects):
-    make_plan(session)
-    services.plan_pull(session_name=session.name)
-    services.plan_complete(session_name=session.name, outcome="done")
+def test_pull_from_an_empty_queue_gives_queue_empty(session, rejects):
     with rejects("QUEUE_EMPTY", match="Task complete! 🎉"):
         services.plan_pull(session_name=session.name)
-
-
-@pytest.mark.django_db
-def test_pull_after_only_discards_says_the_queue_is_empty(session, make_plan, rejects):
-    make_plan(session)
-    services.plan_pull(session_name=session.name)
-    services.plan_discard(session_name=session.name, reason="wrong")
-    with rejects("QUEUE_EMPTY", match="The queue is empty") as info:
-        services.plan_pull(session_name=session.name)
-    assert "Task complete" not in info.value.message and "No plans queued yet" not in info.value.message
 
 
 @pytest.mark.django_db
