@@ -206,6 +206,8 @@ LANGUAGE_CODE = "en-us"
 TIME_ZONE = "UTC"
 USE_I18N = True
 USE_TZ = True
+# Dates and times read one way in every admin list and page: "2026-11-30 20:46 UTC".
+FORMAT_MODULE_PATH = ["nineplan.formats"]
 
 STATIC_URL = "static/"
 STATIC_ROOT = BASE_DIR / "staticfiles"

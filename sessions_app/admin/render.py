@@ -8,6 +8,7 @@ add only their own ``<mark>`` tags.
 
 from __future__ import annotations
 
+import html as html_text
 import re
 from dataclasses import dataclass
 from datetime import datetime, timedelta
@@ -16,6 +17,7 @@ import nh3
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 from markdown_it import MarkdownIt
+from markdown_it.common.utils import escapeHtml
 
 from sessions_app import excerpts, queries
 from sessions_app.models import SECTION_TITLES, Event
@@ -25,6 +27,16 @@ from sessions_app.models import SECTION_TITLES, Event
 _markdown = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False}).enable(
     ["table", "strikethrough"]
 )
+
+
+def _image_as_text(renderer, tokens, idx, options, env) -> str:
+    # An image becomes its alt text in brackets: the reviewer learns what the agent meant
+    # to show, and the page fetches nothing from a URL an agent chose.
+    alt = renderer.renderInlineAsText(tokens[idx].children, options, env).strip()
+    return escapeHtml(f"[image: {alt}]" if alt else "[image]")
+
+
+_markdown.add_render_rule("image", _image_as_text)
 
 # Defence in depth: even if a Markdown rule ever emitted something unexpected, only these
 # tags and attributes reach the page. No <img>: an agent-chosen image URL would make the
@@ -53,6 +65,14 @@ def markdown(text: str | None) -> SafeString:
     return mark_safe(clean)  # noqa: S308 - the output of nh3's allow-list cleaner
 
 
+def markdown_text(text: str | None) -> str:
+    """Agent Markdown as the words a reader sees on the rendered page, without its markup
+    (``**23 routes**`` reads "23 routes"): plain text, to be escaped by whoever shows it."""
+    if not text:
+        return ""
+    return html_text.unescape(nh3.clean(_markdown.render(text), tags=set(), strip_comments=True))
+
+
 # --- search snippets ---------------------------------------------------------------------
 
 SNIPPET_CHARS = 220
@@ -79,18 +99,23 @@ def highlight(text: str | None, pattern: re.Pattern[str] | None, *, limit: int =
 
 def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> dict:
     """A hit with its goal and outcome highlighted and, when neither holds a match, the
-    first other section that does, so the reviewer sees why the plan was found."""
+    first other section that does, so the reviewer sees why the plan was found.
+
+    Snippets show the text as the plan page reads it, without the Markdown's markup: a
+    window of a text can cut a Markdown construct in two, so it cannot be rendered itself.
+    """
     plan = hit.plan
+    goal, outcome = markdown_text(plan.goal), markdown_text(plan.outcome)
     elsewhere = None
-    if excerpts.first_matching(plan, pattern, ("goal", "outcome")) is None:
+    if not (excerpts.has_match(goal, pattern) or excerpts.has_match(outcome, pattern)):
         name = excerpts.first_matching(plan, pattern, ("context", "inputs", "outputs"))
         if name is not None:
-            elsewhere = (SECTION_TITLES[name], highlight(getattr(plan, name), pattern))
+            elsewhere = (SECTION_TITLES[name], highlight(markdown_text(getattr(plan, name)), pattern))
     return {
         "hit": hit,
         "plan": plan,
-        "goal": highlight(plan.goal, pattern),
-        "outcome": highlight(plan.outcome, pattern),
+        "goal": highlight(goal, pattern),
+        "outcome": highlight(outcome, pattern),
         "elsewhere": elsewhere,
     }
 
@@ -98,18 +123,20 @@ def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> d
 # --- who did it ---------------------------------------------------------------------------
 
 
-def actor_label(actor: str) -> tuple[str, str]:
-    """(channel, name) for an event's actor: agents over MCP, staff in the admin, the API."""
+def actor_label(actor: str) -> str:
+    """Who an event's actor is, in one label: "agent (MCP)", "agent: alice-laptop" (over MCP
+    HTTP, named by its bearer token), "staff: sam", "API: ci-bot"; 9plan's own jobs
+    ("repair", "import") by their name."""
     if actor == "agent":
-        return "agent (MCP)", "agent"
+        return "agent (MCP)"
     kind, sep, name = actor.partition(":")
     if sep and kind == "agent":  # over MCP HTTP, named by its bearer token
-        return "agent (MCP)", name
+        return f"agent: {name}"
     if sep and kind == "user":
-        return "staff (admin)", name
+        return f"staff: {name}"
     if sep and kind == "api":
-        return "API", name
-    return "system", actor
+        return f"API: {name}"
+    return actor
 
 
 def event_detail(detail: dict) -> str:
@@ -127,8 +154,7 @@ def event_detail(detail: dict) -> str:
 def timeline(events: list[Event]) -> list[dict]:
     rows = []
     for event in events:
-        channel, who = actor_label(event.actor)
-        rows.append({"event": event, "channel": channel, "who": who, "detail": event_detail(event.detail)})
+        rows.append({"event": event, "who": actor_label(event.actor), "detail": event_detail(event.detail)})
     return rows
 
 

@@ -5,13 +5,15 @@ from __future__ import annotations
 
 import io
 import os
+import re
 from pathlib import Path
 
 import pytest
 from django.core.management import call_command
 
 from sessions_app import services
-from sessions_app.models import Plan, Session
+from sessions_app.admin import render
+from sessions_app.models import Event, Plan, Session
 from tests.conftest import REPO, plan_fields
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -24,6 +26,8 @@ CHROMIUM_ARGS = [
 ]
 ARTIFACTS = REPO / "test-artifacts"
 PASSWORD = "a long test passphrase 7"
+# A laptop screen: the lists must fit it without scrolling sideways.
+LAPTOP = {"width": 1400, "height": 900}
 SCRIPT = "<script>alert(1)</script>"
 IMG = "<img src=x onerror=alert(1)>"
 
@@ -63,7 +67,7 @@ def reviewer(monkeypatch, settings):
 @pytest.fixture
 def page(browser, live_server, reviewer):
     """A fresh browser context, logged in as the reviewer through the login form."""
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = browser.new_context(viewport=LAPTOP)
     page = context.new_page()
     page.dialogs = []
 
@@ -112,7 +116,12 @@ def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     assert page.locator("#np-queue tbody tr").count() == 3
     assert page.locator("#np-history table").first.locator("tbody tr").count() == 5
     timeline = page.inner_text("#np-timeline")
-    assert "demo-staff staff (admin)" in timeline and "agent agent (MCP)" in timeline
+    assert re.search(r"^Timeline \(\d+ events\)", timeline)
+    whos = set(page.locator("#np-timeline td.np-who").all_inner_texts())
+    assert whos == {"agent (MCP)", "staff: demo-staff"}
+    assert "agent agent" not in timeline
+    # Outcomes are rendered Markdown here as on the plan page.
+    assert "**" not in page.inner_text("#np-history")
     assert page.locator("svg.np-chart polyline").count() == 2
     # The stylesheet arrived: the cards have the border it gives them.
     border = page.evaluate("getComputedStyle(document.querySelector('.np-card')).borderTopStyle")
@@ -186,3 +195,138 @@ def test_hostile_plan_text_renders_inert(page, live_server):
     assert any(SCRIPT in s for s in snippet)
     assert page.locator("li.np-result mark").first.inner_text().lower() == "alert"
     assert page.dialogs == []
+
+
+# --- a laptop screen ----------------------------------------------------------------------
+
+LISTS = {
+    "sessions": ("session/", "td.field-task"),
+    "plans": ("plan/", "td.field-goal_snippet"),
+    "events": ("event/", "td.field-detail_text"),
+}
+# Enough for several words a line: a goal squeezed to a word a line is far narrower.
+MIN_TEXT_COLUMN = 180
+
+
+def fit(page) -> dict:
+    """How the change list sits in the window: the page's and the table box's overflow,
+    the last column header's right edge, and the width of each column of text."""
+    return page.evaluate(
+        """() => {
+            const results = document.querySelector('#changelist-form .results');
+            const headers = [...document.querySelectorAll('#result_list thead th')];
+            const last = headers[headers.length - 1].getBoundingClientRect();
+            const atLast = document.elementFromPoint(last.right - 4, last.top + last.height / 2);
+            return {
+                page: document.scrollingElement.scrollWidth,
+                window: window.innerWidth,
+                results: results.scrollWidth - results.clientWidth,
+                lastRight: last.right,
+                resultsRight: results.getBoundingClientRect().right,
+                lastHeaderShown: headers[headers.length - 1].contains(atLast),
+                lastHeader: headers[headers.length - 1].innerText,
+            };
+        }"""
+    )
+
+
+@pytest.mark.parametrize("width", [1366, 1400, 1440])
+def test_lists_fit_a_laptop_screen(page, live_server, width):
+    call_command("nineplan_demo", stdout=io.StringIO())
+    busy = services.session_create(task_description="Reconcile " + "the ledgers of every regional office " * 4)
+    services.plan_enqueue(
+        session_name=busy.name, **plan_fields(goal="Reconcile the " + "quarterly ledger exports and their totals " * 4)
+    )
+    services.plan_pull(session_name=busy.name)
+    page.set_viewport_size({"width": width, "height": LAPTOP["height"]})
+    base = live_server.url + "/admin/sessions_app/"
+    for name, (path, text_cell) in LISTS.items():
+        page.goto(base + path)
+        widths = page.locator(text_cell).evaluate_all("cells => cells.map(c => c.getBoundingClientRect().width)")
+        assert widths and min(widths) >= MIN_TEXT_COLUMN, (name, widths)
+        if width == LAPTOP["width"]:
+            shot(page, f"{name}-list-{width}")
+        # Sorted by any column (a sorted header is wider: it holds the sort arrows) too.
+        sorted_by = page.locator("#result_list thead th.sortable .text a").evaluate_all("links => links.map(a => a.href)")
+        for url in [page.url, *sorted_by]:
+            page.goto(url)
+            shown = fit(page)
+            assert shown["page"] <= shown["window"], (url, shown)
+            assert shown["results"] <= 0, (url, shown)  # the table needs no scrolling of its own
+            assert shown["lastRight"] <= min(shown["window"], shown["resultsRight"] + 1), (url, shown)
+            assert shown["lastHeaderShown"], (url, shown)
+    page.goto(base + "session/")
+    assert page.locator("#result_list thead th").last.inner_text().strip().lower() == "last activity"
+    goal = page.locator("td.field-active_plan").filter(has_text="quarterly ledger").first
+    assert goal.evaluate("c => c.getBoundingClientRect().width") >= MIN_TEXT_COLUMN
+    page.goto(base + "plan/")
+    assert page.locator("#result_list thead th").last.inner_text().strip().lower() == "updated at"
+    # One date format, with the zone, on the lists as on the pages.
+    updated = page.locator("td.field-updated_at").first.inner_text()
+    assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", updated), updated
+    page.goto(base + f"session/{busy.name}/change/")
+    assert re.search(r"\d{4}-\d\d-\d\d \d\d:\d\d UTC", page.inner_text("#np-summary"))
+    assert page.dialogs == []
+
+
+def test_reviewer_reads_a_new_session_images_and_search(page, live_server):
+    fresh = services.session_create(task_description="Nothing yet")
+    base = live_server.url + "/admin/sessions_app/"
+    page.goto(base + f"session/{fresh.name}/change/")
+    assert page.inner_text("#np-queue-empty") == "No plans queued yet."
+    assert page.inner_text("#np-timeline h2") == "Timeline (1 event)"
+
+    session = services.session_create(task_description="Draw")
+    services.plan_enqueue(
+        session_name=session.name,
+        **plan_fields(goal="Draw the architecture", context="See ![the service map](http://127.0.0.1:9/map.png) first."),
+    )
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="Drew **3 diagrams** of the service map")
+    plan = Plan.objects.get(session=session)
+    requests = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(base + f"plan/{plan.id}/change/")
+    assert "See [image: the service map] first." in page.inner_text("#np-section-1")
+    assert page.locator("#content img").count() == 0
+    assert not [url for url in requests if "map.png" in url]
+
+    page.goto(base + f"session/{session.name}/change/")
+    assert page.inner_text("#np-queue-empty") == "Task complete! 🎉 The queue is empty."
+    assert page.locator("#np-history strong").first.inner_text() == "3 diagrams"
+
+    follow(page, page.locator("#header .np-nav >> text=History search"))
+    hint = page.locator("#np-search-hint")
+    assert hint.is_visible() and "e.g." in hint.inner_text()
+    page.fill("#np-q", "diagrams")
+    follow(page, page.locator("form.np-search-form button[type=submit]"))
+    assert page.locator("#np-search-hint").count() == 0
+    result = page.locator("li.np-result").first
+    assert "Drew 3 diagrams of the service map" in result.inner_text()
+    # The plan id reads as a link: the link's colour, not the grey of code.
+    link = result.locator("a.np-plan-link")
+    colours = link.evaluate(
+        """a => [getComputedStyle(a).color, getComputedStyle(a.querySelector('code')).color,
+                 getComputedStyle(document.querySelector('#content a[href*="/session/"]')).color,
+                 getComputedStyle(a).textDecorationLine]"""
+    )
+    assert colours[0] == colours[1] == colours[2], colours
+    assert "underline" in colours[3], colours
+    follow(page, link)
+    assert page.inner_text("h1") == f"Plan {plan.id}"
+    assert page.dialogs == []
+
+
+def test_event_search_finds_a_discard_reason(page, live_server):
+    session = services.session_create(task_description="Drop one")
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Port the PDF export"))
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="Superseded by the reporting service")
+    page.goto(live_server.url + "/admin/sessions_app/event/")
+    page.fill("#searchbar", "reporting service")
+    follow(page, page.locator("#changelist-search input[type=submit]"))
+    rows = page.locator("#result_list tbody tr")
+    assert rows.count() == 1
+    assert "Superseded by the reporting service" in rows.first.inner_text()
+    assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent (MCP)"
+    assert Event.objects.filter(session=session, kind="plan_discarded").count() == 1

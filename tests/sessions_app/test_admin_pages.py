@@ -10,10 +10,11 @@ from urllib.parse import urlencode
 
 import pytest
 from django.urls import reverse
-from django.utils import timezone
+from django.utils import dateformat, timezone
 
-from sessions_app import services
+from sessions_app import excerpts, services
 from sessions_app.admin import reads as admin_reads
+from sessions_app.admin import render
 from sessions_app.models import Event, Plan
 from tests.sessions_app.admin_fixtures import busy, enqueue, reviewer, reviewer_client  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
@@ -137,14 +138,63 @@ def test_timeline_names_who_did_it(busy, reviewer_client):
     services.plan_move(session_name=session.name, plan_id=q1.id, position="front", actor="api:ci-bot")
     services.plan_note(session_name=session.name, text="from the laptop", actor="agent:alice-laptop")
     response = reviewer_client.get(session_url(session.name))
-    top = [(r["who"], r["channel"], r["event"].kind) for r in response.context["timeline"][:4]]
+    top = [(r["who"], r["event"].kind) for r in response.context["timeline"][:4]]
     assert top == [
-        ("alice-laptop", "agent (MCP)", "plan_note"),
-        ("ci-bot", "API", "plan_moved"),
-        ("sam", "staff (admin)", "plan_moved"),
-        ("agent", "agent (MCP)", "plan_created"),
+        ("agent: alice-laptop", "plan_note"),
+        ("API: ci-bot", "plan_moved"),
+        ("staff: sam", "plan_moved"),
+        ("agent (MCP)", "plan_created"),
     ]
-    assert "staff (admin)" in text_of(response)
+    whos = re.findall(r'<td class="np-who">(.*?)</td>', text_of(response))
+    assert whos[:4] == ["agent: alice-laptop", "API: ci-bot", "staff: sam", "agent (MCP)"]
+    assert "agent agent" not in text_of(response)
+
+
+@pytest.mark.parametrize(
+    "actor, label",
+    [("agent", "agent (MCP)"), ("agent:alice-laptop", "agent: alice-laptop"), ("user:sam", "staff: sam"), ("api:ci-bot", "API: ci-bot"), ("repair", "repair"), ("import", "import")],
+)
+def test_each_actor_has_one_label(actor, label):
+    assert render.actor_label(actor) == label
+
+
+def test_timeline_heading_counts_in_the_singular_and_plural(session, reviewer_client):
+    assert Event.objects.filter(session=session).count() == 1
+    assert "Timeline (1 event)" in text_of(reviewer_client.get(session_url(session.name)))
+    enqueue(session, "One more")
+    assert "Timeline (2 events)" in text_of(reviewer_client.get(session_url(session.name)))
+
+
+def queue_card(response) -> str:
+    html = text_of(response)
+    return html[html.index('id="np-queue"') :].split("</section>")[0]
+
+
+def test_the_empty_queue_of_a_new_session_says_no_plans_yet(session, reviewer_client):
+    card = queue_card(reviewer_client.get(session_url(session.name)))
+    assert "No plans queued yet." in card
+    assert "Task complete" not in card
+
+
+def test_the_empty_queue_says_task_complete_only_when_work_was_done(session, reviewer_client):
+    enqueue(session, "Only plan")
+    services.plan_pull(session_name=session.name)
+    # Still being worked on: the queue is empty, the task is not complete.
+    card = queue_card(reviewer_client.get(session_url(session.name)))
+    assert "Task complete" not in card and "No plans queued yet." not in card
+    services.plan_complete(session_name=session.name, outcome="done")
+    assert "Task complete! 🎉" in queue_card(reviewer_client.get(session_url(session.name)))
+    enqueue(session, "Next")
+    assert "Task complete" not in queue_card(reviewer_client.get(session_url(session.name)))
+
+
+def test_the_empty_queue_after_only_discards_is_just_empty(session, reviewer_client):
+    enqueue(session, "Dropped")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="wrong")
+    card = queue_card(reviewer_client.get(session_url(session.name)))
+    assert "The queue is empty." in card
+    assert "Task complete" not in card and "No plans queued yet." not in card
 
 
 def test_session_page_shows_each_invariant_passing(busy, reviewer_client):
@@ -217,6 +267,65 @@ def test_session_page_links_to_its_plans_and_events(busy, quiet, reviewer_client
     events = reviewer_client.get(events_link).context["cl"].result_list
     assert {e.session_id for e in events} == {name}
     assert len(events) == Event.objects.filter(session_id=name).count()
+
+
+def test_session_page_renders_outcomes_and_reasons_as_markdown(session, reviewer_client):
+    enqueue(session, "Inventory the routes")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="Found **23 routes** in `app/urls.py`")
+    enqueue(session, "Port the export")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="Superseded by *reporting* " + HOSTILE)
+    html = text_of(reviewer_client.get(session_url(session.name)))
+    history = html[html.index('id="np-history"') :].split("</section>")[0]
+    assert "<strong>23 routes</strong>" in history and "<code>app/urls.py</code>" in history
+    assert "**23 routes**" not in history
+    assert "<em>reporting</em>" in history
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in history and "<script>" not in history
+
+
+def test_session_page_cuts_goals_after_whole_words(session, reviewer_client):
+    goal = "Rework " + "the invoice numbering scheme " * 12
+    plan = enqueue(session, goal)
+    html = text_of(reviewer_client.get(session_url(session.name)))
+    row = html[html.index(f'href="{plan_url(plan.id)}"') :].split("</tr>")[0]
+    shown = re.findall(r"<td>([^<]*…)</td>", row)
+    assert len(shown) == 1, row
+    words = set(goal.split())
+    assert all(word in words for word in shown[0].rstrip("…").split()), shown[0]
+    assert shown[0] == excerpts.one_line(goal, len(shown[0]))
+
+
+# --- dates -------------------------------------------------------------------------------
+
+
+def stamp(at) -> str:
+    return dateformat.format(timezone.localtime(at), "Y-m-d H:i T")
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+def test_every_page_writes_dates_one_way_with_the_zone(busy, reviewer_client, settings, zone):
+    settings.TIME_ZONE = zone
+    session, active = busy["session"], busy["active"]
+    expected_zone = "UTC" if zone == "UTC" else ("EST", "EDT")
+    pages = {
+        "sessions list": reverse("admin:sessions_app_session_changelist"),
+        "plans list": reverse("admin:sessions_app_plan_changelist"),
+        "events list": reverse("admin:sessions_app_event_changelist"),
+        "session page": session_url(session.name),
+        "plan page": plan_url(active.id),
+        "search": reverse("admin:sessions_app_history_search") + "?q=routes",
+    }
+    for name, url in pages.items():
+        html = text_of(reviewer_client.get(url))
+        assert not re.search(r"\b[ap]\.m\.|(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)\.? \d", html), name
+        stamps = re.findall(r"\b\d{4}-\d\d-\d\d \d\d:\d\d(?::\d\d)?(?: [A-Z]{3,4})?", html)
+        assert stamps, name
+        for found in stamps:
+            assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d [A-Z]{3,4}", found), (name, found)
+            assert found.endswith(expected_zone), (name, found)
+    assert stamp(session.created_at) in text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
+    assert stamp(active.created_at) in text_of(reviewer_client.get(plan_url(active.id)))
 
 
 # --- plan page -------------------------------------------------------------------------
@@ -297,6 +406,19 @@ def test_plan_text_from_agents_is_never_markup(session, reviewer_client):
     assert "&lt;iframe" in plan_html
 
 
+def test_markdown_images_show_their_alt_text_and_load_nothing(session, reviewer_client):
+    plan = enqueue(
+        session,
+        "Draw it",
+        context='See ![the "architecture" <diagram>](https://evil.example/p.png) here.\n\n![](https://evil.example/q.png)',
+    )
+    html = text_of(reviewer_client.get(plan_url(plan.id)))
+    assert '[image: the "architecture" &lt;diagram&gt;]' in html
+    assert "[image]" in html
+    assert "<img" not in html and "evil.example" not in html
+    assert str(render.markdown("![a *b*](x.png)")) == "<p>[image: a b]</p>\n"
+
+
 def test_unknown_plan_is_404(reviewer_client):
     assert reviewer_client.get(plan_url("zzzzz")).status_code == 404
     assert reviewer_client.get(plan_url("NOT-AN-ID")).status_code == 404
@@ -348,6 +470,30 @@ def test_search_reports_bad_input_without_failing(busy, reviewer_client):
     assert empty.context["results"] == [] and not empty.context["searched"]
 
 
+@pytest.mark.parametrize("query", ["", "   "])
+def test_an_empty_search_shows_what_to_type(busy, reviewer_client, query):
+    response = search(reviewer_client, q=query)
+    html = text_of(response)
+    assert 'id="np-search-hint"' in html
+    hint = html[html.index('id="np-search-hint"') :].split("</section>")[0]
+    assert "words" in hint.lower() and "e.g." in hint
+    assert 'id="np-results"' not in html
+    assert 'id="np-search-hint"' not in text_of(search(reviewer_client, q="routes"))
+
+
+def test_search_snippets_show_markdown_as_read_and_start_at_a_word(session, reviewer_client):
+    enqueue(session, "Model the invoices")
+    services.plan_pull(session_name=session.name)
+    outcome = "Wrote " + "the billing models and their tests " * 10 + "Invoice and LineItem **models** with constraints"
+    services.plan_complete(session_name=session.name, outcome=outcome)
+    (result,) = search(reviewer_client, q="constraints").context["results"]
+    snippet = str(result["outcome"])
+    assert snippet.startswith("…") and "<mark>constraints</mark>" in snippet
+    first = snippet[1:].split()[0]
+    assert first in outcome.split(), first
+    assert "**" not in snippet and "models with <mark>constraints</mark>" in snippet
+
+
 def test_search_snippets_escape_agent_text(session, reviewer_client):
     enqueue(session, HOSTILE)
     services.plan_pull(session_name=session.name)
@@ -364,3 +510,37 @@ def test_discarded_plans_stay_out_even_when_they_match(session, reviewer_client)
     response = search(reviewer_client, q="zebra")
     assert response.context["results"] == []
     assert Plan.objects.filter(status="discarded").count() == 1
+
+
+# --- events list -------------------------------------------------------------------------
+
+
+def events_found(client, query: str) -> list[Event]:
+    response = client.get(reverse("admin:sessions_app_event_changelist"), {"q": query})
+    assert response.status_code == 200
+    return list(response.context["cl"].result_list)
+
+
+def test_event_search_looks_into_the_details(busy, reviewer_client):
+    (found,) = events_found(reviewer_client, "reporting service")
+    assert (found.kind, found.plan_id) == ("plan_discarded", busy["discarded"].id)
+    assert events_found(reviewer_client, "no such words anywhere") == []
+    # Still by session name and actor, as before.
+    assert len(events_found(reviewer_client, busy["session"].name)) == Event.objects.filter(session=busy["session"]).count()
+
+
+@pytest.mark.parametrize("reason", ['Café menü: "duplicate" of a\\b', "naïve 🎉 plan"])
+def test_event_search_finds_any_text_of_a_detail(session, reviewer_client, reason):
+    enqueue(session, "To drop")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason=reason)
+    for word in reason.split():
+        (found,) = events_found(reviewer_client, word)
+        assert found.kind == "plan_discarded", word
+
+
+def test_event_list_names_who_did_it_once(busy, reviewer_client):
+    services.plan_move(session_name=busy["session"].name, plan_id=busy["queued"][2].id, position="front", actor="user:sam")
+    html = text_of(reviewer_client.get(reverse("admin:sessions_app_event_changelist")))
+    assert '<td class="field-who">staff: sam</td>' in html
+    assert '<td class="field-who">agent (MCP)</td>' in html
