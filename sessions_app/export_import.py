@@ -15,7 +15,7 @@ events are inserted in their exported order, so they keep their relative order.
 from __future__ import annotations
 
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
 from django.utils import timezone
@@ -23,16 +23,27 @@ from django.utils.dateparse import parse_datetime
 
 from sessions_app import event_feed, inputs, planfiles, queries, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
-from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.models import (
+    DEFAULT_WORKER,
+    MAX_LEASE_SECONDS,
+    SECTIONS,
+    Event,
+    Plan,
+    PlanDependency,
+    Session,
+)
 
 log = logging.getLogger("nineplan.export_import")
 
 FORMAT = "9plan-session-export"
-FORMAT_VERSION = 2
-# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key".
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key". Versions
+# 1 and 2 had no workers, leases or dependencies: an active plan they hold is restored as
+# the default worker's, with a fresh lease.
+READABLE_VERSIONS = (1, 2, 3)
 
-SESSION_KEYS = ("name", "task_description", "created_at")
+SESSION_KEYS_V2 = ("name", "task_description", "created_at")
+SESSION_KEYS = (*SESSION_KEYS_V2, "lease_seconds", "max_attempts")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
@@ -46,6 +57,8 @@ PLAN_KEYS = (
     "discarded_at",
     "file_text",
 )
+CLAIM_KEYS = ("worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person", "depends_on")
+PLAN_KEYS_V3 = (*PLAN_KEYS, *CLAIM_KEYS)
 EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
@@ -59,6 +72,10 @@ def _when(value: datetime | None) -> str | None:
 def export_session(name: object) -> dict:
     """The whole session as plain JSON data (three queries, plus one file read per open plan)."""
     session = queries.get_session(name)
+    depends: dict[str, list[str]] = {}
+    links = PlanDependency.objects.filter(plan__session=session).order_by("plan_id", "depends_on_id")
+    for plan_id, dep in links.values_list("plan_id", "depends_on_id"):
+        depends.setdefault(plan_id, []).append(dep)
     plans = []
     for plan in Plan.objects.filter(session=session).order_by("created_at", "id").iterator(chunk_size=500):
         row = {
@@ -74,6 +91,12 @@ def export_session(name: object) -> dict:
             # The agent's working copy may hold edits the database takes in only later. Read
             # safely (a regular file, bounded, never blocking); null when it cannot be used.
             "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
+            "worker": plan.worker,
+            "claimed_at": _when(plan.claimed_at),
+            "lease_expires_at": _when(plan.lease_expires_at),
+            "attempts": plan.attempts,
+            "waiting_for_person": plan.waiting_for_person,
+            "depends_on": depends.get(plan.id, []),
         }
         plans.append(row)
     events = [
@@ -95,6 +118,8 @@ def export_session(name: object) -> dict:
             "name": session.name,
             "task_description": session.task_description,
             "created_at": _when(session.created_at),
+            "lease_seconds": session.lease_seconds,
+            "max_attempts": session.max_attempts,
         },
         "plans": plans,
         "events": events,
@@ -156,25 +181,30 @@ def _text(
     return inputs.text(field, value, required=required, max_chars=max_chars)
 
 
-def _check_session(data: object) -> Session:
-    data = _object("session", data, SESSION_KEYS)
+def _check_session(data: object, version: int) -> Session:
+    data = _object("session", data, SESSION_KEYS if version >= 3 else SESSION_KEYS_V2)
     name = inputs.session_name(data["name"], field="session.name")
-    return Session(
+    session = Session(
         name=name,
         task_description=_text("session.task_description", data["task_description"], nullable=True),
         created_at=_datetime("session.created_at", data["created_at"], required=True),
     )
+    if version >= 3:
+        session.lease_seconds = _integer("session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS)
+        session.max_attempts = _integer("session.max_attempts", data["max_attempts"], minimum=1, maximum=100)
+    return session
 
 
-def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str]]:
+def _check_plans(session: Session, rows: list, version: int) -> tuple[list[Plan], dict[str, str], list[tuple[str, str]]]:
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
     positions: set[int] = set()
-    active = 0
+    workers: set[str] = set()
+    links: list[tuple[str, str]] = []
     for i, row in enumerate(rows):
         at = f"plans[{i}]"
-        row = _object(at, row, PLAN_KEYS)
+        row = _object(at, row, PLAN_KEYS_V3 if version >= 3 else PLAN_KEYS)
         plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
         if plan_id in seen:
             raise _fail(f"{at}.id", f"plan {plan_id} appears twice.")
@@ -190,10 +220,13 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
             positions.add(position)
         elif position is not None:
             raise _fail(f"{at}.sort_key", f"must be null for a {status} plan.")
+        claim = _check_claim(at, row, status, version, session)
         if status == Plan.Status.ACTIVE:
-            active += 1
-            if active > 1:
-                raise _fail(f"{at}.status", "a session has at most one active plan.")
+            if claim["worker"] in workers:
+                raise _fail(f"{at}.worker", f"worker '{claim['worker']}' holds another active plan; a worker holds one.")
+            workers.add(claim["worker"])
+        for j, dep in enumerate(row.get("depends_on") or [] if version >= 3 else []):
+            links.append((plan_id, inputs.plan_id(dep, field=f"{at}.depends_on[{j}]")))
         text = {key: _text(f"{at}.{key}", row[key], required=(key == "goal")) for key in PLAN_TEXT}
         inputs.plan_size({k: text[k] for k in (*SECTIONS, "outcome")}, field=at)
         # An agent's file is not held to the field limits (it may hold a whole plan), only
@@ -214,10 +247,55 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
                 updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
                 completed_at=_datetime(f"{at}.completed_at", row["completed_at"], required=False),
                 discarded_at=_datetime(f"{at}.discarded_at", row["discarded_at"], required=False),
+                **claim,
                 **text,
             )
         )
-    return plans, files
+    ids = {p.id for p in plans}
+    for plan_id, dep in links:
+        if dep not in ids or dep == plan_id:
+            raise _fail("plans", f"plan {plan_id} depends on {dep}, which is not another plan of the document.")
+    graph: dict[str, list[str]] = {}
+    for plan_id, dep in links:
+        graph.setdefault(plan_id, []).append(dep)
+    if queries._has_cycle(graph):
+        raise _fail("plans", "the plans' dependencies form a cycle.")
+    return plans, files, sorted(set(links))
+
+
+def _check_claim(at: str, row: dict, status: str, version: int, session: Session) -> dict:
+    """The plan's claim fields: as exported (version 3), or, from an older document, an
+    active plan held by the default worker with a fresh lease."""
+    if version < 3:
+        if status != Plan.Status.ACTIVE:
+            return {}
+        now = timezone.now()
+        return {
+            "worker": DEFAULT_WORKER,
+            "claimed_at": now,
+            "lease_expires_at": now + timedelta(seconds=session.lease_seconds),
+        }
+    worker = row["worker"]
+    if worker is not None:
+        worker = inputs.worker(worker, field=f"{at}.worker")
+    claim = {
+        "worker": worker,
+        "claimed_at": _datetime(f"{at}.claimed_at", row["claimed_at"], required=False),
+        "lease_expires_at": _datetime(f"{at}.lease_expires_at", row["lease_expires_at"], required=False),
+        "attempts": _integer(f"{at}.attempts", row["attempts"], minimum=0, maximum=2**31 - 1),
+        "waiting_for_person": row["waiting_for_person"],
+    }
+    if not isinstance(claim["waiting_for_person"], bool):
+        raise _fail(f"{at}.waiting_for_person", "must be true or false.")
+    if status == Plan.Status.ACTIVE and None in (worker, claim["claimed_at"], claim["lease_expires_at"]):
+        raise _fail(f"{at}.worker", "an active plan needs its worker, claimed_at and lease_expires_at.")
+    if status != Plan.Status.ACTIVE and claim["lease_expires_at"] is not None:
+        raise _fail(f"{at}.lease_expires_at", f"must be null for a {status} plan.")
+    if status != Plan.Status.QUEUED and claim["waiting_for_person"]:
+        raise _fail(f"{at}.waiting_for_person", f"must be false for a {status} plan.")
+    if not isinstance(row["depends_on"], list):
+        raise _fail(f"{at}.depends_on", "must be a JSON array of plan ids.")
+    return claim
 
 
 def _check_events(session: Session, rows: list, plan_ids: set[str]) -> list[Event]:
@@ -279,12 +357,12 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     if data["format"] != FORMAT:
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
     if data["version"] not in READABLE_VERSIONS or isinstance(data["version"], bool):
-        raise _fail("version", f"must be 1 or 2; this 9plan cannot read version {data['version']!r}.")
-    session = _check_session(data["session"])
+        raise _fail("version", f"must be 1, 2 or 3; this 9plan cannot read version {data['version']!r}.")
+    session = _check_session(data["session"], data["version"])
     rows = _list("plans", data["plans"])
     if data["version"] == 1:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
-    plans, files = _check_plans(session, rows)
+    plans, files, links = _check_plans(session, rows, data["version"])
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
 
     try:
@@ -292,6 +370,7 @@ def session_import(data: object, *, actor: str = "import") -> Session:
             _check_free(session, plans)
             session.save(force_insert=True)
             Plan.objects.bulk_create(plans)
+            PlanDependency.objects.bulk_create([PlanDependency(plan_id=p, depends_on_id=d) for p, d in links])
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
             event_feed.before_event_write()
             Event.objects.bulk_create(events)

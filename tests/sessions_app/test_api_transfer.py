@@ -65,7 +65,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     response = api.get(f"/api/sessions/{name}/export/")
     assert response.status_code == 200
     document = response.json()
-    assert document["format"] == "9plan-session-export" and document["version"] == 2
+    assert document["format"] == "9plan-session-export" and document["version"] == 3
     assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
     assert len(document["events"]) == Event.objects.filter(session_id=name).count()
     dump = tmp_path / "export.json"
@@ -156,7 +156,7 @@ def _mutations():
         return next(p for p in doc["plans"] if p["status"] == status)
 
     yield "format", lambda d: d.update(format="something-else")
-    yield "version", lambda d: d.update(version=3)
+    yield "version", lambda d: d.update(version=4)
     yield "version", lambda d: d.update(version=True)
     yield "document", lambda d: d.pop("events")
     yield "document", lambda d: d.update(extra=1)
@@ -177,10 +177,31 @@ def _mutations():
     yield "events[0].detail", lambda d: d["events"][0].update(detail=[1])
     yield "events[1].id", lambda d: d["events"][1].update(id=d["events"][0]["id"])
 
-    def two_active(d):
+    def two_active_for_one_worker(d):
+        held = plan(d, "active")
+        plan(d, "queued").update(
+            status="active",
+            sort_key=None,
+            worker=held["worker"],
+            claimed_at=held["claimed_at"],
+            lease_expires_at=held["lease_expires_at"],
+        )
+
+    yield "plans[3].worker", two_active_for_one_worker
+
+    def active_without_a_claim(d):
         plan(d, "queued").update(status="active", sort_key=None)
 
-    yield "plans[3].status", two_active
+    yield "plans[3].worker", active_without_a_claim
+    yield "plans[0].worker", lambda d: d["plans"][0].update(worker="no spaces allowed")
+    yield "plans[0].depends_on[0]", lambda d: d["plans"][0].update(depends_on=["../x"])
+    yield "plans", lambda d: d["plans"][0].update(depends_on=[d["plans"][0]["id"]])
+
+    def cycle(d):
+        d["plans"][0]["depends_on"] = [d["plans"][1]["id"]]
+        d["plans"][1]["depends_on"] = [d["plans"][0]["id"]]
+
+    yield "plans", cycle
 
     def same_position(d):
         queued = [p for p in d["plans"] if p["status"] == "queued"]
@@ -274,8 +295,12 @@ def test_a_version_1_document_with_queue_position_imports(session, make_plan):
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
     document["version"] = 1
+    for key in ("lease_seconds", "max_attempts"):
+        del document["session"][key]
     for row in document["plans"]:
         row["queue_position"] = row.pop("sort_key")
+        for key in export_import.CLAIM_KEYS:
+            del row[key]
     export_import.session_import(document)
     keys = list(Plan.objects.filter(session_id=session.name).order_by("sort_key").values_list("sort_key", flat=True))
     assert keys == sorted(row["queue_position"] for row in document["plans"]) and len(keys) == 2
