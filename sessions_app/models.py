@@ -19,8 +19,8 @@ SECTION_TITLES = {
 COUNTERS = ("count_queued", "count_completed", "count_discarded")
 
 # The worker a call acts for when it names none: a single agent never names one, and sees
-# one worker holding at most one plan, as sessions always had (docs/design.md, "Model and
-# invariants").
+# one worker holding at most one plan, as sessions always had
+# (docs/design.md, "Model and invariants").
 DEFAULT_WORKER = "default"
 LEASE_SECONDS = 1800
 MAX_LEASE_SECONDS = 604_800
