@@ -21,7 +21,11 @@ _SESSION = Plan._meta.get_field("session").column
 # run, and the state read was the costliest operation of the throughput mix
 # (docs/benchmarks.md).
 _SESSION_FIELDS = tuple(Session._meta.concrete_fields)
-_QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "sort_key", "goal"))
+_QUEUE_FIELDS = tuple(
+    f
+    for f in Plan._meta.concrete_fields
+    if f.attname in ("id", "session_id", "sort_key", "goal", "waiting_for_person", "attempts")
+)
 
 
 def _columns(fields: tuple) -> str:
