@@ -202,7 +202,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     import os
     from urllib.parse import urlsplit, urlunsplit
 
-    from history import _pg_admin
+    from history import _pg_admin, _pg_drop
 
     parts = urlsplit(url)
     scratch = f"nineplan_bench_workers_{os.getpid()}"
@@ -216,4 +216,4 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
         from django.db import connections
 
         connections.close_all()
-        _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{scratch}"')
+        _pg_drop(admin_url, scratch)
