@@ -114,10 +114,18 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "nineplan.urls"
 
+# The project's own templates (the admin's frame): templates/ in a checkout; an installed
+# wheel carries the same folder inside the nineplan package.
+PROJECT_TEMPLATES = (
+    Path(__file__).resolve().parent / "templates"
+    if (Path(__file__).resolve().parent / "templates").is_dir()
+    else BASE_DIR / "templates"
+)
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PROJECT_TEMPLATES],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -171,6 +179,13 @@ def _databases() -> dict:
             path = Path.cwd() / path
     else:
         path = NINEPLAN_DATA_DIR / "9plan.sqlite3"
+    try:
+        # SQLite creates the file but not its folder: a first `9plan migrate` on a fresh
+        # machine would fail without this. A folder that cannot be made is reported by
+        # the connection itself, with SQLite's own message.
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     return {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -210,7 +225,11 @@ USE_TZ = True
 FORMAT_MODULE_PATH = ["nineplan.formats"]
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Collected static files: staticfiles/ in a checkout (as `make run` always had them); an
+# installed 9plan has no folder of its own to write into and keeps them in the data
+# directory, beside the database.
+RUNS_FROM_CHECKOUT = (BASE_DIR / "manage.py").is_file()
+STATIC_ROOT = BASE_DIR / "staticfiles" if RUNS_FROM_CHECKOUT else NINEPLAN_DATA_DIR / "static"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
