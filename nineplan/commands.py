@@ -6,6 +6,8 @@ import logging
 
 from django.core.management.base import BaseCommand
 
+from nineplan.progress import Progress
+
 # -v 0 and 1 (the default): warnings and errors only; -v 2: info; -v 3: debug.
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
@@ -29,3 +31,8 @@ class PersonCommand(BaseCommand):
             return super().execute(*args, **options)
         finally:
             root.setLevel(configured)
+
+    def progress(self) -> Progress:
+        """Progress lines on this command's stderr, shown only when it is a terminal."""
+        # The raw stream: Django's wrapper would colour every progress line as an error.
+        return Progress(getattr(self.stderr, "_out", self.stderr))

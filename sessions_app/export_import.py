@@ -14,13 +14,16 @@ events are inserted in their exported order, so they keep their relative order.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from nineplan.progress import Progress
 from sessions_app import event_feed, inputs, planfiles, queries, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Session
@@ -50,6 +53,8 @@ EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 FILE_CHARS = 16 * 1024 * 1024
+# Rows fetched per round trip while exporting: a few MiB of plan text at most.
+EXPORT_CHUNK = 500
 
 
 def _when(value: datetime | None) -> str | None:
@@ -57,48 +62,85 @@ def _when(value: datetime | None) -> str | None:
 
 
 def export_session(name: object) -> dict:
-    """The whole session as plain JSON data (three queries, plus one file read per open plan)."""
+    """The whole session as plain JSON data, in memory (for small sessions and tests; the
+    command and the REST API stream it with export_stream)."""
+    return json.loads("".join(export_stream(name)))
+
+
+def export_stream(name: object, *, progress: Progress | None = None) -> Iterator[str]:
+    """The session's export document as JSON text, piece by piece: memory stays flat
+    whatever the session's size (rows are read in chunks and written one by one).
+
+    The session is looked up at once, so a missing one raises before any text is made.
+    The events are those committed when the export began; a plan that changes while the
+    export runs is written as it is when its row is read. Every event's plan is among the
+    exported plans, so the document always imports.
+    """
     session = queries.get_session(name)
-    plans = []
-    for plan in Plan.objects.filter(session=session).order_by("created_at", "id").iterator(chunk_size=500):
-        row = {
-            "id": plan.id,
-            "status": plan.status,
-            "sort_key": plan.sort_key,
-            **{key: getattr(plan, key) for key in PLAN_TEXT},
-            "version": plan.version,
-            "created_at": _when(plan.created_at),
-            "updated_at": _when(plan.updated_at),
-            "completed_at": _when(plan.completed_at),
-            "discarded_at": _when(plan.discarded_at),
-            # The agent's working copy may hold edits the database takes in only later. Read
-            # safely (a regular file, bounded, never blocking); null when it cannot be used.
-            "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
+    # Read before the plans: every event up to it belongs to a plan committed by then.
+    last_event = event_feed.committed_up_to()
+    return _export_pieces(session, last_event, progress or Progress())
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _export_pieces(session: Session, last_event: int, progress: Progress) -> Iterator[str]:
+    # One plan or event a line, so that the document is also easy to read, grep and diff.
+    yield "{\n"
+    for key, value in (
+        ("format", FORMAT),
+        ("version", FORMAT_VERSION),
+        ("exported_at", _when(timezone.now())),
+        (
+            "session",
+            {
+                "name": session.name,
+                "task_description": session.task_description,
+                "created_at": _when(session.created_at),
+            },
+        ),
+    ):
+        yield f" {_dump(key)}: {_dump(value)},\n"
+    plans = Plan.objects.filter(session=session)
+    progress.stage("Exporting plans", plans.count())
+    yield ' "plans": ['
+    first = True
+    columns = ("id", "status", "sort_key", *PLAN_TEXT, "version", "created_at", "updated_at", "completed_at", "discarded_at")
+    for row in plans.order_by("created_at", "id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK):
+        plan = dict(zip(columns, row))
+        for key in ("created_at", "updated_at", "completed_at", "discarded_at"):
+            plan[key] = _when(plan[key])
+        # The agent's working copy may hold edits the database takes in only later. Read
+        # safely (a regular file, bounded, never blocking); null when it cannot be used.
+        is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
+        plan["file_text"] = planfiles.read_plan(session.name, plan["id"]) if is_open else None
+        yield ("\n  " if first else ",\n  ") + _dump(plan)
+        first = False
+        progress.advance()
+    yield "\n ],\n" if not first else "],\n"
+    events = Event.objects.filter(session=session, id__lte=last_event)
+    progress.stage("Exporting events", events.count())
+    yield ' "events": ['
+    first = True
+    columns = ("id", "plan_id", "kind", "actor", "detail", "created_at")
+    for event_id, plan_id, kind, actor, detail, created_at in events.order_by("id").values_list(*columns).iterator(
+        chunk_size=EXPORT_CHUNK
+    ):
+        event = {
+            "id": event_id,
+            "plan": plan_id,
+            "kind": kind,
+            "actor": actor,
+            "detail": detail,
+            "created_at": _when(created_at),
         }
-        plans.append(row)
-    events = [
-        {
-            "id": event.id,
-            "plan": event.plan_id,
-            "kind": event.kind,
-            "actor": event.actor,
-            "detail": event.detail,
-            "created_at": _when(event.created_at),
-        }
-        for event in Event.objects.filter(session=session).order_by("id").iterator(chunk_size=2000)
-    ]
-    return {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "exported_at": _when(timezone.now()),
-        "session": {
-            "name": session.name,
-            "task_description": session.task_description,
-            "created_at": _when(session.created_at),
-        },
-        "plans": plans,
-        "events": events,
-    }
+        yield ("\n  " if first else ",\n  ") + _dump(event)
+        first = False
+        progress.advance()
+    yield "\n ]\n}\n" if not first else "]\n}\n"
+    progress.finish()
 
 
 # --- import ------------------------------------------------------------------------------
