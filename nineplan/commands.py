@@ -31,8 +31,16 @@ class PersonCommand(BaseCommand):
             return super().execute(*args, **options)
         finally:
             root.setLevel(configured)
+            # A command that fails mid-stage ends its progress line, so that the error
+            # that follows starts a line of its own.
+            if self._progress is not None:
+                self._progress.finish()
+
+    _progress: Progress | None = None
 
     def progress(self) -> Progress:
         """Progress lines on this command's stderr, shown only when it is a terminal."""
-        # The raw stream: Django's wrapper would colour every progress line as an error.
-        return Progress(getattr(self.stderr, "_out", self.stderr))
+        if self._progress is None:
+            # The raw stream: Django's wrapper would colour every progress line as an error.
+            self._progress = Progress(getattr(self.stderr, "_out", self.stderr))
+        return self._progress

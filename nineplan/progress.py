@@ -57,7 +57,10 @@ class Progress:
         if not force and now - self._drawn_at < REDRAW_SECONDS:
             return
         self._drawn_at = now
-        line = f"{self.label}: {self.done:,}"
+        if self.total is None and not self.done:
+            line = f"{self.label}..."
+        else:
+            line = f"{self.label}: {self.done:,}"
         if self.total:
             line += f"/{self.total:,} ({min(100, self.done * 100 // self.total)}%)"
         elif self.total == 0:

@@ -208,13 +208,15 @@ def _check_session(data: object) -> Session:
     )
 
 
-def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str]]:
+def _check_plans(session: Session, rows: list, progress: Progress) -> tuple[list[Plan], dict[str, str]]:
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
     positions: set[int] = set()
     active = 0
+    progress.stage("Checking plans", len(rows))
     for i, row in enumerate(rows):
+        progress.advance()
         at = f"plans[{i}]"
         row = _object(at, row, PLAN_KEYS)
         plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
@@ -262,10 +264,12 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
     return plans, files
 
 
-def _check_events(session: Session, rows: list, plan_ids: set[str]) -> list[Event]:
+def _check_events(session: Session, rows: list, plan_ids: set[str], progress: Progress) -> list[Event]:
     events: list[Event] = []
     previous = None
+    progress.stage("Checking events", len(rows))
     for i, row in enumerate(rows):
+        progress.advance()
         at = f"events[{i}]"
         row = _object(at, row, EVENT_KEYS)
         number = _integer(f"{at}.id", row["id"], minimum=1)
@@ -315,8 +319,9 @@ def _renamed(row: object, old: str, new: str) -> object:
     return row
 
 
-def session_import(data: object, *, actor: str = "import") -> Session:
+def session_import(data: object, *, actor: str = "import", progress: Progress | None = None) -> Session:
     """Restores an exported session into this database, all or nothing; returns the session."""
+    progress = progress or Progress()
     data = _object("document", data, ("format", "version", "exported_at", "session", "plans", "events"))
     if data["format"] != FORMAT:
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
@@ -326,18 +331,26 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     rows = _list("plans", data["plans"])
     if data["version"] == 1:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
-    plans, files = _check_plans(session, rows)
-    events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
+    plans, files = _check_plans(session, rows, progress)
+    events = _check_events(session, _list("events", data["events"]), {p.id for p in plans}, progress)
 
     try:
         with transactions.write() as undo:
             _check_free(session, plans)
             session.save(force_insert=True)
-            Plan.objects.bulk_create(plans)
+            progress.stage("Writing plans", len(plans))
+            for batch in _batches(plans):
+                Plan.objects.bulk_create(batch)
+                progress.advance(len(batch))
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
             event_feed.before_event_write()
-            Event.objects.bulk_create(events)
-            _restore_files(session, plans, files, undo)
+            progress.stage("Writing events", len(events))
+            for batch in _batches(events):
+                Event.objects.bulk_create(batch)
+                progress.advance(len(batch))
+            progress.stage("Writing plan files", sum(1 for plan in plans if plan.is_open))
+            _restore_files(session, plans, files, undo, progress)
+        progress.finish()
     except DatabaseFailed as exc:
         if exc.reason == BROKE_A_RULE:
             raise _fail("document", f"the database refused it ({exc.message}); another process may have imported it.") from exc
@@ -349,7 +362,12 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     return session
 
 
-def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], undo: list) -> None:
+def _batches(rows: list, size: int = 1000):
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], undo: list, progress: Progress) -> None:
     root = planfiles.session_dir(session.name)
     created_root = not root.exists()
     planfiles.ensure_session_dir(session.name)
@@ -361,6 +379,7 @@ def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], u
         text = files.get(plan.id)
         planfiles.write_file(session.name, plan.id, text if text is not None else planfiles.render(plan.sections()))
         undo.append(lambda plan_id=plan.id: planfiles.delete_plan(session.name, plan_id))
+        progress.advance()
 
 
 def _remove_empty_tree(root: Path) -> None:
