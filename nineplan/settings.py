@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -99,6 +100,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "sessions_app",
     "mcp_bridge",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -110,6 +112,8 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "nineplan.urls"
@@ -237,6 +241,30 @@ STORAGES = {
 
 LOGIN_URL = "admin:login"
 
+# --- Failed logins (django-axes) ---------------------------------------------------------
+# An admin on a network is open to password guessing: after NINEPLAN_LOGIN_FAILURE_LIMIT
+# failed logins for one username from one address, that pair is locked out for
+# NINEPLAN_LOGIN_COOLOFF_MINUTES (a correct password is refused too, and further tries
+# restart the wait). Other users, and the same user from elsewhere, are not affected, so a
+# guesser cannot lock everyone out. `9plan axes_reset_username NAME` unlocks at once.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("NINEPLAN_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("NINEPLAN_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("NINEPLAN_LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=10080))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a correct login forgets the failures before it
+AXES_LOCKOUT_TEMPLATE = "admin/nineplan_locked_out.html"
+# The address is the connection's own: a client could otherwise pick a new one for every
+# guess by sending its own X-Forwarded-For. Behind a proxy (DJANGO_BEHIND_PROXY) the
+# proxy's header is trusted, one hop deep.
+BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_PROXY else ["REMOTE_ADDR"]
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_PROXY else None
+AXES_IPWARE_PROXY_ORDER = "right-most"
+
 REST_FRAMEWORK = {
     # Token first: DRF answers a missing credential with the first class's
     # WWW-Authenticate challenge (401); session auth alone would make it a 403.
@@ -282,7 +310,7 @@ SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_BEHIND_PROXY", False) else None
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 
 LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, on stderr.
 
