@@ -178,10 +178,11 @@ def test_search_without_a_session_searches_every_session(session, corpus):
 
 
 @pytest.mark.django_db
-def test_scores_order_the_hits_lower_first(session, corpus):
+def test_relevance_is_bigger_for_better_hits_and_agrees_with_rank(session, corpus):
     hits = search.search("invoice pagination cursor", session_name=session.name, limit=10)
     assert [h.plan_id for h in hits] == [corpus["api"], corpus["invoices"]]
-    assert hits[0].score <= hits[1].score
+    # "api" holds every word, "invoices" only one: the halves of the scale tell them apart.
+    assert 1 > hits[0].relevance >= 0.5 > hits[1].relevance > 0
 
 
 def test_words_drop_runs_of_underscores_but_keep_snake_case():
@@ -234,7 +235,7 @@ def test_the_search_uses_the_index(session, corpus):
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute(
             f"EXPLAIN SELECT id FROM sessions_app_plan WHERE status = 'completed' "
-            f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('simple', %s)",
+            f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('{search.PG_CONFIG}', %s)",
             [search._ts_query(["pgbouncer"], "&")],
         )
         plan = "\n".join(row[0] for row in cur.fetchall())
@@ -270,7 +271,7 @@ def fts5_oracle(rows: dict[str, dict]) -> sqlite3.Connection:
 def fts5_answer(db: sqlite3.Connection, query: str) -> tuple[set[str], set[str]]:
     """What the SQLite backend finds: the plans matching every word, and those matching
     only some."""
-    terms = search.words(query)
+    terms = search.terms(query)
     if not terms:
         return set(), set()
     tiers = []
