@@ -165,7 +165,7 @@ def plan_file_text(plan: Plan) -> str:
     return text if text is not None else planfiles.render(plan.sections())
 
 
-# A hit: its plan (with the searched sections), its rank (1 = best) and the engine's score.
+# A hit: its plan (with the searched sections), its rank (1 = best) and its relevance (bigger is better).
 HistoryHit = search.Hit
 
 
