@@ -154,10 +154,14 @@ def shorter_stems(word: str) -> list[str]:
 # diacritics removed: "invoices" is stored as "invoic", "café" as "cafe".
 #
 # session_key holds the session's name as one word ("brave-amber-otter" ->
-# "brave0amber0otter"), so that a search in one session matches on it inside FTS5: it
-# then reads that session's entries only, whatever other sessions hold. Two names could
-# give one stem, so session_name (not indexed) is compared as well. BM25 weighs it 0.
+# "brave0amber0otter"), so that a search in a small session matches on it inside FTS5 and
+# reads that session's entries only, whatever other sessions hold. Two names could give
+# one stem, so session_name (not indexed) is compared as well. BM25 weighs the key 0.
+# A session holding a good share of the index (SESSION_SHARE or more) is searched without
+# the key: its entries are most of what a word matches, and keeping them by name is
+# cheaper than merging the key's long list of entries with the word's.
 
+SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, session_key,
@@ -190,8 +194,10 @@ SQLITE_SCHEMA = [
         END""",
 ]
 SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
-# BM25 weights in column order: plan_id, session_name, session_key, then the searched sections.
-BM25 = f"bm25({FTS_TABLE}, 0, 0, 0, 1, 1, 1, 1, 1)"
+# BM25 weights in column order: plan_id, session_name, session_key, then the searched
+# sections. Given as the query's rank function, so that FTS5 sorts by it itself (sorting
+# by a bm25() column outside FTS5 cost twice as much on a word in every plan).
+RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1)"
 
 
 def session_key(session_name: str) -> str:
@@ -286,16 +292,25 @@ def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> li
     seen: set[str] = set()
     joiners = ["AND", "OR"] if len(words) > 1 else ["AND"]
     for joiner in joiners:
-        params: list = [_fts_query(words, joiner, session_name)]
-        matches = f"SELECT plan_id, {BM25} AS score FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
+        if session_name is None:
+            match, params = "%s", [_fts_query(words, joiner)]
+        else:
+            # Whether to match on the session's key is decided in the statement, from the
+            # session's count of completed plans and the index's size (both cheap reads).
+            match = (
+                f"CASE WHEN (SELECT count_completed FROM sessions_app_session WHERE name = %s) * {SESSION_SHARE}"
+                f" < (SELECT count(*) FROM {FTS_TABLE}_docsize) THEN %s ELSE %s END"
+            )
+            params = [session_name, _fts_query(words, joiner, session_name), _fts_query(words, joiner)]
+        matches = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {match} AND rank MATCH '{RANK}'"
         if session_name is not None:
             matches += " AND session_name = %s"
             params.append(session_name)
-        matches += " ORDER BY score LIMIT %s"
+        matches += " ORDER BY rank LIMIT %s"
         params.append(limit + len(found))
         sql = (
-            f"SELECT {statements.HIT_COLUMNS}, hit.score FROM ({matches}) AS hit "
-            f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.score"
+            f"SELECT {statements.HIT_COLUMNS}, hit.rank FROM ({matches}) AS hit "
+            f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
         for plan, score in statements.hits_with_score(sql, params):
             if plan.id not in seen and len(found) < limit:

@@ -371,6 +371,24 @@ def test_a_query_in_other_word_forms_finds_the_plan(session, forms, query, expec
     assert tiers_of(hits, expected, forms) == expected
 
 
+def crowd(complete_plan, copies: int = 5) -> None:
+    """Another session holding many times the FORMS plans: a search in the small session
+    then matches on its key inside the index (sessions holding a good share don't)."""
+    other = services.session_create()
+    for _ in range(copies):
+        for fields in FORMS.values():
+            complete_plan(other, **fields)
+
+
+@pytest.mark.django_db
+def test_word_forms_are_found_the_same_beside_a_bigger_session(session, forms, complete_plan):
+    crowd(complete_plan)
+    for query, expected in FORM_QUERIES:
+        hits = found(query, session)
+        assert len(hits) == sum(len(t) for t in expected), (query, hits)
+        assert tiers_of(hits, expected, forms) == expected, query
+
+
 @pytest.mark.django_db
 def test_a_word_typed_in_part_is_a_prefix_but_whole_words_are_not(session, forms):
     # Only the last word is a prefix: "configura" in the middle is a word of its own.
@@ -415,6 +433,7 @@ def test_words_past_the_cap_are_ignored(session, forms):
 
 @pytest.mark.django_db
 def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
+    crowd(complete_plan, copies=2)
     # Stemmed, both names are one word: the search must still keep them apart.
     names = iter(["quiet-grey-heron", "quiet-grey-herons"])
     monkeypatch.setattr(services, "new_session_name", lambda: next(names))
@@ -426,7 +445,7 @@ def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
     herons.delete()
     assert found("ledger", heron) == [mine.id]
     if connection.vendor == "sqlite":
-        assert search.indexed_count(heron.name) == 1 and search.indexed_count() == 1
+        assert search.indexed_count(heron.name) == 1 and search.indexed_count() == 1 + 2 * len(FORMS)
 
 
 @pytest.mark.django_db
