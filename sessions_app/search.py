@@ -40,11 +40,11 @@ ENDINGS = (
     "ization", "izations", "ity", "ities", "ive", "ively", "iveness", "ivity", "ness",
     "ful", "fully", "fulness", "able", "ably", "ability", "ible", "ibly", "ibility", "ance",
     "ances", "ence", "ences", "ency", "ant", "ants", "ent", "ently", "ic", "ical", "ically",
-    "icate", "icity", "ism", "isms", "ous", "ously", "ousness", "ously",
+    "icate", "icity", "ism", "isms", "ous", "ously", "ousness",
 )
 _ENDING_PREFIXES = frozenset(e[:i] for e in ENDINGS for i in range(1, len(e) + 1))
 _LONGEST_ENDING = max(map(len, ENDINGS))
-# Neither stemmer touches a word this short, so no stem is shorter.
+# A word is never cut shorter than this: too many words begin with two letters.
 MIN_STEM = 3
 # A shorter stem standing in for a word typed in part is at least this long: three letters
 # left of a long word are a stem of too many other words ("rel" of "relati").
