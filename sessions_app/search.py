@@ -24,7 +24,6 @@ WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Words past this many (after repeats are dropped) are ignored: each word is a term the
 # engine must look up, and a query that names sixteen things has said what it wants.
 MAX_TERMS = 16
-SEARCHED_COLUMNS = ("goal", "context", "inputs", "outputs", "outcome")
 
 # Endings an English stemmer takes off a word (Porter's on SQLite, Snowball's on
 # PostgreSQL), alone or one after the other. A word typed in part may run past its stem
@@ -153,10 +152,12 @@ def shorter_stems(word: str) -> list[str]:
 # it, which halves its cost), kept by triggers. Porter's stemmer over unicode61 with
 # diacritics removed: "invoices" is stored as "invoic", "café" as "cafe".
 #
-# session_key holds the session's name as one word ("brave-amber-otter" ->
-# "brave0amber0otter"), so that a search in a small session matches on it inside FTS5 and
-# reads that session's entries only, whatever other sessions hold. Two names could give
-# one stem, so session_name (not indexed) is compared as well. BM25 weighs the key 0.
+# session_key holds the session's name as one word (U+E000 then the name with "0" for
+# "-": "brave-amber-otter" -> "\ue000brave0amber0otter"), so that a search in a small
+# session matches on it inside FTS5 and reads that session's entries only, whatever other
+# sessions hold. FTS5 reads a private-use character as a letter, and a query's words
+# (\w runs) never hold one, so no word, nor any prefix, can match a key. Two names could
+# give one stem, so session_name (not indexed) is compared as well. BM25 weighs the key 0.
 # A session holding a good share of the index (SESSION_SHARE or more) is searched without
 # the key: its entries are most of what a word matches, and keeping them by name is
 # cheaper than merging the key's long list of entries with the word's.
@@ -170,7 +171,7 @@ SQLITE_SCHEMA = [
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PLAN_TABLE}
         WHEN new.status = 'completed' BEGIN
         INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        VALUES (new.id, new.session_name, replace(new.session_name, '-', '0'),
+        VALUES (new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
                 new.goal, new.context, new.inputs, new.outputs, new.outcome);
         END""",
     # One trigger for both directions: two triggers on one event fire in an order
@@ -179,17 +180,17 @@ SQLITE_SCHEMA = [
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE ON {PLAN_TABLE}
         WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
         DELETE FROM {FTS_TABLE} WHERE old.status = 'completed'
-            AND {FTS_TABLE} MATCH 'session_key : "' || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+            AND {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
             AND plan_id = old.id;
         INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        SELECT new.id, new.session_name, replace(new.session_name, '-', '0'),
+        SELECT new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
                new.goal, new.context, new.inputs, new.outputs, new.outcome
         WHERE new.status = 'completed';
         END""",
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PLAN_TABLE}
         WHEN old.status = 'completed' BEGIN
         DELETE FROM {FTS_TABLE}
-        WHERE {FTS_TABLE} MATCH 'session_key : "' || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+        WHERE {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
             AND plan_id = old.id;
         END""",
 ]
@@ -201,7 +202,7 @@ RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1)"
 
 
 def session_key(session_name: str) -> str:
-    return session_name.replace("-", "0")
+    return "\ue000" + session_name.replace("-", "0")
 
 
 def _session_match(session_name: str) -> str:
@@ -240,7 +241,7 @@ def rebuild_index() -> int:
         cur.execute(f"DELETE FROM {FTS_TABLE}")
         cur.execute(
             f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-            SELECT id, session_name, replace(session_name, '-', '0'), goal, context, inputs, outputs, outcome
+            SELECT id, session_name, char(57344) || replace(session_name, '-', '0'), goal, context, inputs, outputs, outcome
             FROM {PLAN_TABLE} WHERE status = 'completed'"""
         )
         return cur.rowcount
@@ -273,11 +274,12 @@ def sqlite_triggers_present() -> list[str]:
 
 def _fts_query(words: list[str], joiner: str, session_name: str | None = None) -> str:
     """The FTS5 query: each word quoted (so no operator gets in), the last one a prefix or
-    one of its shorter stems, all looked for in the plan's sections only."""
+    one of its shorter stems. No word can match a session key (see above), so the words
+    need no column filter, which made a prefix cost twice as much."""
     quoted = [f'"{w}"' for w in words[:-1]]
     last = [f'"{words[-1]}"*', *(f'"{s}"' for s in shorter_stems(words[-1]))]
     quoted.append(last[0] if len(last) == 1 else "(" + " OR ".join(last) + ")")
-    query = "{" + " ".join(SEARCHED_COLUMNS) + "} : (" + f" {joiner} ".join(quoted) + ")"
+    query = "(" + f" {joiner} ".join(quoted) + ")"
     if session_name is not None:
         query = f"{_session_match(session_name)} AND {query}"
     return query

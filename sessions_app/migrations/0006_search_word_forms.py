@@ -1,8 +1,9 @@
 """History search matches word forms: English stemming on both engines, accents folded.
 
 SQLite: the FTS5 table of 0002 is rebuilt with Porter's stemmer over unicode61 (accents
-removed as before) and a session_key column (the session's name as one word) that a search
-in one session matches on, so that it reads that session's entries only. Its triggers are
+removed as before) and a session_key column (the session's name as one word, led by the
+private-use character U+E000 that no query word holds) that a search in one session
+matches on, so that it reads that session's entries only. Its triggers are
 dropped and made again for the new columns, and the table is re-filled from the completed
 plans.
 
@@ -33,27 +34,27 @@ SQLITE_FORWARD = [
     f"""CREATE TRIGGER {FTS_TABLE}_ai AFTER INSERT ON sessions_app_plan
         WHEN new.status = 'completed' BEGIN
         INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        VALUES (new.id, new.session_name, replace(new.session_name, '-', '0'),
+        VALUES (new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
                 new.goal, new.context, new.inputs, new.outputs, new.outcome);
         END""",
     f"""CREATE TRIGGER {FTS_TABLE}_au AFTER UPDATE ON sessions_app_plan
         WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
         DELETE FROM {FTS_TABLE} WHERE old.status = 'completed'
-            AND {FTS_TABLE} MATCH 'session_key : "' || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+            AND {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
             AND plan_id = old.id;
         INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        SELECT new.id, new.session_name, replace(new.session_name, '-', '0'),
+        SELECT new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
                new.goal, new.context, new.inputs, new.outputs, new.outcome
         WHERE new.status = 'completed';
         END""",
     f"""CREATE TRIGGER {FTS_TABLE}_ad AFTER DELETE ON sessions_app_plan
         WHEN old.status = 'completed' BEGIN
         DELETE FROM {FTS_TABLE}
-        WHERE {FTS_TABLE} MATCH 'session_key : "' || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+        WHERE {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
             AND plan_id = old.id;
         END""",
     f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, {SECTIONS})
-        SELECT id, session_name, replace(session_name, '-', '0'), {SECTIONS}
+        SELECT id, session_name, char(57344) || replace(session_name, '-', '0'), {SECTIONS}
         FROM sessions_app_plan WHERE status = 'completed'""",
 ]
 

@@ -442,6 +442,9 @@ def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
     theirs = complete_plan(herons, goal="Ledger migration")
     assert found("ledger", heron) == [mine.id]
     assert found("ledger", herons) == [theirs.id]
+    # The words of a session's name are not words of its plans, whole or in part.
+    for query in ["quiet", "heron", "qui", "quiet0grey0heron", "0"]:
+        assert found(query, heron) == [] and queries.history_search(query, session_name=None) == [], query
     herons.delete()
     assert found("ledger", heron) == [mine.id]
     if connection.vendor == "sqlite":
