@@ -237,7 +237,14 @@ def session_resume(
             else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
         }
+        # What a reviewer or an integration did to the session's plans since an agent last
+        # acted here: a discarded or taken-back plan must not go unnoticed.
+        changed = queries.interventions(state.session.name)
+        if changed:
+            data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
         hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        if changed:
+            hint += " Others changed plans meanwhile: see changed_by_others."
         if not _state(ctx).remembers(ctx):
             hint += STATELESS_HINT.format(name=state.session.name)
         return responses.ok(state.session.name, f"Session resumed. {hint}", data)
@@ -465,7 +472,8 @@ def history_search(
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Search the session's completed plans (best match first) to find what earlier
-    work produced: use it to resolve a plan's inputs. Plans matching all your words rank
+    work produced: use it to resolve a plan's inputs. Words match in any form ("caching"
+    finds "cached"), the last one also as a prefix. Plans matching all your words rank
     first; partial matches follow. Discarded plans never appear.
     Example: {"query": "invoice models"}"""
 

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 
 from django.db import connection
-from django.db.models import Exists, F, OuterRef
+from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app import plan_counts, planfiles, search, statements, inputs
 from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
-from sessions_app.models import SECTIONS, Plan, Session
+from sessions_app.models import SECTIONS, Event, Plan, Session
 
 LIST_CAP = 20
 _PLANS = Plan._meta.db_table
@@ -173,7 +174,7 @@ def plan_file_text(plan: Plan) -> tuple[str, str]:
     return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 
-# A hit: its plan (with the searched sections), its rank (1 = best) and the engine's score.
+# A hit: its plan (with the searched sections), its rank (1 = best) and its relevance (bigger is better).
 HistoryHit = search.Hit
 
 
@@ -201,7 +202,8 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
         raise PlanNotFound.in_session(plan_id, session.name)
     if plan.status != Plan.Status.COMPLETED:
         raise PlanNotFound(
-            f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only.",
+            f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only."
+            + (f" {fate.describe()}" if (fate := _latest_intervention(plan)) else ""),
             field="plan_id",
             reason=NOT_COMPLETED,
         )
@@ -336,3 +338,85 @@ def _check_files(session: Session, plans: list[Plan], result: Validation) -> Non
         # A fresh temporary file may be another process's write in progress, not debris.
         elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
             result.fail("no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair.")
+
+
+# --- what others did to an agent's plans ----------------------------------------------
+
+INTERVENTION_KINDS = ("plan_discarded", "plan_requeued", "plan_moved")
+INTERVENTIONS_SHOWN = 3
+
+
+def is_agent_actor(actor: str) -> bool:
+    """Agents act as "agent" (stdio, or HTTP without a token) or "agent:<token name>"."""
+    return actor == "agent" or actor.startswith("agent:")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A change someone other than an agent (a reviewer in the admin, an integration) made
+    to a plan: what, who, when and why, so the agent that held or queued it is told."""
+
+    plan_id: str
+    kind: str
+    actor: str
+    at: datetime
+    reason: str
+
+    def describe(self) -> str:
+        what = {
+            "plan_discarded": "was discarded",
+            "plan_requeued": "was taken back and returned to the queue",
+            "plan_moved": "was moved in the queue",
+        }[self.kind]
+        why = f": {self.reason}" if self.reason else ""
+        return f"Plan {self.plan_id} {what} by {self.actor} at {self.at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC{why}."
+
+
+def _intervention(event: Event) -> Intervention:
+    detail = event.detail if isinstance(event.detail, dict) else {}
+    reason = detail.get("reason") or (f"to the {detail['position']}" if detail.get("position") else "")
+    return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
+
+
+def interventions(session_name: str) -> list[Intervention]:
+    """What others did to the session's plans since an agent last acted in it, newest first
+    (a few at most): what resume tells an agent coming back."""
+    last_agent = (
+        Event.objects.filter(session_id=session_name)
+        .filter(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    found = Event.objects.filter(session_id=session_name, kind__in=INTERVENTION_KINDS, id__gt=last_agent or 0)
+    found = found.exclude(Q(actor="agent") | Q(actor__startswith="agent:")).order_by("-id")
+    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
+
+
+def _latest_intervention(plan: Plan) -> Intervention | None:
+    event = (
+        Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS)
+        .exclude(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .order_by("-id")
+        .first()
+    )
+    return None if event is None else _intervention(event)
+
+
+def fate_of_last_pulled(session_name: str) -> Intervention | None:
+    """Why the plan an agent last pulled in the session is no longer active, when someone
+    else took it away (discarded or returned it to the queue); None otherwise."""
+    pulled = (
+        Event.objects.filter(session_id=session_name, kind="plan_pulled").order_by("-id").only("id", "plan_id").first()
+    )
+    if pulled is None:
+        return None
+    after = (
+        Event.objects.filter(
+            session_id=session_name, plan_id=pulled.plan_id, id__gt=pulled.id, kind__in=INTERVENTION_KINDS[:2]
+        )
+        .exclude(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .order_by("-id")
+        .first()
+    )
+    return None if after is None else _intervention(after)

@@ -23,11 +23,10 @@ import logging
 import os
 from dataclasses import dataclass
 
-from django.db import connection, transaction
+from django.db import connection
 
 from nineplan.progress import Progress
-
-from sessions_app import plan_counts, planfiles, search
+from sessions_app import plan_counts, planfiles, search, statements, transactions
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
@@ -190,11 +189,8 @@ def session_repair(*, session_name: str, apply: bool) -> list[Action]:
     # Under the session's write lock: a service writes a new plan's file before its
     # transaction commits, so a repair running beside a live server would otherwise take
     # that file for an orphan and move it aside from under the plan being created.
-    with transaction.atomic():
-        qs = Session.objects.filter(name=session_name)
-        if connection.vendor != "sqlite":
-            qs = qs.select_for_update()  # on SQLite, BEGIN IMMEDIATE already holds the lock
-        session = qs.first()
+    with transactions.write():
+        session = statements.session_for_write(session_name)
         if session is None:
             return []
         run = _Run(session, apply=True)
@@ -207,7 +203,7 @@ def index_repair(*, apply: bool, progress: Progress | None = None) -> list[Actio
     if connection.vendor != "sqlite":
         return []
     search.ensure_index()
-    with transaction.atomic():
+    with transactions.write():
         indexed = search.indexed_count()
         completed = Plan.objects.filter(status=Plan.Status.COMPLETED).count()
         if indexed == completed:
@@ -236,7 +232,7 @@ def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
     """The plan counts on session rows match their plans, and the triggers that keep them
     exist; missing triggers are re-created and wrong counts recomputed."""
     actions: list[Action] = []
-    with transaction.atomic():
+    with transactions.write():
         if not plan_counts.triggers_present():
             actions.append(Action("*", "recount", "triggers", "the triggers that keep the plan counts were missing"))
             if apply:

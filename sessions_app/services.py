@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError
 from django.utils import timezone
 
-from sessions_app import errors, inputs, planfiles, statements, transactions
+from sessions_app import errors, inputs, planfiles, queries, statements, transactions
 from sessions_app.errors import (
     DatabaseFailed,
     NineplanError,
@@ -96,7 +96,11 @@ def _event(session_name: str, kind: str, actor: str, plan: Plan | None = None, *
 def _active_plan(session: Session) -> Plan:
     plan = statements.plan_in(session.name, Plan.Status.ACTIVE)
     if plan is None:
-        raise NoActivePlan(f"Session '{session.name}' has no active plan.")
+        # An agent that finds its plan gone is told who took it and why, so its work is
+        # not silently thrown away (read only on this error path).
+        fate = queries.fate_of_last_pulled(session.name)
+        told = f" {fate.describe()}" if fate is not None else ""
+        raise NoActivePlan(f"Session '{session.name}' has no active plan.{told}")
     return plan
 
 
