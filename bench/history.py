@@ -4,6 +4,11 @@ calls) against the same query hand-written against FTS5 on a plain sqlite3 conne
 All plans sit in one session, the worst case for the tool: the session filter removes
 nothing. Selective queries use words planted in a known share (<= 1%) of the plans;
 common queries use words that are in every plan.
+
+A small session (4 plans) is searched too, once before the big session is loaded and once
+beside it: with a word of every plan, and with that word repeated 500 times. Its cost must
+not grow with what other sessions hold; the hand-written search (match everything, then
+keep the session's rows, every repeat kept) is shown beside it.
 """
 
 from __future__ import annotations
@@ -31,6 +36,13 @@ COMMON = (COMMON_WORDS[0], COMMON_WORDS[1], f"{COMMON_WORDS[0]} {COMMON_WORDS[1]
 LIMIT = 5
 FTS = "sessions_app_plan_fts"
 SELECTIVE_MS, COMMON_MS, RATIO = 10.0, 200.0, 1.2
+SMALL_PLANS, REPEATS_OF_WORD = 4, 500
+SMALL_MS = 10.0
+# label -> query of the small-session cases.
+SMALL_QUERIES = {
+    "a word of every plan": COMMON_WORDS[0],
+    f"one word x{REPEATS_OF_WORD}": " ".join([COMMON_WORDS[0]] * REPEATS_OF_WORD),
+}
 
 
 def seed(total: int) -> str:
@@ -45,6 +57,87 @@ def seed(total: int) -> str:
     bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
     progress(f"history: {total:,} completed plans inserted and indexed in {time.perf_counter() - t0:.0f} s")
     return name
+
+
+def seed_small() -> str:
+    """A session of SMALL_PLANS completed plans holding the common words."""
+    from sessions_app import services
+
+    name = services.session_create(task_description="search benchmark, small", actor="bench").name
+    text = TextMaker(seed=7)
+    now = db_now()
+    rows = [plan_row(pid, name, "completed", None, text.plan(i, SMALL_PLANS), now) for i, pid in enumerate(plan_ids(SMALL_PLANS))]
+    bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
+    return name
+
+
+def _allow_long_queries() -> None:
+    # The repeated word makes a query longer than the default limit allows; a deployment
+    # may raise it, and the search must stay cheap when it does.
+    from django.conf import settings
+
+    longest = max(map(len, SMALL_QUERIES.values()))
+    settings.NINEPLAN_MAX_QUERY_CHARS = max(settings.NINEPLAN_MAX_QUERY_CHARS, longest)
+
+
+def _time(call, repeats: int) -> list[float]:
+    times = []
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        call()
+        times.append((time.perf_counter() - t0) * 1000)
+    return times
+
+
+def _small_alone(session: str, repeats: int) -> dict[str, list[float]]:
+    from sessions_app import queries as reads
+
+    return {
+        label: _time(lambda q=query: reads.history_search(q, session_name=session, max_results=LIMIT), repeats)
+        for label, query in SMALL_QUERIES.items()
+    }
+
+
+def _small_rows(engine: str, total: int, session: str, alone: dict, hand, repeats: int) -> list[dict]:
+    """The small session searched beside ``total`` plans of another session, against the
+    same search before those plans were there (the baseline); then the hand-written search
+    of the same, which matches every session's plans before it keeps this one's."""
+    from sessions_app import queries as reads
+
+    rows = []
+    for label, query in SMALL_QUERIES.items():
+        beside = _time(lambda q=query: reads.history_search(q, session_name=session, max_results=LIMIT), repeats)
+        med, base = median(beside), median(alone[label])
+        rows.append(
+            {
+                "bench": "history search",
+                "figure": f"{engine}: {SMALL_PLANS}-plan session beside {total:,} plans, {label}, median (baseline: alone)",
+                "value": med,
+                "baseline": base,
+                "unit": "ms",
+                "ratio": med / base if base else None,
+                "target": f"<= {SMALL_MS:g} ms",
+                "met": med <= SMALL_MS,
+            }
+        )
+        if query != SMALL_QUERIES["a word of every plan"]:
+            # The hand-written search keeps every repeat of the word: against the big
+            # session each run takes minutes.
+            continue
+        theirs = _time(lambda q=query: hand.search(q, session), repeats)
+        rows.append(
+            {
+                "bench": "history search",
+                "figure": f"{engine}: {SMALL_PLANS}-plan session beside {total:,} plans, {label}, hand-written match-then-filter, median",
+                "value": median(theirs),
+                "baseline": None,
+                "unit": "ms",
+                "ratio": None,
+                "target": "(shown)",
+                "met": None,
+            }
+        )
+    return rows
 
 
 class HandWritten:
@@ -126,20 +219,29 @@ def _rows(label: str, total: int, ours: list, theirs: list | None, limit_ms: flo
     ]
 
 
+def _seeded(params: dict) -> tuple:
+    """The small session measured alone, then the big session seeded beside it."""
+    total, repeats = params["search_plans"], params["search_repeats"]
+    _allow_long_queries()
+    small = seed_small()
+    alone = _small_alone(small, repeats)
+    return total, repeats, small, alone, seed(total)
+
+
 def run(data_dir: Path, params: dict) -> dict:
     setup_django(data_dir)
     from django.conf import settings
 
-    total = params["search_plans"]
-    session = seed(total)
+    total, repeats, small, alone, session = _seeded(params)
     hand = HandWritten(settings.DATABASES["default"]["NAME"])
-    repeats = params["search_repeats"]
     sel_ours, sel_hand = _measure(SELECTIVE, session, hand, repeats)
     progress("history: selective queries measured")
     com_ours, com_hand = _measure(COMMON, session, hand, repeats)
     progress("history: common queries measured")
     rows = _rows("selective (words in <= 1% of plans)", total, sel_ours, sel_hand, SELECTIVE_MS, "SQLite")
     rows += _rows("common (a word in every plan)", total, com_ours, com_hand, COMMON_MS, "SQLite")
+    rows += _small_rows("SQLite", total, small, alone, hand, repeats)
+    progress("history: the small session measured")
     return {"rows": rows}
 
 
@@ -163,7 +265,7 @@ class HandWrittenPostgres:
             return f" {joiner} ".join(quoted)
 
         sql = (
-            f"SELECT {self.COLUMNS} FROM sessions_app_plan p, to_tsquery('simple', %s) q"
+            f"SELECT {self.COLUMNS} FROM sessions_app_plan p, to_tsquery('nineplan_search', %s) q"
             " WHERE p.status = 'completed' AND p.session_name = %s AND p.search_vector @@ q"
             " ORDER BY ts_rank(p.search_vector, q, 1) DESC LIMIT %s"
         )
@@ -205,8 +307,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     hand = None
     try:
         setup_django(data_dir, database_url=bench_url)
-        total = params["search_plans"]
-        session = seed(total)
+        total, repeats, small, alone, session = _seeded(params)
         # A database that just took 100,000 rows has no statistics until autovacuum gets
         # to it; without them the planner scans every plan instead of using the index.
         from django.db import connection
@@ -221,6 +322,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
         com_ours, com_hand = _measure(COMMON, session, hand, params["search_repeats"], compare=False)
         rows = _rows("selective (words in <= 1% of plans)", total, sel_ours, sel_hand, SELECTIVE_MS, "PostgreSQL")
         rows += _rows("common (a word in every plan)", total, com_ours, com_hand, COMMON_MS, "PostgreSQL")
+        rows += _small_rows("PostgreSQL", total, small, alone, hand, repeats)
     finally:
         from django.db import connections
 

@@ -546,7 +546,8 @@ def history_search(
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Search the session's completed plans (best match first) to find what earlier
-    work produced: use it to resolve a plan's inputs. Plans matching all your words rank
+    work produced: use it to resolve a plan's inputs. Words match in any form ("caching"
+    finds "cached"), the last one also as a prefix. Plans matching all your words rank
     first; partial matches follow. Discarded plans never appear.
     Example: {"query": "invoice models"}"""
 

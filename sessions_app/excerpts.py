@@ -15,7 +15,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from sessions_app.search import words
+from sessions_app.search import ACCENTS, ENDINGS, bases, fold, shorter_stems, terms
 
 ELLIPSIS = "…"
 # A cut looks this far back for a space, so that it does not end inside a word; a text
@@ -81,15 +81,35 @@ def fit_json(text: str | None, max_bytes: int) -> str | None:
     return text[: _cut_end(text, low)].rstrip() + ELLIPSIS
 
 
+# Each letter and the accented letters that fold to it, for patterns that match as the
+# engines do ("cafe" marks "café").
+_VARIANTS: dict[str, str] = {}
+for _accented, _plain in ACCENTS.items():
+    _VARIANTS[_plain] = _VARIANTS.get(_plain, _plain) + _accented
+_ANY_ENDING = "|".join(sorted(ENDINGS, key=len, reverse=True))
+
+
+def _letters(word: str) -> str:
+    return "".join(f"[{_VARIANTS[c]}]" if c in _VARIANTS else re.escape(c) for c in word)
+
+
+def _forms(base: str) -> str:
+    """``base`` alone or with an ending, its last consonant maybe doubled ("run", "running")."""
+    return f"{_letters(base)}(?:{_letters(base[-1])}?(?:{_ANY_ENDING}))?"
+
+
 def match_pattern(query: str) -> re.Pattern[str] | None:
-    """What a history search for ``query`` matches: whole words, the last also as a prefix."""
-    terms = words(query)
-    if not terms:
+    """What a history search for ``query`` matches: each word in its forms (the engines
+    stem words: "caching" matches "cache" and "cached"), the last also as a prefix, accents
+    ignored. The forms are read off the word's ending, as the stemmers do, so this marks
+    what the search found near enough, never exactly."""
+    found = terms(query)
+    if not found:
         return None
-    whole = [re.escape(t) for t in terms[:-1]]
-    last = re.escape(terms[-1])
-    parts = [rf"\b(?:{'|'.join(whole)})\b"] if whole else []
-    parts.append(rf"\b{last}\w*")
+    whole = [_forms(base) for word in found for base in bases(word)]
+    last = fold(found[-1])
+    whole += [_forms(stem) for stem in shorter_stems(last)]
+    parts = [rf"\b(?:{'|'.join(whole)})\b", rf"\b{_letters(last)}\w*"]
     return re.compile("|".join(parts), re.IGNORECASE | re.UNICODE)
 
 

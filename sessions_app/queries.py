@@ -350,7 +350,7 @@ def plan_file_text(plan: Plan) -> tuple[str, str]:
     return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 
-# A hit: its plan (with the searched sections), its rank (1 = best) and the engine's score.
+# A hit: its plan (with the searched sections), its rank (1 = best) and its relevance (bigger is better).
 HistoryHit = search.Hit
 
 

@@ -1,14 +1,18 @@
 """Full-text search over completed plans, one backend per database vendor.
 
-Agents search with their own words, so a query is split into words (never passed to
-the engine's query language), each word quoted, and the last one made a prefix. Plans
-matching every word come first; when fewer than asked for match them all, the best
-partial matches (any word) follow.
+Agents search with their own words, never the stored ones, so a query is split into words
+(never passed to the engine's query language), repeated words counted once and at most
+``MAX_TERMS`` of them kept. Both engines stem English words, so a word finds its other
+forms: "invoice" finds "invoices", "caching" finds "cache" and "cached". The last word is
+also a prefix, as the agent may still be typing it ("configura" finds "configuration").
+Plans matching every word come first; when fewer than asked for match them all, the best
+partial matches (any word) follow. Accents are folded on both engines: "cafe" finds "café".
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,42 +21,71 @@ from django.db import connection
 FTS_TABLE = "sessions_app_plan_fts"
 PLAN_TABLE = "sessions_app_plan"
 WORD_RE = re.compile(r"\w+", re.UNICODE)
+# Words past this many (after repeats are dropped) are ignored: each word is a term the
+# engine must look up, and a query that names sixteen things has said what it wants.
+MAX_TERMS = 16
 
-# Only completed plans are indexed (discarded ones are never searchable); the WHEN
-# guards keep every other write off the index, which makes it markedly cheaper
-# (docs/benchmarks.md).
-SQLITE_SCHEMA = [
-    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
-        plan_id UNINDEXED, session_name UNINDEXED, goal, context, inputs, outputs, outcome,
-        tokenize='unicode61 remove_diacritics 2')""",
-    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PLAN_TABLE}
-        WHEN new.status = 'completed' BEGIN
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, goal, context, inputs, outputs, outcome)
-        VALUES (new.id, new.session_name, new.goal, new.context, new.inputs, new.outputs, new.outcome);
-        END""",
-    # One trigger for both directions: two triggers on one event fire in an order
-    # SQLite does not promise, and delete-after-insert would drop the row.
-    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE ON {PLAN_TABLE}
-        WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE} WHERE old.status = 'completed' AND plan_id = old.id;
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, goal, context, inputs, outputs, outcome)
-        SELECT new.id, new.session_name, new.goal, new.context, new.inputs, new.outputs, new.outcome
-        WHERE new.status = 'completed';
-        END""",
-    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PLAN_TABLE}
-        WHEN old.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE} WHERE plan_id = old.id;
-        END""",
-]
-SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
+# Endings an English stemmer takes off a word (Porter's on SQLite, Snowball's on
+# PostgreSQL), alone or one after the other. A word typed in part may run past its stem
+# ("configura" for "configuration", stored as "configur"); a shorter stem stands in for
+# it only when what the word adds to that stem starts one of these endings, so that
+# "configura" finds "configure" but not "config". The highlighter reads the same list
+# to mark the forms a word matched.
+ENDINGS = (
+    "s", "es", "ies", "ied", "ed", "eed", "ing", "ings", "e", "er", "ers", "y", "ly", "ily",
+    "ion", "ions", "ional", "ionally", "ation", "ations", "ational", "ate", "ated", "ates",
+    "ating", "ator", "ators", "ative", "ment", "ments", "ement", "al", "ally", "alism",
+    "ality", "alize", "alized", "alization", "ize", "ized", "izes", "izing", "izer", "izers",
+    "ization", "izations", "ity", "ities", "ive", "ively", "iveness", "ivity", "ness",
+    "ful", "fully", "fulness", "able", "ably", "ability", "ible", "ibly", "ibility", "ance",
+    "ances", "ence", "ences", "ency", "ant", "ants", "ent", "ently", "ic", "ical", "ically",
+    "icate", "icity", "ism", "isms", "ous", "ously", "ousness",
+)
+_ENDING_PREFIXES = frozenset(e[:i] for e in ENDINGS for i in range(1, len(e) + 1))
+_LONGEST_ENDING = max(map(len, ENDINGS))
+# A word is never cut shorter than this: too many words begin with two letters.
+MIN_STEM = 3
+# A shorter stem standing in for a word typed in part is at least this long: three letters
+# left of a long word are a stem of too many other words ("rel" of "relati").
+MIN_SHORTER_STEM = 4
+
+
+def _accent_table() -> dict[str, str]:
+    """Each Latin letter with diacritics and the letter it folds to: the letters FTS5's
+    ``remove_diacritics 2`` folds (migration 0006 writes the same table out for PostgreSQL)."""
+    table = {"ſ": "s", "ẛ": "s"}
+    for code in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+        parts = unicodedata.normalize("NFD", chr(code))
+        base = parts[0]
+        if len(parts) > 1 and base.isascii() and base.isalpha() and all(map(unicodedata.combining, parts[1:])):
+            table[chr(code)] = base
+    return table
+
+
+ACCENTS = _accent_table()
+_FOLD = str.maketrans(ACCENTS)
+
+
+def fold(text: str) -> str:
+    """``text`` with the accents both engines ignore taken off ("Café" -> "Cafe")."""
+    return text.translate(_FOLD)
 
 
 @dataclass(slots=True)
 class Hit:
     plan_id: str
     rank: int
-    score: float
+    # Bigger is better, from 0 to 1, and never bigger than the hit ranked before it: 0.5
+    # and above for a plan holding every word of the query, below 0.5 for one holding only
+    # some; within each, the engine's score (BM25 on SQLite, ts_rank on PostgreSQL),
+    # squeezed into that half.
+    relevance: float
     plan: Any = None  # the completed Plan
+
+
+def _relevance(score: float, every_word: bool) -> float:
+    score = max(score, 0.0)
+    return (0.5 if every_word else 0.0) + 0.5 * score / (1.0 + score)
 
 
 def words(query: str) -> list[str]:
@@ -62,12 +95,134 @@ def words(query: str) -> list[str]:
     return [w for w in WORD_RE.findall(query.lower()) if w.strip("_")]
 
 
+def terms(query: str) -> list[str]:
+    """The words a search looks for: each once, at most ``MAX_TERMS``, in the order typed,
+    and the query's last word last (it is the one read as a prefix)."""
+    found = words(query)
+    if not found:
+        return []
+    last = found[-1]
+    before = list(dict.fromkeys(w for w in found[:-1] if w != last))
+    return before[: MAX_TERMS - 1] + [last]
+
+
+def _ending_of(word: str) -> str:
+    """The longest of ENDINGS that ``word`` ends with and can lose, or ""."""
+    return max(
+        (e for e in ENDINGS if word.endswith(e) and len(word) - len(e) >= MIN_STEM),
+        key=len,
+        default="",
+    )
+
+
+def bases(word: str) -> list[str]:
+    """``word`` and what is left of it without an ending (its stem, near enough), with a
+    doubled last consonant undone ("running" -> "runn", "run")."""
+    word = fold(word)
+    found = [word]
+    for ending in ENDINGS:
+        if word.endswith(ending) and len(word) - len(ending) >= MIN_STEM:
+            base = word[: -len(ending)]
+            found.append(base)
+            if len(base) > MIN_STEM and base[-1] == base[-2] and base[-1] not in "aeiou":
+                found.append(base[:-1])
+            if base.endswith("i"):
+                found.append(base[:-1] + "y")
+    return list(dict.fromkeys(found))
+
+
+def shorter_stems(word: str) -> list[str]:
+    """The stems shorter than a word typed in part that a word it begins may be stored as:
+    "configura" -> ["configur"] (as "configuration" is). Only stems shorter than the
+    engine's own stem of ``word`` are given, as that one its prefix search finds already."""
+    word = fold(word)
+    own = len(word) - len(_ending_of(word))
+    found = []
+    for k in range(max(MIN_SHORTER_STEM, len(word) - _LONGEST_ENDING - 1), own):
+        stem, tail = word[:k], word[k:]
+        doubled = tail[0] == stem[-1] and stem[-1] not in "aeiou" and (len(tail) == 1 or tail[1:] in _ENDING_PREFIXES)
+        if tail in _ENDING_PREFIXES or doubled:
+            found.append(stem)
+    return found
+
+
+# --- SQLite ---------------------------------------------------------------------------------
+#
+# An FTS5 table over the completed plans only (the WHEN guards keep every other write off
+# it, which halves its cost), kept by triggers. Porter's stemmer over unicode61 with
+# diacritics removed: "invoices" is stored as "invoic", "café" as "cafe".
+#
+# session_key holds the session's name as one word (U+E000 then the name with "0" for
+# "-": "brave-amber-otter" -> "\ue000brave0amber0otter"), so that a search in a small
+# session matches on it inside FTS5 and reads that session's entries only, whatever other
+# sessions hold. FTS5 reads a private-use character as a letter, and a query's words
+# (\w runs) never hold one, so no word, nor any prefix, can match a key. Two names could
+# give one stem, so session_name (not indexed) is compared as well. BM25 weighs the key 0.
+# A session holding a good share of the index (SESSION_SHARE or more) is searched without
+# the key: its entries are most of what a word matches, and keeping them by name is
+# cheaper than merging the key's long list of entries with the word's.
+
+SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
+SQLITE_SCHEMA = [
+    f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
+        plan_id UNINDEXED, session_name UNINDEXED, session_key,
+        goal, context, inputs, outputs, outcome,
+        tokenize='porter unicode61 remove_diacritics 2')""",
+    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PLAN_TABLE}
+        WHEN new.status = 'completed' BEGIN
+        INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
+        VALUES (new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
+                new.goal, new.context, new.inputs, new.outputs, new.outcome);
+        END""",
+    # One trigger for both directions: two triggers on one event fire in an order
+    # SQLite does not promise, and delete-after-insert would drop the row. The old row is
+    # found through its session's key, so the delete reads that session's entries only.
+    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE ON {PLAN_TABLE}
+        WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
+        DELETE FROM {FTS_TABLE} WHERE old.status = 'completed'
+            AND {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+            AND plan_id = old.id;
+        INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
+        SELECT new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
+               new.goal, new.context, new.inputs, new.outputs, new.outcome
+        WHERE new.status = 'completed';
+        END""",
+    f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PLAN_TABLE}
+        WHEN old.status = 'completed' BEGIN
+        DELETE FROM {FTS_TABLE}
+        WHERE {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
+            AND plan_id = old.id;
+        END""",
+]
+SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
+# BM25 weights in column order: plan_id, session_name, session_key, then the searched
+# sections. Given as the query's rank function, so that FTS5 sorts by it itself (sorting
+# by a bm25() column outside FTS5 cost twice as much on a word in every plan).
+RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1)"
+
+
+def session_key(session_name: str) -> str:
+    return "\ue000" + session_name.replace("-", "0")
+
+
+def _session_match(session_name: str) -> str:
+    return 'session_key : "' + session_key(session_name).replace('"', '""') + '"'
+
+
 def ensure_index(conn=None) -> None:
-    """Create the search index and its triggers if missing; safe to run any number of times."""
+    """Create the search index and its triggers if missing; safe to run any number of times.
+
+    An index of the shape before migration 0006 (no session_key) is left alone: its
+    migration rebuilds it, and triggers for the new shape would break every write to it.
+    """
     conn = conn or connection
     if conn.vendor != "sqlite":
         return
     with conn.cursor() as cur:
+        cur.execute(f"SELECT name FROM pragma_table_info('{FTS_TABLE}')")
+        columns = {row[0] for row in cur.fetchall()}
+        if columns and "session_key" not in columns:
+            return
         for statement in SQLITE_SCHEMA:
             cur.execute(statement)
 
@@ -85,9 +240,9 @@ def rebuild_index() -> int:
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {FTS_TABLE}")
         cur.execute(
-            f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, goal, context, inputs, outputs, outcome)
-            SELECT id, session_name, goal, context, inputs, outputs, outcome FROM {PLAN_TABLE}
-            WHERE status = 'completed'"""
+            f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
+            SELECT id, session_name, char(57344) || replace(session_name, '-', '0'), goal, context, inputs, outputs, outcome
+            FROM {PLAN_TABLE} WHERE status = 'completed'"""
         )
         return cur.rowcount
 
@@ -96,7 +251,7 @@ def indexed_count(session_name: str | None = None) -> int | None:
     """How many plans the SQLite index holds (of one session, or all); None elsewhere.
 
     The whole index is counted from its docsize table (one row per document, no text);
-    one session's count scans the index, as session_name is not an indexed column.
+    one session's count reads that session's entries through its key.
     """
     if connection.vendor != "sqlite":
         return None
@@ -104,7 +259,10 @@ def indexed_count(session_name: str | None = None) -> int | None:
         if session_name is None:
             cur.execute(f"SELECT count(*) FROM {FTS_TABLE}_docsize")
         else:
-            cur.execute(f"SELECT count(*) FROM {FTS_TABLE} WHERE session_name = %s", [session_name])
+            cur.execute(
+                f"SELECT count(*) FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s AND session_name = %s",
+                [_session_match(session_name), session_name],
+            )
         return cur.fetchone()[0]
 
 
@@ -114,24 +272,39 @@ def sqlite_triggers_present() -> list[str]:
         return sorted(row[0] for row in cur.fetchall())
 
 
-def _fts_query(terms: list[str], joiner: str) -> str:
-    quoted = [f'"{t}"' for t in terms]
-    quoted[-1] += "*"
-    return f" {joiner} ".join(quoted)
+def _fts_query(words: list[str], joiner: str, session_name: str | None = None) -> str:
+    """The FTS5 query: each word quoted (so no operator gets in), the last one a prefix or
+    one of its shorter stems. No word can match a session key (see above), so the words
+    need no column filter, which made a prefix cost twice as much."""
+    quoted = [f'"{w}"' for w in words[:-1]]
+    last = [f'"{words[-1]}"*', *(f'"{s}"' for s in shorter_stems(words[-1]))]
+    quoted.append(last[0] if len(last) == 1 else "(" + " OR ".join(last) + ")")
+    query = "(" + f" {joiner} ".join(quoted) + ")"
+    if session_name is not None:
+        query = f"{_session_match(session_name)} AND {query}"
+    return query
 
 
-def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
-    """(plan, score) of the best matches; the plan rows come in the same statement as the
-    matches (a second query for them was a large part of a selective search's cost;
-    docs/benchmarks.md)."""
+def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> list[tuple]:
+    """(plan, relevance) of the best matches; the plan rows come in the same statement as
+    the matches (a second query for them cost as much as the match on a selective search)."""
     from sessions_app import statements
 
     found: list[tuple] = []
     seen: set[str] = set()
-    joiners = ["AND", "OR"] if len(terms) > 1 else ["AND"]
+    joiners = ["AND", "OR"] if len(words) > 1 else ["AND"]
     for joiner in joiners:
-        params: list = [_fts_query(terms, joiner)]
-        matches = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s"
+        if session_name is None:
+            match, params = "%s", [_fts_query(words, joiner)]
+        else:
+            # Whether to match on the session's key is decided in the statement, from the
+            # session's count of completed plans and the index's size (both cheap reads).
+            match = (
+                f"CASE WHEN (SELECT count_completed FROM sessions_app_session WHERE name = %s) * {SESSION_SHARE}"
+                f" < (SELECT count(*) FROM {FTS_TABLE}_docsize) THEN %s ELSE %s END"
+            )
+            params = [session_name, _fts_query(words, joiner, session_name), _fts_query(words, joiner)]
+        matches = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {match} AND rank MATCH '{RANK}'"
         if session_name is not None:
             matches += " AND session_name = %s"
             params.append(session_name)
@@ -144,7 +317,8 @@ def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> li
         for plan, score in statements.hits_with_score(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
-                found.append((plan, score))
+                # BM25 in FTS5 is negative, more so for a better match.
+                found.append((plan, _relevance(-score, joiner == "AND")))
         if len(found) >= limit:
             break
     return found
@@ -152,27 +326,31 @@ def _sqlite_search(terms: list[str], session_name: str | None, limit: int) -> li
 
 def search(query: str, *, session_name: str | None, limit: int) -> list[Hit]:
     """The best ``limit`` completed plans for the query, best first, each with its plan."""
-    terms = words(query)
-    if not terms:
+    words = terms(query)
+    if not words:
         return []
     if connection.vendor == "sqlite":
-        found = _sqlite_search(terms, session_name, limit)
+        found = _sqlite_search(words, session_name, limit)
     else:
-        found = _postgres_search(terms, session_name, limit)
-    return [Hit(plan_id=p.id, rank=i + 1, score=float(score), plan=p) for i, (p, score) in enumerate(found)]
+        found = _postgres_search(words, session_name, limit)
+    return [Hit(plan_id=p.id, rank=i + 1, relevance=r, plan=p) for i, (p, r) in enumerate(found)]
 
 
 # --- PostgreSQL -----------------------------------------------------------------------------
 #
-# Migration 0003 adds a stored generated tsvector column (goal weight A, outputs and outcome
+# Migration 0006 builds a stored generated tsvector column (goal weight A, outputs and outcome
 # B, context and inputs C) and a GIN index on it for completed plans only; the column is not
-# on the Django model, so it is read with raw SQL here. The 'simple' configuration only
-# lowercases, like FTS5's unicode61. PostgreSQL's parser would keep "billing/models.py" or
-# "a@b.com" as one token where FTS5 sees words, so the column is built from the text with
-# every character that is not a letter or digit turned into a space (PG_NORMALIZE).
+# on the Django model, so it is read with raw SQL here. The text search configuration
+# (PG_CONFIG) stems English words like FTS5's porter, without the stop words of PostgreSQL's
+# own 'english' ("it", "the" and "not" are words an agent may search for, and FTS5 finds
+# them); PG_FOLD takes accents off the text first, as remove_diacritics does in FTS5.
+# PostgreSQL's parser would keep "billing/models.py" or "a@b.com" as one token where FTS5
+# sees words, so every character that is not a letter or digit becomes a space first.
 
 PG_VECTOR_COLUMN = "search_vector"
 PG_INDEX = "sessions_app_plan_search_gin"
+PG_CONFIG = "nineplan_search"
+PG_FOLD = "nineplan_fold"
 PG_NORMALIZE = "[^[:alnum:]]"
 # Ranking every match of a word found in nearly every plan would read every plan's vector;
 # the matches are ranked in the index's order up to this many, which is far more than any
@@ -180,21 +358,22 @@ PG_NORMALIZE = "[^[:alnum:]]"
 PG_RANK_CANDIDATES = 10_000
 
 
-def _ts_query(terms: list[str], joiner: str) -> str:
+def _ts_query(words: list[str], joiner: str) -> str:
     # Each word is quoted as a lexeme: words hold only letters, digits and "_", so no
     # tsquery operator can get in. A word the parser splits (snake_case) becomes a phrase.
-    quoted = [f"'{t}'" for t in terms]
-    quoted[-1] += ":*"
+    quoted = [f"'{w}'" for w in words[:-1]]
+    last = [f"'{words[-1]}':*", *(f"'{s}'" for s in shorter_stems(words[-1]))]
+    quoted.append(last[0] if len(last) == 1 else "(" + " | ".join(last) + ")")
     return f" {joiner} ".join(quoted)
 
 
-def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> list[tuple]:
+def _postgres_search(words: list[str], session_name: str | None, limit: int) -> list[tuple]:
     from sessions_app import statements
 
     found: list[tuple] = []
-    joiners = ["&", "|"] if len(terms) > 1 else ["&"]
+    joiners = ["&", "|"] if len(words) > 1 else ["&"]
     for joiner in joiners:
-        params: list = [_ts_query(terms, joiner)]
+        params: list = [_ts_query(words, joiner)]
         where = f"p.status = 'completed' AND p.{PG_VECTOR_COLUMN} @@ q.query"
         if session_name is not None:
             where += " AND p.session_name = %s"
@@ -204,19 +383,19 @@ def _postgres_search(terms: list[str], session_name: str | None, limit: int) -> 
             params.append([plan.id for plan, _ in found])
         params += [PG_RANK_CANDIDATES, limit - len(found)]
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
-        # a word in a short plan counts for more than in a long one. Scores are negated so
-        # that, as with FTS5's rank, lower is better.
-        found += statements.hits_with_score(
-            f"""WITH q AS (SELECT to_tsquery('simple', %s) AS query),
+        # a word in a short plan counts for more than in a long one.
+        rows = statements.hits_with_score(
+            f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
                 matches AS (
                     SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
                     FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
                 best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
-            SELECT {statements.HIT_COLUMNS}, -best.score
+            SELECT {statements.HIT_COLUMNS}, best.score
             FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
             ORDER BY best.score DESC, p.completed_at DESC, p.id""",
             params,
         )
+        found += [(plan, _relevance(score, joiner == "&")) for plan, score in rows]
         if len(found) >= limit:
             break
     return found

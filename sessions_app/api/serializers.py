@@ -273,7 +273,13 @@ PlanPageSerializer = _page_serializer(PlanSummarySerializer, "PlanPageSerializer
 
 class HistoryHitSerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1 for the best match.")
-    score = serializers.FloatField(help_text="The engine's relevance score (BM25 on SQLite); lower is better.")
+    relevance = serializers.FloatField(
+        help_text=(
+            "From 0 to 1, bigger is better, and never bigger than the hit ranked before: 0.5 and above "
+            "when the plan holds every word of the query (in some form), below 0.5 when it holds only "
+            "some; within each half, the engine's score (BM25 on SQLite, ts_rank on PostgreSQL)."
+        )
+    )
     id = serializers.CharField(source="plan.id")
     session = serializers.CharField(source="plan.session_id")
     goal = serializers.CharField(source="plan.goal")

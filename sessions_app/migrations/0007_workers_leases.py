@@ -40,7 +40,7 @@ def claim_active_plans(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0005_sort_key'),
+        ('sessions_app', '0006_search_word_forms'),
     ]
 
     operations = [

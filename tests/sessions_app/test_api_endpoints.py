@@ -446,6 +446,15 @@ def test_history_search_in_bm25_order_with_snippets(api, session, history):
     assert top["url"].endswith(f"/api/sessions/{session.name}/plans/{history['both'].id}/")
 
 
+def test_history_search_finds_word_forms_with_a_relevance_that_agrees_with_rank(api, session, history):
+    # The README's example: "invoice" and "cache" stand for "invoices" and "cached".
+    results = api.get("/api/history/?q=invoice%20cache").json()["results"]
+    assert [hit["id"] for hit in results] == [history["both"].id, history["one"].id]
+    assert [hit["rank"] for hit in results] == [1, 2]
+    assert 1 > results[0]["relevance"] >= 0.5 > results[1]["relevance"] > 0
+    assert "score" not in results[0]
+
+
 def test_history_search_in_one_session_or_all(api, session, history, complete_plan):
     elsewhere = services.session_create()
     foreign = complete_plan(elsewhere, goal="Invoices elsewhere", outcome="invoices too")

@@ -44,6 +44,26 @@ def test_match_pattern_matches_whole_words_and_the_last_as_a_prefix():
     assert excerpts.match_pattern("🎉 ( *") is None
 
 
+def marked(query: str, text: str) -> list[str]:
+    return [m.group(0) for m in excerpts.match_pattern(query).finditer(text)]
+
+
+def test_match_pattern_marks_the_forms_stemming_matched():
+    text = "The cache was cached; caching is on. A cachet is not. Invoiced invoices, one invoicing run."
+    assert marked("caching", text) == ["cache", "cached", "caching"]
+    assert marked("invoice caching", text) == ["cache", "cached", "caching", "Invoiced", "invoices", "invoicing"]
+    # Not the last word, so not a prefix: "runway" is another word.
+    assert marked("run zzz", "runs running runner runway") == ["runs", "running", "runner"]
+
+
+def test_match_pattern_marks_a_word_typed_in_part_and_ignores_accents():
+    assert marked("configura", "Configuration configured configs config") == ["Configuration", "configured"]
+    assert marked("cafe", "Café menu, CAFÉ and cafes; a cafeteria") == ["Café", "CAFÉ", "cafes", "cafeteria"]
+    assert marked("creme brulee", "crème brûlée") == ["crème", "brûlée"]
+    # Repeated words are one word; the last word typed is the prefix.
+    assert marked("note " * 500 + "plan", "notes planning plan") == ["notes", "planning", "plan"]
+
+
 def test_around_match_starts_before_the_first_match_at_a_word_boundary():
     filler = " ".join(f"word{i}" for i in range(200))
     window = excerpts.around_match(f"{filler} needle {filler}", excerpts.match_pattern("needle"), 120)

@@ -178,10 +178,11 @@ def test_search_without_a_session_searches_every_session(session, corpus):
 
 
 @pytest.mark.django_db
-def test_scores_order_the_hits_lower_first(session, corpus):
+def test_relevance_is_bigger_for_better_hits_and_agrees_with_rank(session, corpus):
     hits = search.search("invoice pagination cursor", session_name=session.name, limit=10)
     assert [h.plan_id for h in hits] == [corpus["api"], corpus["invoices"]]
-    assert hits[0].score <= hits[1].score
+    # "api" holds every word, "invoices" only one: the halves of the scale tell them apart.
+    assert 1 > hits[0].relevance >= 0.5 > hits[1].relevance > 0
 
 
 def test_words_drop_runs_of_underscores_but_keep_snake_case():
@@ -234,7 +235,7 @@ def test_the_search_uses_the_index(session, corpus):
         cur.execute("SET LOCAL enable_seqscan = off")
         cur.execute(
             f"EXPLAIN SELECT id FROM sessions_app_plan WHERE status = 'completed' "
-            f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('simple', %s)",
+            f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('{search.PG_CONFIG}', %s)",
             [search._ts_query(["pgbouncer"], "&")],
         )
         plan = "\n".join(row[0] for row in cur.fetchall())
@@ -270,7 +271,7 @@ def fts5_oracle(rows: dict[str, dict]) -> sqlite3.Connection:
 def fts5_answer(db: sqlite3.Connection, query: str) -> tuple[set[str], set[str]]:
     """What the SQLite backend finds: the plans matching every word, and those matching
     only some."""
-    terms = search.words(query)
+    terms = search.terms(query)
     if not terms:
         return set(), set()
     tiers = []
@@ -288,6 +289,173 @@ def fts5_answer(db: sqlite3.Connection, query: str) -> tuple[set[str], set[str]]
 def test_postgres_answers_like_fts5(session, corpus):
     oracle = fts5_oracle({plan_id: CORPUS[key] for key, plan_id in corpus.items()})
     for query in [q for q, _ in KNOWN] + HOSTILE:
+        every_word, some_words = fts5_answer(oracle, query)
+        got = found(query, session, limit=50)
+        assert set(got[: len(every_word)]) == every_word, query
+        assert set(got[len(every_word) :]) == some_words, query
+
+
+# --- word forms ----------------------------------------------------------------------------
+#
+# Agents search with their own words: every query below names what a plan holds in another
+# form (plural for singular, -ing, -ed, -ion, accents left off, a word typed in part).
+
+FORMS = {
+    "invoices": dict(
+        goal="Model invoices and their line items",
+        context="Billing keeps invoices per customer",
+        outcome="Cached the invoice totals; rendering reads the cache.",
+    ),
+    "config": dict(
+        goal="Configure the connection pool",
+        context="Settings come from the environment",
+        outcome="The configuration is validated at startup.",
+    ),
+    "migrate": dict(
+        goal="Migrations for the ledger",
+        context="Moving balances between accounts",
+        outcome="Migrated 12 tables; the ledger is consistent.",
+    ),
+    "cafe": dict(
+        goal="Café menu translated",
+        context="Crème brûlée and naïve descriptions",
+        outcome="Menus translated into English.",
+    ),
+    "configs": dict(
+        goal="Tidy the config files",
+        context="Old files in etc",
+        outcome="Removed three of them.",
+    ),
+}
+
+FORM_QUERIES = [
+    # The README's example: "invoice" for "invoices", "cache" for "Cached"/"cache".
+    ("invoice cache", [{"invoices"}]),
+    ("invoice caching", [{"invoices"}]),
+    ("invoices cached", [{"invoices"}]),
+    ("invoicing", [{"invoices"}]),
+    ("customers", [{"invoices"}]),
+    ("configuring pools", [{"config"}]),
+    ("configured", [{"config"}]),
+    ("validation", [{"config"}]),
+    ("migrating ledgers", [{"migrate"}]),
+    ("migration", [{"migrate"}]),
+    ("translating menus", [{"cafe"}]),
+    ("cafe", [{"cafe"}]),
+    ("creme brulee", [{"cafe"}]),
+    ("naive", [{"cafe"}]),
+    # The last word typed in part, past its stem: "configura" is stored as "configur".
+    ("configura", [{"config"}]),
+    ("connection configurat", [{"config"}]),
+    ("confi", [{"config", "configs"}]),
+    # A word no plan holds beside one they have: the plans with the one still come.
+    ("invoice unicorns", [{"invoices"}]),
+    ("zebras caching", [{"invoices"}]),
+    # Plans holding every word first, then those holding some.
+    ("ledger invoices", [{"invoices", "migrate"}]),
+    ("migrated ledger balances invoice", [{"migrate"}, {"invoices"}]),
+    ("invoice caches pools", [{"invoices"}, {"config"}]),
+]
+
+
+@pytest.fixture
+def forms(session, complete_plan):
+    return {key: complete_plan(session, **fields).id for key, fields in FORMS.items()}
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("query,expected", FORM_QUERIES, ids=[q for q, _ in FORM_QUERIES])
+def test_a_query_in_other_word_forms_finds_the_plan(session, forms, query, expected):
+    hits = found(query, session)
+    assert len(hits) == sum(len(t) for t in expected), (query, hits)
+    assert tiers_of(hits, expected, forms) == expected
+
+
+def crowd(complete_plan, copies: int = 5) -> None:
+    """Another session holding many times the FORMS plans: a search in the small session
+    then matches on its key inside the index (sessions holding a good share don't)."""
+    other = services.session_create()
+    for _ in range(copies):
+        for fields in FORMS.values():
+            complete_plan(other, **fields)
+
+
+@pytest.mark.django_db
+def test_word_forms_are_found_the_same_beside_a_bigger_session(session, forms, complete_plan):
+    crowd(complete_plan)
+    for query, expected in FORM_QUERIES:
+        hits = found(query, session)
+        assert len(hits) == sum(len(t) for t in expected), (query, hits)
+        assert tiers_of(hits, expected, forms) == expected, query
+
+
+@pytest.mark.django_db
+def test_a_word_typed_in_part_is_a_prefix_but_whole_words_are_not(session, forms):
+    # Only the last word is a prefix: "configura" in the middle is a word of its own.
+    assert found("configura zebra", session) == []
+    # "configura" finds "configuration" and "configure", never "config": nothing it
+    # could be the start of is stored as "config".
+    assert found("configura", session) == [forms["config"]]
+    assert set(found("config", session)) == {forms["config"], forms["configs"]}
+
+
+@pytest.mark.django_db
+def test_relevance_agrees_with_rank_across_both_halves(session, forms):
+    hits = queries.history_search("migrated ledger balances invoice caches", session_name=session.name, max_results=10)
+    assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
+    relevance = [h.relevance for h in hits]
+    assert relevance == sorted(relevance, reverse=True) and all(0 < r < 1 for r in relevance)
+    assert hits[0].plan.id == forms["migrate"] and hits[0].relevance < 0.5  # no plan holds every word
+    every = queries.history_search("ledger", session_name=session.name)
+    assert every[0].relevance >= 0.5
+
+
+@pytest.mark.django_db
+def test_repeated_words_count_once(session, forms):
+    once = queries.history_search("ledger invoices", session_name=session.name)
+    many = queries.history_search("ledger " * 70 + "invoices " * 50 + "ledger invoices", session_name=session.name)
+    assert [(h.plan.id, h.relevance) for h in many] == [(h.plan.id, h.relevance) for h in once]
+
+
+def test_terms_are_distinct_capped_and_end_with_the_last_word_typed():
+    assert search.terms("a b a c b a") == ["b", "c", "a"]
+    assert search.terms("x " * 500) == ["x"]
+    many = search.terms(" ".join(f"w{i}" for i in range(40)) + " last")
+    assert len(many) == search.MAX_TERMS and many[-1] == "last" and many[:3] == ["w0", "w1", "w2"]
+
+
+@pytest.mark.django_db
+def test_words_past_the_cap_are_ignored(session, forms):
+    filler = " ".join(f"zz{i}" for i in range(search.MAX_TERMS))
+    # The ledger is the 17th word: not looked for; "invoice" is the last word and always is.
+    assert found(f"{filler} ledger invoice", session) == [forms["invoices"]]
+
+
+@pytest.mark.django_db
+def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
+    crowd(complete_plan, copies=2)
+    # Stemmed, both names are one word: the search must still keep them apart.
+    names = iter(["quiet-grey-heron", "quiet-grey-herons"])
+    monkeypatch.setattr(services, "new_session_name", lambda: next(names))
+    heron, herons = services.session_create(), services.session_create()
+    mine = complete_plan(heron, goal="Ledger migration")
+    theirs = complete_plan(herons, goal="Ledger migration")
+    assert found("ledger", heron) == [mine.id]
+    assert found("ledger", herons) == [theirs.id]
+    # The words of a session's name are not words of its plans, whole or in part.
+    for query in ["quiet", "heron", "qui", "quiet0grey0heron", "0"]:
+        assert found(query, heron) == [] and queries.history_search(query, session_name=None) == [], query
+    herons.delete()
+    assert found("ledger", heron) == [mine.id]
+    if connection.vendor == "sqlite":
+        assert search.indexed_count(heron.name) == 1 and search.indexed_count() == 1 + 2 * len(FORMS)
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_postgres_finds_word_forms_like_fts5(session, forms):
+    oracle = fts5_oracle({plan_id: FORMS[key] for key, plan_id in forms.items()})
+    for query in [q for q, _ in FORM_QUERIES] + ["configurations", "translations menu", "consistently"]:
         every_word, some_words = fts5_answer(oracle, query)
         got = found(query, session, limit=50)
         assert set(got[: len(every_word)]) == every_word, query
