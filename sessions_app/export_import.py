@@ -20,6 +20,7 @@ from collections.abc import Iterator
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from django.db.models import Aggregate, CharField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -95,24 +96,20 @@ def export_stream(name: object, *, progress: Progress | None = None) -> Iterator
     return _export_pieces(session, last_event, progress or Progress())
 
 
-def _chunks(rows: Iterator, size: int) -> Iterator[list]:
-    chunk: list = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
+class _IdList(Aggregate):
+    """The ids of a group joined by commas (plan ids hold none): GROUP_CONCAT on SQLite,
+    STRING_AGG on PostgreSQL."""
+
+    function = "GROUP_CONCAT"
+    output_field = CharField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, function="STRING_AGG", template="%(function)s(%(expressions)s, ',')")
 
 
-def _dependencies_of(plan_ids: list[str]) -> dict[str, list[str]]:
-    """What each of these plans depends on (one query for a chunk of plans)."""
-    depends: dict[str, list[str]] = {}
-    links = PlanDependency.objects.filter(plan_id__in=plan_ids).order_by("plan_id", "depends_on_id")
-    for plan_id, dep in links.values_list("plan_id", "depends_on_id"):
-        depends.setdefault(plan_id, []).append(dep)
-    return depends
+def _depends_on_ids() -> Subquery:
+    links = PlanDependency.objects.filter(plan=OuterRef("pk")).order_by().values("plan")
+    return Subquery(links.annotate(ids=_IdList("depends_on_id")).values("ids")[:1])
 
 
 def _dump(value: object) -> str:
@@ -147,21 +144,26 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
         "id", "status", "sort_key", *PLAN_TEXT, "version", "created_at", "updated_at", "completed_at", "discarded_at",
         "worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person",
     )
-    rows = plans.order_by("created_at", "id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK)
-    for chunk in _chunks(rows, EXPORT_CHUNK):
-        depends = _dependencies_of([row[0] for row in chunk])
-        for row in chunk:
-            plan = dict(zip(columns, row))
-            for key in ("created_at", "updated_at", "completed_at", "discarded_at", "claimed_at", "lease_expires_at"):
-                plan[key] = _when(plan[key])
-            plan["depends_on"] = depends.get(plan["id"], [])
-            # The agent's working copy may hold edits the database takes in only later. Read
-            # safely (a regular file, bounded, never blocking); null when it cannot be used.
-            is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
-            plan["file_text"] = planfiles.read_plan(session.name, plan["id"]) if is_open else None
-            yield ("\n  " if first else ",\n  ") + _dump(plan)
-            first = False
-            progress.advance()
+    # Each plan's dependencies come with its row (a subquery), so the export reads no more
+    # statements for them whatever the session holds.
+    rows = (
+        plans.annotate(depends=_depends_on_ids())
+        .order_by("created_at", "id")
+        .values_list(*columns, "depends")
+        .iterator(chunk_size=EXPORT_CHUNK)
+    )
+    for row in rows:
+        plan = dict(zip(columns, row))
+        for key in ("created_at", "updated_at", "completed_at", "discarded_at", "claimed_at", "lease_expires_at"):
+            plan[key] = _when(plan[key])
+        plan["depends_on"] = sorted(row[-1].split(",")) if row[-1] else []
+        # The agent's working copy may hold edits the database takes in only later. Read
+        # safely (a regular file, bounded, never blocking); null when it cannot be used.
+        is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
+        plan["file_text"] = planfiles.read_plan(session.name, plan["id"]) if is_open else None
+        yield ("\n  " if first else ",\n  ") + _dump(plan)
+        first = False
+        progress.advance()
     yield "\n ],\n" if not first else "],\n"
     events = Event.objects.filter(session=session, id__lte=last_event)
     progress.stage("Exporting events", events.count() if progress.shown else None)

@@ -214,13 +214,19 @@ class Dependencies:
 
 
 def dependencies(plan_id: str) -> Dependencies:
-    """Two queries, whatever the plan."""
-    ups = PlanDependency.objects.filter(plan_id=plan_id).order_by("depends_on_id")
-    downs = PlanDependency.objects.filter(depends_on_id=plan_id).order_by("plan_id")
-    return Dependencies(
-        list(ups.values_list("depends_on_id", "depends_on__status")),
-        list(downs.values_list("plan_id", "plan__status")),
+    """One query, whatever the plan."""
+    rows = (
+        PlanDependency.objects.filter(Q(plan_id=plan_id) | Q(depends_on_id=plan_id))
+        .order_by("plan_id", "depends_on_id")
+        .values_list("plan_id", "plan__status", "depends_on_id", "depends_on__status")
     )
+    found = Dependencies([], [])
+    for plan, plan_status, dep, dep_status in rows:
+        if plan == plan_id:
+            found.depends_on.append((dep, dep_status))
+        else:
+            found.dependents.append((plan, plan_status))
+    return found
 
 
 def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:

@@ -352,3 +352,27 @@ def test_resume_state_shows_every_worker_and_what_blocked_plans_wait_for(short, 
     assert [(p.worker, p.id) for p in state.held] == [("w1", a.id)]
     assert [(x.plan_id, [w.id for w in x.waits_for]) for x in state.blocked] == [(b.id, [a.id])]
     assert "worker 'w1'" in state.blocked[0].describe()
+
+
+def test_an_export_carries_claims_and_dependencies_and_imports_them_back(short, now, sessions_dir):
+    import shutil
+
+    from sessions_app import export_import
+    from sessions_app.models import Session
+
+    a = add(short, "A")
+    b = add(short, "B", depends_on=[a.id])
+    pull(short, "w1")
+    document = export_import.export_session(short.name)
+    rows = {p["id"]: p for p in document["plans"]}
+    assert rows[b.id]["depends_on"] == [a.id] and rows[a.id]["worker"] == "w1"
+    before = {p.id: (p.status, p.worker, p.lease_expires_at, p.attempts) for p in Plan.objects.filter(session=short)}
+    Session.objects.filter(name=short.name).delete()
+    shutil.rmtree(sessions_dir / short.name)
+
+    export_import.session_import(document)
+    after = {p.id: (p.status, p.worker, p.lease_expires_at, p.attempts) for p in Plan.objects.filter(session=short)}
+    assert after == before
+    assert [d for d, _ in queries.dependencies(b.id).depends_on] == [a.id]
+    assert Session.objects.get(name=short.name).lease_seconds == 60
+    assert_valid(short)
