@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import subprocess
 import statistics
 import sys
 from pathlib import Path
@@ -245,3 +246,23 @@ def write_plan_files(session: str, rows: list[tuple[str, dict]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for plan_id, sections in rows:
         (folder / f"{plan_id}.txt").write_text(planfiles.render(sections), encoding="utf-8")
+
+
+def race(commands: list[list[str]], env: dict, what: str) -> list[dict]:
+    """Start one process per command, wait until each says "ready", release them together
+    (each waits on its stdin until then) and return the JSON line each prints at the end."""
+    procs = [
+        subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, cwd=str(REPO), text=True)
+        for cmd in commands
+    ]
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError(f"a {what} process failed to start")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    results = [json.loads(p.stdout.readline()) for p in procs]
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    return results

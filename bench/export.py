@@ -13,20 +13,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import (
-    MANAGE,
-    PLAN_COLUMNS,
-    PYTHON,
-    REPO,
-    TextMaker,
-    bench_env,
-    bulk_insert,
-    db_now,
-    plan_ids,
-    plan_row,
-    progress,
-    setup_django,
-)
+from common import MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env, bulk_insert, db_now, plan_ids
+from common import plan_row, progress, setup_django
 
 FLAT = 1.2  # the larger session's peak within this factor of the smaller one's
 

@@ -17,19 +17,8 @@ import sqlite3
 import time
 from pathlib import Path
 
-from common import (
-    COMMON_WORDS,
-    PLAN_COLUMNS,
-    TextMaker,
-    bulk_insert,
-    db_now,
-    median,
-    percentile,
-    plan_ids,
-    plan_row,
-    progress,
-    setup_django,
-)
+from common import COMMON_WORDS, PLAN_COLUMNS, TextMaker, bulk_insert, db_now, median, percentile, plan_ids
+from common import plan_row, progress, setup_django
 
 SELECTIVE = ("zircon", "quasar", "lantern", "zircon quasar", "velvet lantern")
 COMMON = (COMMON_WORDS[0], COMMON_WORDS[1], f"{COMMON_WORDS[0]} {COMMON_WORDS[1]}")

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import PYTHON, REPO, TextMaker, bench_env, median, percentile, progress, setup_django
+from common import PYTHON, race, TextMaker, bench_env, median, percentile, progress, setup_django
 
 CYCLE = ("add", "pull", "note", "defer", "pull", "complete", "state", "search")
 # Ratios that hold on any machine: several processes together do at least nearly what
@@ -83,27 +82,8 @@ def worker(data_dir: Path, session: str, seconds: float) -> None:
 def _race(data_dir: Path, sessions: list[str], seconds: float) -> dict:
     """Run one worker per session, all started at once; their pooled figures."""
     env = bench_env(data_dir)
-    procs = [
-        subprocess.Popen(
-            [PYTHON, RUNNER, "--worker", str(data_dir), name, str(seconds)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=str(REPO),
-            text=True,
-        )
-        for name in sessions
-    ]
-    for p in procs:
-        if p.stdout.readline().strip() != "ready":
-            raise RuntimeError("a throughput worker failed to start")
-    for p in procs:  # all start together: each is blocked on its stdin until now
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    results = [json.loads(p.stdout.readline()) for p in procs]
-    for p in procs:
-        p.stdin.close()
-        p.wait()
+    # All start together: each is blocked on its stdin until every one is ready.
+    results = race([[PYTHON, RUNNER, "--worker", str(data_dir), name, str(seconds)] for name in sessions], env, "throughput")
     for r in results:
         for e in r["errors"]:
             progress(f"throughput error: {e}")

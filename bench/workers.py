@@ -11,27 +11,12 @@ per second of the separate one, with every step's p99 within 100 ms and no error
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import (
-    PYTHON,
-    REPO,
-    TextMaker,
-    bench_env,
-    bulk_insert,
-    db_now,
-    median,
-    percentile,
-    plan_ids,
-    plan_row,
-    PLAN_COLUMNS,
-    progress,
-    setup_django,
-    write_plan_files,
-)
+from common import PYTHON, TextMaker, race, bench_env, bulk_insert, db_now, median, percentile, plan_ids
+from common import plan_row, PLAN_COLUMNS, progress, setup_django, write_plan_files
 
 STEPS = ("pull", "note", "complete")
 RATIO_TARGET, P99_TARGET_MS = 0.8, 100.0
@@ -83,27 +68,11 @@ def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds:
 
 def _race(data_dir: Path, database_url: str, assignments: list[tuple[str, str]], seconds: float) -> dict:
     env = bench_env(data_dir, None if database_url == "-" else database_url)
-    procs = [
-        subprocess.Popen(
-            [PYTHON, RUNNER, "--drain", str(data_dir), database_url, session, worker, str(seconds)],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            env=env,
-            cwd=str(REPO),
-            text=True,
-        )
+    commands = [
+        [PYTHON, RUNNER, "--drain", str(data_dir), database_url, session, worker, str(seconds)]
         for session, worker in assignments
     ]
-    for p in procs:
-        if p.stdout.readline().strip() != "ready":
-            raise RuntimeError("a workers benchmark process failed to start")
-    for p in procs:
-        p.stdin.write("go\n")
-        p.stdin.flush()
-    results = [json.loads(p.stdout.readline()) for p in procs]
-    for p in procs:
-        p.stdin.close()
-        p.wait()
+    results = race(commands, env, "workers benchmark")
     errors = [e for r in results for e in r["errors"]]
     for e in errors[:5]:
         progress(f"workers error: {e}")

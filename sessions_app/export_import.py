@@ -27,15 +27,8 @@ from django.utils.dateparse import parse_datetime
 from nineplan.progress import Progress
 from sessions_app import event_feed, inputs, planfiles, queries, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
-from sessions_app.models import (
-    DEFAULT_WORKER,
-    MAX_LEASE_SECONDS,
-    SECTIONS,
-    Event,
-    Plan,
-    PlanDependency,
-    Session,
-)
+from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTIONS, Event, Plan, PlanDependency
+from sessions_app.models import Session
 
 log = logging.getLogger("nineplan.export_import")
 

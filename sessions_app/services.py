@@ -25,31 +25,12 @@ from datetime import timezone as dt_timezone
 from django.db import DatabaseError, IntegrityError
 
 from sessions_app import clock, errors, excerpts, inputs, planfiles, queries, statements, transactions
-from sessions_app.errors import (
-    DatabaseFailed,
-    FileSystemFailed,
-    LeaseLost,
-    NineplanError,
-    NoActivePlan,
-    PlanAlreadyActive,
-    PlanNotFound,
-    QueueBlocked,
-    QueueEmpty,
-    SessionNotFound,
-    ValidationFailed,
-)
+from sessions_app.errors import DatabaseFailed, FileSystemFailed, LeaseLost, NineplanError, NoActivePlan
+from sessions_app.errors import PlanAlreadyActive, PlanNotFound, QueueBlocked, QueueEmpty, SessionNotFound
+from sessions_app.errors import ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name, new_plan_id, new_session_name
-from sessions_app.models import (
-    DEFAULT_WORKER,
-    LEASE_SECONDS,
-    MAX_ATTEMPTS,
-    MAX_LEASE_SECONDS,
-    SECTIONS,
-    Event,
-    Plan,
-    PlanDependency,
-    Session,
-)
+from sessions_app.models import DEFAULT_WORKER, LEASE_SECONDS, MAX_ATTEMPTS, MAX_LEASE_SECONDS, SECTIONS
+from sessions_app.models import Event, Plan, PlanDependency, Session
 
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 

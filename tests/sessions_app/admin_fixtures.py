@@ -13,6 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import Client
+from django.urls import reverse
 
 from sessions_app import services
 from sessions_app.models import Plan, Session
@@ -111,3 +112,15 @@ def busy(session):
         "active": by_goal["Migrate the customers"],
         "queued": [Plan.objects.get(id=p.id) for p in (q1, q2, q3)],
     }
+
+
+def session_url(name: str) -> str:
+    return reverse("admin:sessions_app_session_change", args=[name])
+
+
+def plan_url(plan_id: str) -> str:
+    return reverse("admin:sessions_app_plan_change", args=[plan_id])
+
+
+def act_url(plan_id: str, action: str) -> str:
+    return reverse("admin:sessions_app_plan_act", args=[plan_id, action])

@@ -16,7 +16,7 @@ from sessions_app import excerpts, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.models import Event, Plan
-from tests.sessions_app.admin_fixtures import busy, enqueue, reviewer, reviewer_client  # noqa: F401 - fixtures
+from tests.sessions_app.admin_fixtures import session_url, plan_url, busy, enqueue, reviewer, reviewer_client  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
 
 pytestmark = pytest.mark.django_db
@@ -24,12 +24,6 @@ pytestmark = pytest.mark.django_db
 HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)>"
 
 
-def session_url(name):
-    return reverse("admin:sessions_app_session_change", args=[name])
-
-
-def plan_url(plan_id):
-    return reverse("admin:sessions_app_plan_change", args=[plan_id])
 
 
 def text_of(response) -> str:

@@ -14,12 +14,15 @@ from sessions_app import planfiles
 from sessions_app.admin import DISCARDED, MOVED, REQUEUED
 from sessions_app.models import Event, Plan
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
+    act_url,
     busy,
     client_for,
     outsider,
     reviewer,
     reviewer_client,
     staff,
+    plan_url,
+    session_url,
     staff_client,
     superuser,
 )
@@ -28,16 +31,7 @@ from tests.sessions_app.conftest import plan_file
 pytestmark = pytest.mark.django_db
 
 
-def session_url(name):
-    return reverse("admin:sessions_app_session_change", args=[name])
 
-
-def plan_url(plan_id):
-    return reverse("admin:sessions_app_plan_change", args=[plan_id])
-
-
-def act_url(plan_id, action):
-    return reverse("admin:sessions_app_plan_act", args=[plan_id, action])
 
 
 def view_urls(busy) -> list[str]:

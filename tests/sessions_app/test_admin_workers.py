@@ -8,27 +8,17 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import clock, services
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
-from tests.sessions_app.admin_fixtures import reviewer, reviewer_client, staff, staff_client  # noqa: F401 - fixtures
+from tests.sessions_app.admin_fixtures import session_url, plan_url, act_url, reviewer, reviewer_client, staff, staff_client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 
 
-def session_url(name):
-    return reverse("admin:sessions_app_session_change", args=[name])
 
-
-def plan_url(plan_id):
-    return reverse("admin:sessions_app_plan_change", args=[plan_id])
-
-
-def act_url(plan_id, action):
-    return reverse("admin:sessions_app_plan_act", args=[plan_id, action])
 
 
 @pytest.fixture
