@@ -78,6 +78,7 @@ BROKE_A_RULE = "broke_a_rule"
 PLAN_FILE_REFUSED = "plan_file_refused"
 PLAN_FILE_TOO_LARGE = "plan_file_too_large"
 UNSAFE_FOLDER = "unsafe_folder"
+NOT_IN_REVIEW = "not_in_review"
 
 # Every category an edge may answer with, for the edges' tables and their tests.
 CATEGORIES = tuple(

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from django.db import IntegrityError
 from django.utils import timezone
 
-from sessions_app import errors, inputs, planfiles, queries, statements, transactions
+from sessions_app import errors, inputs, planfiles, queries, revisions, statements, transactions
 from sessions_app.errors import (
     DatabaseFailed,
     NineplanError,
@@ -35,7 +35,7 @@ from sessions_app.errors import (
     ValidationFailed,
 )
 from sessions_app.identifiers import is_plan_id, is_session_name, new_plan_id, new_session_name
-from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
 
 
 log = logging.getLogger("nineplan.services")
@@ -273,8 +273,10 @@ def _absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bo
     reason = _oversize(plan, new)
     if reason:
         return _refuse_file(plan, path, reason, strict)
+    before = plan.sections()
     for name in SECTIONS:
         setattr(plan, name, new[name])
+    revisions.record(plan, kind=Revision.Kind.FILE_EDIT, actor=actor, before=before)
     _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
     return _TAKEN_IN
 
@@ -343,8 +345,9 @@ def _new_plan_id(session_name: str) -> str:
 # --- sessions ---------------------------------------------------------------------------
 
 
-def session_create(*, task_description: str | None = None, actor: str = "agent") -> Session:
+def session_create(*, task_description: str | None = None, review: str | None = None, actor: str = "agent") -> Session:
     """Creates a session with a fresh three-word name and its plans folder."""
+    review = inputs.choice("review", review, ReviewPolicy.values, default=ReviewPolicy.NONE)
     if task_description is not None:
         task_description = inputs.text("task_description", task_description, required=False) or None
     with transactions.write():
@@ -355,9 +358,9 @@ def session_create(*, task_description: str | None = None, actor: str = "agent")
             log.warning("session name collision; drawing another", extra={"session": name})
         else:
             raise DatabaseFailed("Could not find a free session name after several attempts.")
-        session = Session.objects.create(name=name, task_description=task_description)
+        session = Session.objects.create(name=name, task_description=task_description, review=review)
         planfiles.ensure_session_dir(name)
-        _event(name, Event.Kind.SESSION_CREATED, actor, task_description=task_description)
+        _event(name, Event.Kind.SESSION_CREATED, actor, task_description=task_description, review=review)
     log.info("session created", extra={"session": name})
     return session
 
@@ -375,13 +378,14 @@ def plan_enqueue(
     inputs: str | None = None,
     outputs: str | None = None,
     position: str | None = None,
+    review: bool | None = None,
     actor: str = "agent",
 ) -> Written:
     """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
     fields = dict(
         context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
     )
-    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, actor=actor)[0]
+    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, review=review, actor=actor)[0]
 
 
 def plan_enqueue_many(
@@ -389,12 +393,15 @@ def plan_enqueue_many(
     session_name: str,
     plans: list[dict] | list[PlanInput],
     position: str | None = None,
+    review: bool | None = None,
     actor: str = "agent",
 ) -> list[Written]:
-    """Adds several plans that keep the given order, at the front or the back; all or none."""
+    """Adds several plans that keep the given order, at the front or the back; all or none.
+    With ``review``, each waits for a reviewer's approval when completed."""
     from django.conf import settings
 
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    review = inputs.flag("review", review)
     if not isinstance(plans, list) or not plans:
         raise ValidationFailed("plans must be a non-empty list of plans.", field="plans")
     if len(plans) > settings.NINEPLAN_MAX_BATCH:
@@ -425,9 +432,11 @@ def plan_enqueue_many(
                 sort_key=_next_position(session, position),
                 created_at=now,
                 updated_at=now,
+                review=review,
                 **vars(item),
             )
             statements.insert_plan(plan)
+            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now)
             _event(session.name, Event.Kind.PLAN_CREATED, actor, plan, position=position)
             _write_file(undo, plan)
             created.append(plan)
@@ -488,6 +497,7 @@ def plan_defer(
         # when it was added, and refusing would leave the agent unable to set it aside.
         # The queue can so exceed the limit by at most the session's one active plan.
         stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
+        before = plan.sections()
         plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
         inputs.plan_size(plan.sections(), field="reason")
         plan.status = Plan.Status.QUEUED
@@ -495,6 +505,7 @@ def plan_defer(
         place = _place(session, position)
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
+        revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
         _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         _write_file(undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
@@ -503,7 +514,8 @@ def plan_defer(
 
 def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Written:
     """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
-    search, then deletes the file."""
+    search, then deletes the file. A plan that needs review goes to ``in_review`` instead,
+    and is indexed once approved (sessions_app/review.py)."""
     outcome = inputs.text("outcome", outcome, required=True)
     ahead = _read_ahead(session_name)
     with transactions.write():
@@ -512,11 +524,12 @@ def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> W
         absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
         plan.outcome = outcome
         inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-        plan.status = Plan.Status.COMPLETED
-        plan.completed_at = timezone.now()
+        reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+        plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
+        plan.completed_at = None if reviewed else timezone.now()
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *TOUCHED))
-        _event(session.name, Event.Kind.PLAN_COMPLETED, actor, plan)
+        _event(session.name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, actor, plan)
     written = _retire_file(plan, absorbed)
     log.info("plan completed", extra={"session": session.name, "plan": plan.id})
     return written
@@ -565,9 +578,11 @@ def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: s
         # slip a plan past its limit.
         inputs.text("notes", notes, required=False)
         inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
+        before = plan.sections()
         plan.notes = notes
         _touch(plan)
         statements.update_plan(plan, (*SECTIONS, *TOUCHED))
+        revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before)
         _event(session.name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
         _write_file(undo, plan, previous)
     log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
@@ -630,7 +645,7 @@ def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str
     with transactions.write():
         session = _lock_session(session_name)
         plan = _plan_of(session, plan_id)
-        if not plan.is_open:
+        if not plan.is_open and plan.status != Plan.Status.HELD:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
         absorbed = _discard(session, plan, reason, actor, ahead)
     return _retire_file(plan, absorbed)
