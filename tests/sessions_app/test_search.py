@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from sessions_app import queries, search, services
+from sessions_app import queries, search, services, statements
 from sessions_app.models import Plan
 from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS
 
@@ -274,7 +275,7 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
-        "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version",
+        "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version", "review", "rejections",
         "created_at", "updated_at", "discarded_at",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}
@@ -327,9 +328,16 @@ def test_migration_0006_rebuilds_the_index_for_word_forms_and_back():
             # triggers for columns it lacks.
             search.ensure_index()
             assert search.sqlite_triggers_present() == sorted(SQLITE_TRIGGERS)
-            services.plan_enqueue(session_name=session.name, goal="Old shapes", context="c", approach="a", success_criteria="s")
-            services.plan_pull(session_name=session.name)
-            plans.append(services.plan_complete(session_name=session.name, outcome="done").plan.id)
+            # Written as a plan row of that schema (today's services write columns it lacks).
+            with connection.cursor() as cur:
+                cur.execute(
+                    "INSERT INTO sessions_app_plan (id, session_name, status, sort_key, context, goal, inputs, "
+                    "outputs, approach, success_criteria, notes, outcome, discard_reason, version, created_at, "
+                    "updated_at, completed_at) VALUES ('old00', %s, 'completed', NULL, 'c', 'Old shapes', '', '', "
+                    "'a', 's', '', 'done', '', 1, %s, %s, %s)",
+                    [session.name, *[statements.when(timezone.now())] * 3],
+                )
+            plans.append("old00")
             assert "shapes" in stored_words(plans[2])
     finally:
         _migrate(None)
