@@ -170,3 +170,20 @@ def session_set_review(*, session_name: str, review: str, actor: str) -> Session
             _event(session.name, Event.Kind.SESSION_CHANGED, actor, review=review)
         session.review = review
     return session
+
+
+# --- reads for the edges ------------------------------------------------------------------
+
+
+def waiting(session_name: str, *, limit: int | None = 8) -> tuple[list[Plan], int]:
+    """The session's plans in review, oldest first (the first ``limit``), and how many there are."""
+    rows = Plan.objects.filter(session_id=session_name, status=Plan.Status.IN_REVIEW).order_by("updated_at", "id")
+    total = rows.count()
+    return list(rows.only("id", "session_id", "goal", "updated_at")[:limit] if limit else rows), total
+
+
+def last_rejection(plan: Plan) -> Event | None:
+    """The latest rejection of the plan, if it was ever sent back."""
+    if not plan.rejections:
+        return None
+    return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()
