@@ -181,8 +181,8 @@ def revision(plan: Plan, number: int) -> Version | None:
     if after is None:
         return None
     rev = Revision.objects.get(plan=plan, number=number)
-    before = apply_undo(after, rev.undo) if rev.undo else {n: "" for n in SECTIONS}
-    return Version(rev, before, after)
+    whole = apply_undo(after, rev.undo) if rev.undo else {n: "" for n in SECTIONS}
+    return Version(rev, {n: whole[n] for n in rev.sections if n in SECTIONS}, after)
 
 
 def since(plan: Plan, at: datetime | None) -> list[Revision]:

@@ -18,7 +18,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiRespo
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from sessions_app import review, revisions
+from sessions_app import inputs, review, revisions
 from sessions_app.admin.roles import REVIEW_PERMISSION, actor_for
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
@@ -173,10 +173,10 @@ class PlanRevisionView(ReadOnlyView):
         ],
         responses={200: RevisionDetailSerializer, **_problems(401, 403, 404, 503)},
     )
-    def get(self, request, name: str, plan_id: str, number: int):
+    def get(self, request, name: str, plan_id: str, number: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
         plan = _plan(name, plan_id).plan
-        found = revisions.revision(plan, number)
+        found = revisions.revision(plan, int(number)) if number.isascii() and number.isdigit() and len(number) < 10 else None
         if found is None:
-            raise PlanNotFound(f"Plan {plan_id} has no revision {number}.")
+            raise PlanNotFound(f"Plan {plan_id} has no revision {inputs.shown(number)}.")
         return Response(RevisionDetailSerializer(found).data)

@@ -21,7 +21,7 @@ urlpatterns = [
         name="plan-revisions",
     ),
     path(
-        "sessions/<str:name>/plans/<str:plan_id>/revisions/<int:number>/",
+        "sessions/<str:name>/plans/<str:plan_id>/revisions/<str:number>/",
         review_views.PlanRevisionView.as_view(),
         name="plan-revision",
     ),
