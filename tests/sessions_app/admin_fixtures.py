@@ -111,3 +111,12 @@ def busy(session):
         "active": by_goal["Migrate the customers"],
         "queued": [Plan.objects.get(id=p.id) for p in (q1, q2, q3)],
     }
+
+
+@pytest.fixture
+def approver(db, monkeypatch, settings):
+    """Ada, a reviewer made with `create_reviewer --can-approve`."""
+    fast_hashing(settings)
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
+    call_command("create_reviewer", "ada", "--can-approve", stdout=io.StringIO())
+    return get_user_model().objects.get(username="ada")
