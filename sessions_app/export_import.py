@@ -1,8 +1,9 @@
 """Export a session as one JSON document, and import such a document into a database
 that does not hold the session yet.
 
-The export is lossless: the session, every plan in every state with every field, every
-event, and the text of each open plan's file as the agent left it. The import checks the
+The export is lossless: the session, every plan in every state with every field and every
+revision of its text, every event, and the text of each open plan's file as the agent left
+it. The import checks the
 whole document before it writes anything, then restores it in one transaction: the same
 session name, plan ids, fields and timestamps, the events in their order, and the plan
 files of the queued and active plans.
@@ -21,18 +22,20 @@ from pathlib import Path
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from sessions_app import event_feed, inputs, planfiles, queries, transactions
+from sessions_app import event_feed, inputs, planfiles, queries, revisions, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
-from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 
 FORMAT = "9plan-session-export"
-FORMAT_VERSION = 2
-# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key".
-READABLE_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key". Versions
+# 1 and 2 had no review and no revisions: their plans are read as never reviewed, and each
+# gets one "import" revision holding its text as imported.
+READABLE_VERSIONS = (1, 2, 3)
 
-SESSION_KEYS = ("name", "task_description", "created_at")
+SESSION_KEYS = ("name", "task_description", "created_at", "review")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
@@ -45,7 +48,11 @@ PLAN_KEYS = (
     "completed_at",
     "discarded_at",
     "file_text",
+    "review",
+    "rejections",
+    "revisions",
 )
+REVISION_KEYS = ("number", "kind", "actor", "sections", "undo", "created_at")
 EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
@@ -60,6 +67,7 @@ def export_session(name: object) -> dict:
     """The whole session as plain JSON data (three queries, plus one file read per open plan)."""
     session = queries.get_session(name)
     plans = []
+    kept = revisions.exported(list(Plan.objects.filter(session=session).values_list("id", flat=True)))
     for plan in Plan.objects.filter(session=session).order_by("created_at", "id").iterator(chunk_size=500):
         row = {
             "id": plan.id,
@@ -74,6 +82,9 @@ def export_session(name: object) -> dict:
             # The agent's working copy may hold edits the database takes in only later. Read
             # safely (a regular file, bounded, never blocking); null when it cannot be used.
             "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
+            "review": plan.review,
+            "rejections": plan.rejections,
+            "revisions": kept.get(plan.id, []),
         }
         plans.append(row)
     events = [
@@ -95,6 +106,7 @@ def export_session(name: object) -> dict:
             "name": session.name,
             "task_description": session.task_description,
             "created_at": _when(session.created_at),
+            "review": session.review,
         },
         "plans": plans,
         "events": events,
@@ -163,10 +175,60 @@ def _check_session(data: object) -> Session:
         name=name,
         task_description=_text("session.task_description", data["task_description"], nullable=True),
         created_at=_datetime("session.created_at", data["created_at"], required=True),
+        review=_choice("session.review", data["review"], ReviewPolicy.values),
     )
 
 
-def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str]]:
+def _choice(field: str, value: object, choices) -> str:
+    if value not in choices:
+        raise _fail(field, f"must be one of {', '.join(choices)}; got {value!r}.")
+    return value
+
+
+def _check_revisions(at: str, plan_id: str, rows: object) -> list[Revision]:
+    found: list[Revision] = []
+    previous = 0
+    for i, row in enumerate(_list(at, rows)):
+        where = f"{at}[{i}]"
+        row = _object(where, row, REVISION_KEYS)
+        number = _integer(f"{where}.number", row["number"], minimum=1, maximum=2**31 - 1)
+        if number <= previous:
+            raise _fail(f"{where}.number", "revisions must be listed in increasing number order.")
+        previous = number
+        sections = _list(f"{where}.sections", row["sections"])
+        if any(name not in SECTIONS for name in sections):
+            raise _fail(f"{where}.sections", f"may name only {', '.join(SECTIONS)}.")
+        undo = row["undo"]
+        if not isinstance(undo, dict) or any(
+            name not in SECTIONS
+            or not isinstance(step, list)
+            or len(step) != 2
+            or isinstance(step[0], bool)
+            or not isinstance(step[0], int)
+            or step[0] < 0
+            or not isinstance(step[1], str)
+            for name, step in undo.items()
+        ):
+            raise _fail(f"{where}.undo", "must map section names to [kept prefix length, text].")
+        actor = _text(f"{where}.actor", row["actor"], required=True)
+        if len(actor) > ACTOR_CHARS:
+            raise _fail(f"{where}.actor", f"is {len(actor)} characters; at most {ACTOR_CHARS} are allowed.")
+        found.append(
+            Revision(
+                plan_id=plan_id,
+                number=number,
+                kind=_choice(f"{where}.kind", row["kind"], Revision.Kind.values),
+                actor=actor,
+                sections=sections,
+                undo=undo,
+                created_at=_datetime(f"{where}.created_at", row["created_at"], required=True),
+            )
+        )
+    return found
+
+
+def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str], list[Revision]]:
+    kept: list[Revision] = []
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
@@ -203,12 +265,17 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
             if status not in (Plan.Status.QUEUED, Plan.Status.ACTIVE):
                 raise _fail(f"{at}.file_text", f"must be null for a {status} plan (it has no file).")
             files[plan_id] = file_text
+        if not isinstance(row["review"], bool):
+            raise _fail(f"{at}.review", "must be true or false.")
+        kept.extend(_check_revisions(f"{at}.revisions", plan_id, row["revisions"]))
         plans.append(
             Plan(
                 id=plan_id,
                 session=session,
                 status=status,
                 sort_key=position,
+                review=row["review"],
+                rejections=_integer(f"{at}.rejections", row["rejections"], minimum=0, maximum=2**31 - 1),
                 version=_integer(f"{at}.version", row["version"], minimum=1, maximum=2**31 - 1),
                 created_at=_datetime(f"{at}.created_at", row["created_at"], required=True),
                 updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
@@ -217,7 +284,7 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
                 **text,
             )
         )
-    return plans, files
+    return plans, files, kept
 
 
 def _check_events(session: Session, rows: list, plan_ids: set[str]) -> list[Event]:
@@ -279,12 +346,18 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     if data["format"] != FORMAT:
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
     if data["version"] not in READABLE_VERSIONS or isinstance(data["version"], bool):
-        raise _fail("version", f"must be 1 or 2; this 9plan cannot read version {data['version']!r}.")
-    session = _check_session(data["session"])
+        raise _fail("version", f"must be 1, 2 or 3; this 9plan cannot read version {data['version']!r}.")
+    old = data["version"] < 3
+    session_row = data["session"]
+    if old and isinstance(session_row, dict):
+        session_row = {"review": ReviewPolicy.NONE, **session_row}
+    session = _check_session(session_row)
     rows = _list("plans", data["plans"])
     if data["version"] == 1:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
-    plans, files = _check_plans(session, rows)
+    if old:
+        rows = [{"review": False, "rejections": 0, "revisions": [], **r} if isinstance(r, dict) else r for r in rows]
+    plans, files, kept = _check_plans(session, rows)
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
 
     try:
@@ -295,6 +368,11 @@ def session_import(data: object, *, actor: str = "import") -> Session:
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
             event_feed.before_event_write()
             Event.objects.bulk_create(events)
+            Revision.objects.bulk_create(kept)
+            if old:
+                # The text as imported is where these plans' recorded history begins.
+                for plan in plans:
+                    revisions.record(plan, kind=Revision.Kind.IMPORT, actor=actor, before=None)
             _restore_files(session, plans, files, undo)
     except DatabaseFailed as exc:
         if exc.reason == BROKE_A_RULE:

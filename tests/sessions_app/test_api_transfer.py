@@ -14,9 +14,9 @@ from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from sessions_app import planfiles, queries, services, export_import
-from sessions_app.models import Event, Plan, Session
-from tests.conftest import MANAGE, PYTHON, REPO
+from sessions_app import planfiles, queries, review, revisions, services, export_import
+from sessions_app.models import Event, Plan, Revision, Session
+from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     api,
     fill_session,
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.django_db
 
 PLAN_COLUMNS = [f.attname for f in Plan._meta.concrete_fields]
 EVENT_COLUMNS = ["session_id", "plan_id", "kind", "actor", "detail", "created_at"]
+REVISION_COLUMNS = ["plan_id", "number", "kind", "actor", "sections", "undo", "created_at"]
 
 
 def snapshot(session_name: str) -> dict:
@@ -36,6 +37,9 @@ def snapshot(session_name: str) -> dict:
         "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
         # Ids are re-drawn on import (see export_import.py); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
+        "revisions": list(
+            Revision.objects.filter(plan__session_id=session_name).order_by("plan_id", "number").values_list(*REVISION_COLUMNS)
+        ),
         "files": {
             pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)
         },
@@ -65,7 +69,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     response = api.get(f"/api/sessions/{name}/export/")
     assert response.status_code == 200
     document = response.json()
-    assert document["format"] == "9plan-session-export" and document["version"] == 2
+    assert document["format"] == "9plan-session-export" and document["version"] == 3
     assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
     assert len(document["events"]) == Event.objects.filter(session_id=name).count()
     dump = tmp_path / "export.json"
@@ -156,7 +160,7 @@ def _mutations():
         return next(p for p in doc["plans"] if p["status"] == status)
 
     yield "format", lambda d: d.update(format="something-else")
-    yield "version", lambda d: d.update(version=3)
+    yield "version", lambda d: d.update(version=4)
     yield "version", lambda d: d.update(version=True)
     yield "document", lambda d: d.pop("events")
     yield "document", lambda d: d.update(extra=1)
@@ -176,6 +180,19 @@ def _mutations():
     yield "events[1].plan", lambda d: d["events"][1].update(plan="zzzzz")
     yield "events[0].detail", lambda d: d["events"][0].update(detail=[1])
     yield "events[1].id", lambda d: d["events"][1].update(id=d["events"][0]["id"])
+    yield "session.review", lambda d: d["session"].update(review="sometimes")
+    yield "plans[0].review", lambda d: d["plans"][0].update(review="yes")
+    yield "plans[0].rejections", lambda d: d["plans"][0].update(rejections=-1)
+    yield "plans[0].revisions[0].kind", lambda d: d["plans"][0]["revisions"][0].update(kind="hacked")
+    yield "plans[0].revisions[0].undo", lambda d: d["plans"][0]["revisions"][0].update(undo={"notes": [-1, "x"]})
+    yield "plans[0].revisions[0].sections", lambda d: d["plans"][0]["revisions"][0].update(sections=["../x"])
+    yield "plans[0].revisions[0]", lambda d: d["plans"][0]["revisions"][0].pop("actor")
+
+    def revisions_out_of_order(d):
+        rows = next(p for p in d["plans"] if len(p["revisions"]) > 1)["revisions"]
+        rows[1]["number"] = rows[0]["number"]
+
+    yield "plans[2].revisions[1].number", revisions_out_of_order
 
     def two_active(d):
         plan(d, "queued").update(status="active", sort_key=None)
@@ -279,3 +296,51 @@ def test_a_version_1_document_with_queue_position_imports(session, make_plan):
     export_import.session_import(document)
     keys = list(Plan.objects.filter(session_id=session.name).order_by("sort_key").values_list("sort_key", flat=True))
     assert keys == sorted(row["queue_position"] for row in document["plans"]) and len(keys) == 2
+
+
+def test_a_reviewed_revised_session_round_trips_to_an_equal_one(sessions_dir):
+    session = services.session_create(task_description="Reviewed", review="required")
+    name = session.name
+    for goal in ("Approved one", "Rejected one", "Waiting one"):
+        services.plan_enqueue(session_name=name, **plan_fields(goal=goal))
+    services.plan_pull(session_name=name)
+    services.plan_note(session_name=name, text="Found the cause")
+    approved = services.plan_complete(session_name=name, outcome="Fixed").plan
+    review.plan_review(session_name=name, plan_id=approved.id, decision="approve", actor="user:ada")
+    services.plan_pull(session_name=name)
+    rejected = services.plan_complete(session_name=name, outcome="Half").plan
+    review.plan_review(session_name=name, plan_id=rejected.id, decision="reject", notes="Finish it", actor="user:ada")
+    services.plan_pull(session_name=name)
+    services.plan_note(session_name=name, text="second try")
+    services.plan_defer(session_name=name, reason="waiting on review of the other")
+    services.plan_pull(session_name=name)
+    services.plan_complete(session_name=name, outcome="Waiting")
+    before = snapshot(name)
+    texts = {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)}
+    document = export_import.export_session(name)
+    assert sum(len(p["revisions"]) for p in document["plans"]) == Revision.objects.count() > 3
+
+    wipe(name, sessions_dir)
+    export_import.session_import(json.loads(json.dumps(document)))
+
+    assert snapshot(name) == before
+    assert {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)} == texts
+    assert Session.objects.get(name=name).review == "required"
+    assert queries.check_invariants(name).valid
+    assert [h.plan.id for h in queries.history_search("fixed", session_name=name)] == [approved.id]
+
+
+def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, make_plan):
+    make_plan(session)
+    document = export_import.export_session(session.name)
+    Session.objects.filter(name=session.name).delete()
+    shutil.rmtree(planfiles.session_dir(session.name))
+    document["version"] = 2
+    del document["session"]["review"]
+    for row in document["plans"]:
+        for key in ("review", "rejections", "revisions"):
+            del row[key]
+    export_import.session_import(document, actor="operator")
+    plan = Plan.objects.get(session_id=session.name)
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [(1, "import", "operator")]
+    assert (plan.review, plan.rejections, Session.objects.get(name=session.name).review) == (False, 0, "none")
