@@ -84,23 +84,24 @@ def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, 
         if not undo:
             return None
         changed = list(undo)
+    # One statement: the number is the next one of the plan's (the writer holds the
+    # session's write turn, so no other writer numbers this plan's revisions meanwhile).
     with connection.cursor() as cur:
-        cur.execute(f"SELECT MAX(number) FROM {REVISIONS} WHERE plan_id = %s", [plan.id])
-        number = (cur.fetchone()[0] or 0) + 1
         cur.execute(
             f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
+            f"SELECT %s, COALESCE(MAX(number), 0) + 1, %s, %s, %s, %s, %s FROM {REVISIONS} WHERE plan_id = %s "
+            "RETURNING number",
             [
                 plan.id,
-                number,
                 kind,
                 actor,
                 _SECTIONS_FIELD.get_db_prep_save(changed, connection),
                 _UNDO_FIELD.get_db_prep_save(undo, connection),
                 statements.when(at or timezone.now()),
+                plan.id,
             ],
         )
-    return number
+        return cur.fetchone()[0]
 
 
 # --- reading ----------------------------------------------------------------------------
