@@ -342,7 +342,9 @@ def _check_files(session: Session, plans: list[Plan], result: Validation) -> Non
 
 # --- what others did to an agent's plans ----------------------------------------------
 
-INTERVENTION_KINDS = ("plan_discarded", "plan_requeued", "plan_moved")
+INTERVENTION_KINDS = (
+    "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
+)
 INTERVENTIONS_SHOWN = 3
 
 
@@ -367,6 +369,10 @@ class Intervention:
             "plan_discarded": "was discarded",
             "plan_requeued": "was taken back and returned to the queue",
             "plan_moved": "was moved in the queue",
+            "plan_approved": "was approved in review",
+            "plan_rejected": "was sent back in review to the front of the queue",
+            "plan_held": "was rejected too often and is held for a person",
+            "plan_restored": "had its text restored to an earlier revision",
         }[self.kind]
         why = f": {self.reason}" if self.reason else ""
         return f"Plan {self.plan_id} {what} by {self.actor} at {self.at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC{why}."
@@ -374,7 +380,12 @@ class Intervention:
 
 def _intervention(event: Event) -> Intervention:
     detail = event.detail if isinstance(event.detail, dict) else {}
-    reason = detail.get("reason") or (f"to the {detail['position']}" if detail.get("position") else "")
+    reason = (
+        detail.get("reason")
+        or detail.get("notes")
+        or (f"to the {detail['position']}" if detail.get("position") else "")
+        or (f"revision {detail['revision']}" if detail.get("revision") else "")
+    )
     return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
 
 

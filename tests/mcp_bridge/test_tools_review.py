@@ -67,3 +67,19 @@ async def test_add_with_review_and_bad_options(client):
     bad = await client.call_tool("9plan_session_create", {"review": "always"})
     assert bad.is_error
     assert "review must be exactly 'none' or 'required'" in bad.content[0].text
+
+
+async def test_resume_tells_the_agent_about_review_decisions(client):
+    created = await client.call_tool("9plan_session_create", {"review": "required"})
+    name = created.structured_content["session_name"]
+    plan_id = ok(await client.call_tool("9plan_queue_add", plan_args()), name)["plan_id"]
+    ok(await client.call_tool("9plan_queue_pull", {}), name)
+    ok(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), name)
+    await in_thread(
+        review.plan_review, session_name=name, plan_id=plan_id, decision="reject", notes="No tests", actor="user:rita"
+    )
+    resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+    assert resumed["changed_by_others"][0].startswith(
+        f"Plan {plan_id} was sent back in review to the front of the queue by user:rita at "
+    )
+    assert resumed["changed_by_others"][0].endswith(": No tests.")
