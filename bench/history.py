@@ -219,16 +219,20 @@ def _rows(label: str, total: int, ours: list, theirs: list | None, limit_ms: flo
     ]
 
 
+def _seeded(params: dict) -> tuple:
+    """The small session measured alone, then the big session seeded beside it."""
+    total, repeats = params["search_plans"], params["search_repeats"]
+    _allow_long_queries()
+    small = seed_small()
+    alone = _small_alone(small, repeats)
+    return total, repeats, small, alone, seed(total)
+
+
 def run(data_dir: Path, params: dict) -> dict:
     setup_django(data_dir)
     from django.conf import settings
 
-    total = params["search_plans"]
-    repeats = params["search_repeats"]
-    _allow_long_queries()
-    small = seed_small()
-    alone = _small_alone(small, repeats)
-    session = seed(total)
+    total, repeats, small, alone, session = _seeded(params)
     hand = HandWritten(settings.DATABASES["default"]["NAME"])
     sel_ours, sel_hand = _measure(SELECTIVE, session, hand, repeats)
     progress("history: selective queries measured")
@@ -303,12 +307,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     hand = None
     try:
         setup_django(data_dir, database_url=bench_url)
-        total = params["search_plans"]
-        repeats = params["search_repeats"]
-        _allow_long_queries()
-        small = seed_small()
-        alone = _small_alone(small, repeats)
-        session = seed(total)
+        total, repeats, small, alone, session = _seeded(params)
         # A database that just took 100,000 rows has no statistics until autovacuum gets
         # to it; without them the planner scans every plan instead of using the index.
         from django.db import connection
