@@ -183,7 +183,6 @@ class Revision(models.Model):
         FILE_EDIT = "file_edit"
         DEFER = "defer"
         REVIEW = "review"
-        STAFF = "staff"
         RESTORE = "restore"
         IMPORT = "import"
 

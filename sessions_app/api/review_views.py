@@ -120,7 +120,7 @@ class PlanReviewView(ReadOnlyView):
 
 class RevisionSerializer(serializers.Serializer):
     number = serializers.IntegerField(source="revision.number")
-    kind = serializers.CharField(source="revision.kind", help_text="add, note, file_edit, defer, review, staff, restore or import.")
+    kind = serializers.CharField(source="revision.kind", help_text="add, note, file_edit, defer, review, restore or import.")
     actor = serializers.CharField(source="revision.actor")
     created_at = serializers.DateTimeField(source="revision.created_at")
     sections = serializers.ListField(source="revision.sections", child=serializers.CharField())

@@ -31,7 +31,7 @@ class Migration(migrations.Migration):
             fields=[
                 ('id', models.BigAutoField(primary_key=True, serialize=False)),
                 ('number', models.PositiveIntegerField()),
-                ('kind', models.CharField(choices=[('add', 'Add'), ('note', 'Note'), ('file_edit', 'File Edit'), ('defer', 'Defer'), ('review', 'Review'), ('staff', 'Staff'), ('restore', 'Restore'), ('import', 'Import')], max_length=16)),
+                ('kind', models.CharField(choices=[('add', 'Add'), ('note', 'Note'), ('file_edit', 'File Edit'), ('defer', 'Defer'), ('review', 'Review'), ('restore', 'Restore'), ('import', 'Import')], max_length=16)),
                 ('actor', models.CharField(max_length=150)),
                 ('sections', models.JSONField(default=list)),
                 ('undo', models.JSONField(default=dict)),
