@@ -210,7 +210,7 @@ class ApiRootView(ReadOnlyView):
         summary="List the endpoints",
         description=(
             "Where each endpoint is, as an absolute URL. Parts in braces are filled in (RFC 6570): "
-            "{name} with a session's name, {plan_id} with a plan's id."
+            "{name} with a session's name, {plan_id} with a plan's id, {number} with a revision's number."
         ),
         tags=["api"],
         responses={200: s.ApiRootSerializer, **_problems(401, 403)},
