@@ -14,11 +14,10 @@ $(VENV)/.installed: requirements.txt requirements-dev.txt
 
 install: $(VENV)/.installed
 
+# `manage.py serve` is what an installed 9plan runs as `9plan serve`: migrate, collect the
+# static files, then gunicorn (static files by whitenoise).
 run: install
-	$(PY) manage.py migrate --noinput
-	$(PY) manage.py collectstatic --noinput --verbosity 0
-	@echo "9plan admin: http://$(HOST):$(PORT)/admin/  (log in as a reviewer: $(PY) manage.py create_reviewer NAME; example data: $(PY) manage.py nineplan_demo)"
-	$(VENV)/bin/gunicorn nineplan.wsgi --bind $(HOST):$(PORT) --workers 2 --access-logfile -
+	$(PY) manage.py serve --host $(HOST) --port $(PORT) --workers 2
 
 mcp: install
 	$(PY) manage.py mcp
@@ -30,4 +29,4 @@ bench: install
 	$(PY) bench/run.py
 
 clean:
-	rm -rf $(VENV) staticfiles .pytest_cache test-artifacts
+	rm -rf $(VENV) staticfiles .pytest_cache test-artifacts build *.egg-info

@@ -39,6 +39,7 @@ BENCHMARKS = {
     "search-pg": ("history", "run_postgres"),
     "throughput": ("throughput", "run"),
     "pages": ("pages", "run"),
+    "export": ("export", "run"),
 }
 
 # Each benchmark's sizes: (a full run, a --quick run that only checks the benchmarks work).
@@ -55,6 +56,7 @@ SIZES = {
     "throughput_seconds": (5, 1),
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
+    "export_sizes": ([10_000, 100_000], [100, 1_000]),
 }
 DEFAULT = {name: full for name, (full, _) in SIZES.items()}
 QUICK = {name: quick for name, (_, quick) in SIZES.items()}

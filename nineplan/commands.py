@@ -6,6 +6,8 @@ import logging
 
 from django.core.management.base import BaseCommand
 
+from nineplan.progress import Progress
+
 # -v 0 and 1 (the default): warnings and errors only; -v 2: info; -v 3: debug.
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
 
@@ -29,3 +31,16 @@ class PersonCommand(BaseCommand):
             return super().execute(*args, **options)
         finally:
             root.setLevel(configured)
+            # A command that fails mid-stage ends its progress line, so that the error
+            # that follows starts a line of its own.
+            if self._progress is not None:
+                self._progress.finish()
+
+    _progress: Progress | None = None
+
+    def progress(self) -> Progress:
+        """Progress lines on this command's stderr, shown only when it is a terminal."""
+        if self._progress is None:
+            # The raw stream: Django's wrapper would colour every progress line as an error.
+            self._progress = Progress(getattr(self.stderr, "_out", self.stderr))
+        return self._progress

@@ -40,5 +40,5 @@ def configure_logging(level: str) -> None:
     root.handlers[:] = [handler]
     root.setLevel(LEVELS[level])
     # Library chatter below warnings is noise for an agent's operator.
-    for noisy in ("mcp", "httpx", "uvicorn.access", "django.db.backends"):
+    for noisy in ("mcp", "httpx", "uvicorn.access", "django.db.backends", "axes"):
         logging.getLogger(noisy).setLevel(max(LEVELS[level], logging.WARNING))

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 from django.core.exceptions import ImproperlyConfigured
@@ -102,6 +103,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "sessions_app",
     "mcp_bridge",
+    "axes",
 ]
 
 MIDDLEWARE = [
@@ -113,14 +115,24 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    # Last, as django-axes asks: it turns a locked-out login into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "nineplan.urls"
 
+# The project's own templates (the admin's frame): templates/ in a checkout; an installed
+# wheel carries the same folder inside the nineplan package.
+PROJECT_TEMPLATES = (
+    Path(__file__).resolve().parent / "templates"
+    if (Path(__file__).resolve().parent / "templates").is_dir()
+    else BASE_DIR / "templates"
+)
+
 TEMPLATES = [
     {
         "BACKEND": "django.template.backends.django.DjangoTemplates",
-        "DIRS": [BASE_DIR / "templates"],
+        "DIRS": [PROJECT_TEMPLATES],
         "APP_DIRS": True,
         "OPTIONS": {
             "context_processors": [
@@ -174,6 +186,13 @@ def _databases() -> dict:
             path = Path.cwd() / path
     else:
         path = NINEPLAN_DATA_DIR / "9plan.sqlite3"
+    try:
+        # SQLite creates the file but not its folder: a first `9plan migrate` on a fresh
+        # machine would fail without this. A folder that cannot be made is reported by
+        # the connection itself, with SQLite's own message.
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
     return {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -213,13 +232,41 @@ USE_TZ = True
 FORMAT_MODULE_PATH = ["nineplan.formats"]
 
 STATIC_URL = "static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+# Collected static files: staticfiles/ in a checkout (as `make run` always had them); an
+# installed 9plan has no folder of its own to write into and keeps them in the data
+# directory, beside the database.
+RUNS_FROM_CHECKOUT = (BASE_DIR / "manage.py").is_file()
+STATIC_ROOT = BASE_DIR / "staticfiles" if RUNS_FROM_CHECKOUT else NINEPLAN_DATA_DIR / "static"
 STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
 }
 
 LOGIN_URL = "admin:login"
+
+# --- Failed logins (django-axes) ---------------------------------------------------------
+# An admin on a network is open to password guessing: after NINEPLAN_LOGIN_FAILURE_LIMIT
+# failed logins for one username from one address, that pair is locked out for
+# NINEPLAN_LOGIN_COOLOFF_MINUTES (a correct password is refused too, and further tries
+# restart the wait). Other users, and the same user from elsewhere, are not affected, so a
+# guesser cannot lock everyone out. `9plan axes_reset_username NAME` unlocks at once.
+AUTHENTICATION_BACKENDS = [
+    "axes.backends.AxesStandaloneBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_ENABLED = env_bool("NINEPLAN_LOGIN_LOCKOUT", True)
+AXES_FAILURE_LIMIT = env_int("NINEPLAN_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("NINEPLAN_LOGIN_COOLOFF_MINUTES", 15, minimum=1, maximum=10080))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True  # a correct login forgets the failures before it
+AXES_LOCKOUT_TEMPLATE = "admin/nineplan_locked_out.html"
+# The address is the connection's own: a client could otherwise pick a new one for every
+# guess by sending its own X-Forwarded-For. Behind a proxy (DJANGO_BEHIND_PROXY) the
+# proxy's header is trusted, one hop deep.
+BEHIND_PROXY = env_bool("DJANGO_BEHIND_PROXY", False)
+AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"] if BEHIND_PROXY else ["REMOTE_ADDR"]
+AXES_IPWARE_PROXY_COUNT = 1 if BEHIND_PROXY else None
+AXES_IPWARE_PROXY_ORDER = "right-most"
 
 REST_FRAMEWORK = {
     # Token first: DRF answers a missing credential with the first class's
@@ -266,7 +313,7 @@ SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", False)
 SECURE_HSTS_SECONDS = env_int("DJANGO_SECURE_HSTS_SECONDS", 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
 SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
-SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if env_bool("DJANGO_BEHIND_PROXY", False) else None
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 
 LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, on stderr.
 

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from nineplan.progress import Progress
 from sessions_app import planfiles
 
 log = logging.getLogger("nineplan.backup")
@@ -31,23 +32,25 @@ def default_backup_dir() -> Path:
     return Path(settings.NINEPLAN_DATA_DIR) / "backups"
 
 
-def backup_create(*, destination: Path | None = None, progress=None) -> Path:
+def backup_create(*, destination: Path | None = None, progress: Progress | None = None, notice=None) -> Path:
     """Copies the database (SQLite's online backup API: a consistent snapshot even while
-    writers run) and the sessions folder into a new timestamped folder; returns it."""
+    writers run) and the sessions folder into a new timestamped folder; returns it.
+    ``notice`` receives what a person must know (that PostgreSQL needs pg_dump)."""
+    progress = progress or Progress()
     destination = Path(destination or default_backup_dir())
     target = destination / timezone.now().strftime("9plan-%Y%m%dT%H%M%S%f")
     target.mkdir(parents=True, exist_ok=False)
-    say = progress or (lambda msg: None)
     if connection.vendor == "sqlite":
         db_path = connection.settings_dict["NAME"]
-        say(f"copying database {db_path}")
+        progress.stage(f"Copying the database {db_path}")
         _copy_sqlite(Path(db_path), target / DB_FILE)
-    else:
-        say("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only")
+    elif notice is not None:
+        notice("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only.")
     sessions = planfiles.sessions_root()
     if sessions.is_dir():
-        say(f"copying plan files from {sessions}")
-        _copy_tree(sessions, target / SESSIONS_DIR)
+        progress.stage(f"Copying plan files from {sessions}")
+        _copy_tree(sessions, target / SESSIONS_DIR, progress)
+    progress.finish()
     log.info("backup written", extra={"path": str(target)})
     return target
 
@@ -69,7 +72,7 @@ def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
         source.close()
 
 
-def _copy_tree(source: Path, target: Path) -> None:
+def _copy_tree(source: Path, target: Path, progress: Progress) -> None:
     """Copy the sessions folder; files that vanish mid-copy (a plan completed meanwhile)
     are skipped, and temporary files of writes in progress are left out.
 
@@ -86,6 +89,7 @@ def _copy_tree(source: Path, target: Path) -> None:
         for name in files:
             if name.startswith(planfiles.TEMP_PREFIX):
                 continue
+            progress.advance()
             try:
                 _copy_regular(Path(folder) / name, target / rel / name)
             except FileNotFoundError:

@@ -92,6 +92,16 @@ def _committed_watermark() -> int | None:
         return int(cur.fetchone()[0])
 
 
+def committed_up_to() -> int:
+    """The highest event id below which every event is committed and none can still
+    appear (0 when there are none)."""
+    watermark = _committed_watermark()
+    if watermark is not None:
+        return watermark
+    # SQLite: the visible events are already a gap-free prefix of the ids.
+    return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+
+
 @dataclass
 class FeedPage:
     events: list[Event]

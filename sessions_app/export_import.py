@@ -15,13 +15,16 @@ events are inserted in their exported order, so they keep their relative order.
 
 from __future__ import annotations
 
+import json
 import logging
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from nineplan.progress import Progress
 from sessions_app import event_feed, inputs, planfiles, queries, revisions, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
@@ -57,6 +60,8 @@ EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 FILE_CHARS = 16 * 1024 * 1024
+# Rows fetched per round trip while exporting: a few MiB of plan text at most.
+EXPORT_CHUNK = 500
 
 
 def _when(value: datetime | None) -> str | None:
@@ -64,53 +69,141 @@ def _when(value: datetime | None) -> str | None:
 
 
 def export_session(name: object) -> dict:
-    """The whole session as plain JSON data (three queries, plus one file read per open plan)."""
+    """The whole session as plain JSON data, in memory (for small sessions and tests; the
+    command and the REST API stream it with export_stream)."""
+    return json.loads("".join(export_stream(name)))
+
+
+def export_stream(name: object, *, progress: Progress | None = None) -> Iterator[str]:
+    """The session's export document as JSON text, piece by piece: memory stays flat
+    whatever the session's size (rows are read in chunks and written one by one).
+
+    The session is looked up at once, so a missing one raises before any text is made.
+    The events are those committed when the export began; a plan that changes while the
+    export runs is written as it is when its row is read. Every event's plan is among the
+    exported plans, so the document always imports.
+    """
     session = queries.get_session(name)
-    plans = []
-    kept = revisions.exported(list(Plan.objects.filter(session=session).values_list("id", flat=True)))
-    for plan in Plan.objects.filter(session=session).order_by("created_at", "id").iterator(chunk_size=500):
-        row = {
-            "id": plan.id,
-            "status": plan.status,
-            "sort_key": plan.sort_key,
-            **{key: getattr(plan, key) for key in PLAN_TEXT},
-            "version": plan.version,
-            "created_at": _when(plan.created_at),
-            "updated_at": _when(plan.updated_at),
-            "completed_at": _when(plan.completed_at),
-            "discarded_at": _when(plan.discarded_at),
-            # The agent's working copy may hold edits the database takes in only later. Read
-            # safely (a regular file, bounded, never blocking); null when it cannot be used.
-            "file_text": planfiles.read_plan(session.name, plan.id) if plan.is_open else None,
-            "review": plan.review,
-            "rejections": plan.rejections,
-            "revisions": kept.get(plan.id, []),
+    # Read before the plans: every event up to it belongs to a plan committed by then.
+    last_event = event_feed.committed_up_to()
+    return _export_pieces(session, last_event, progress or Progress())
+
+
+def _dump(value: object) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _export_pieces(session: Session, last_event: int, progress: Progress) -> Iterator[str]:
+    # One plan or event a line, so that the document is also easy to read, grep and diff.
+    yield "{\n"
+    for key, value in (
+        ("format", FORMAT),
+        ("version", FORMAT_VERSION),
+        ("exported_at", _when(timezone.now())),
+        (
+            "session",
+            {
+                "name": session.name,
+                "task_description": session.task_description,
+                "created_at": _when(session.created_at),
+                "review": session.review,
+            },
+        ),
+    ):
+        yield f" {_dump(key)}: {_dump(value)},\n"
+    plans = Plan.objects.filter(session=session)
+    # Counted only for a person watching: the REST export has no use for the totals.
+    progress.stage("Exporting plans", plans.count() if progress.shown else None)
+    yield ' "plans": ['
+    first = True
+    columns = (
+        "id", "status", "sort_key", *PLAN_TEXT, "version", "created_at", "updated_at", "completed_at", "discarded_at",
+        "review", "rejections",
+    )  # fmt: skip
+    kept = _revisions_in_plan_order(session)
+    for row in plans.order_by("created_at", "id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK):
+        plan = dict(zip(columns, row))
+        plan_revisions = kept.take(plan["id"], plan["created_at"])
+        for key in ("created_at", "updated_at", "completed_at", "discarded_at"):
+            plan[key] = _when(plan[key])
+        # The agent's working copy may hold edits the database takes in only later. Read
+        # safely (a regular file, bounded, never blocking); null when it cannot be used.
+        is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
+        plan["file_text"] = planfiles.read_plan(session.name, plan["id"]) if is_open else None
+        plan["revisions"] = plan_revisions
+        yield ("\n  " if first else ",\n  ") + _dump(plan)
+        first = False
+        progress.advance()
+    yield "\n ],\n" if not first else "],\n"
+    events = Event.objects.filter(session=session, id__lte=last_event)
+    progress.stage("Exporting events", events.count() if progress.shown else None)
+    yield ' "events": ['
+    first = True
+    columns = ("id", "plan_id", "kind", "actor", "detail", "created_at")
+    for event_id, plan_id, kind, actor, detail, created_at in events.order_by("id").values_list(*columns).iterator(
+        chunk_size=EXPORT_CHUNK
+    ):
+        event = {
+            "id": event_id,
+            "plan": plan_id,
+            "kind": kind,
+            "actor": actor,
+            "detail": detail,
+            "created_at": _when(created_at),
         }
-        plans.append(row)
-    events = [
-        {
-            "id": event.id,
-            "plan": event.plan_id,
-            "kind": event.kind,
-            "actor": event.actor,
-            "detail": event.detail,
-            "created_at": _when(event.created_at),
-        }
-        for event in Event.objects.filter(session=session).order_by("id").iterator(chunk_size=2000)
-    ]
-    return {
-        "format": FORMAT,
-        "version": FORMAT_VERSION,
-        "exported_at": _when(timezone.now()),
-        "session": {
-            "name": session.name,
-            "task_description": session.task_description,
-            "created_at": _when(session.created_at),
-            "review": session.review,
-        },
-        "plans": plans,
-        "events": events,
-    }
+        yield ("\n  " if first else ",\n  ") + _dump(event)
+        first = False
+        progress.advance()
+    yield "\n ]\n}\n" if not first else "]\n}\n"
+    progress.finish()
+
+
+class _RevisionWalk:
+    """The session's revisions in one query, read alongside the plans in the same order
+    (the plan's creation time, then its id), handing each plan its own, oldest first.
+
+    Only creation times are compared here: plans added in one batch share theirs, and the
+    database may order their ids by a collation Python does not share, so the revisions of
+    plans created at the same time are held until their plan comes."""
+
+    def __init__(self, rows: Iterator[tuple]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+        self._held: dict[str, tuple[datetime, list[dict]]] = {}
+
+    def _group(self) -> tuple[str, datetime, list[dict]]:
+        plan_id, created_at = self._next[0], self._next[1]
+        found = []
+        while self._next is not None and self._next[0] == plan_id:
+            _, _, number, kind, actor, sections, undo, at = self._next
+            found.append(
+                {"number": number, "kind": kind, "actor": actor, "sections": sections, "undo": undo, "created_at": _when(at)}
+            )
+            self._next = next(self._rows, None)
+        return plan_id, created_at, found
+
+    def take(self, plan_id: str, created_at: datetime) -> list[dict]:
+        # Held groups of plans created earlier belong to plans the plan query did not see.
+        self._held = {k: v for k, v in self._held.items() if v[0] >= created_at}
+        if plan_id in self._held:
+            return self._held.pop(plan_id)[1]
+        while self._next is not None and self._next[1] <= created_at:
+            group_plan, group_created, found = self._group()
+            if group_plan == plan_id:
+                return found
+            if group_created == created_at:
+                self._held[group_plan] = (group_created, found)
+        return []
+
+
+def _revisions_in_plan_order(session: Session) -> _RevisionWalk:
+    rows = (
+        Revision.objects.filter(plan__session=session)
+        .order_by("plan__created_at", "plan_id", "number")
+        .values_list("plan_id", "plan__created_at", "number", "kind", "actor", "sections", "undo", "created_at")
+        .iterator(chunk_size=EXPORT_CHUNK)
+    )
+    return _RevisionWalk(iter(rows))
 
 
 # --- import ------------------------------------------------------------------------------
@@ -227,14 +320,18 @@ def _check_revisions(at: str, plan_id: str, rows: object) -> list[Revision]:
     return found
 
 
-def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, str], list[Revision]]:
+def _check_plans(
+    session: Session, rows: list, progress: Progress
+) -> tuple[list[Plan], dict[str, str], list[Revision]]:
     kept: list[Revision] = []
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
     positions: set[int] = set()
     active = 0
+    progress.stage("Checking plans", len(rows))
     for i, row in enumerate(rows):
+        progress.advance()
         at = f"plans[{i}]"
         row = _object(at, row, PLAN_KEYS)
         plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
@@ -287,10 +384,12 @@ def _check_plans(session: Session, rows: list) -> tuple[list[Plan], dict[str, st
     return plans, files, kept
 
 
-def _check_events(session: Session, rows: list, plan_ids: set[str]) -> list[Event]:
+def _check_events(session: Session, rows: list, plan_ids: set[str], progress: Progress) -> list[Event]:
     events: list[Event] = []
     previous = None
+    progress.stage("Checking events", len(rows))
     for i, row in enumerate(rows):
+        progress.advance()
         at = f"events[{i}]"
         row = _object(at, row, EVENT_KEYS)
         number = _integer(f"{at}.id", row["id"], minimum=1)
@@ -340,8 +439,9 @@ def _renamed(row: object, old: str, new: str) -> object:
     return row
 
 
-def session_import(data: object, *, actor: str = "import") -> Session:
+def session_import(data: object, *, actor: str = "import", progress: Progress | None = None) -> Session:
     """Restores an exported session into this database, all or nothing; returns the session."""
+    progress = progress or Progress()
     data = _object("document", data, ("format", "version", "exported_at", "session", "plans", "events"))
     if data["format"] != FORMAT:
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
@@ -357,23 +457,32 @@ def session_import(data: object, *, actor: str = "import") -> Session:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
     if old:
         rows = [{"review": False, "rejections": 0, "revisions": [], **r} if isinstance(r, dict) else r for r in rows]
-    plans, files, kept = _check_plans(session, rows)
-    events = _check_events(session, _list("events", data["events"]), {p.id for p in plans})
+    plans, files, kept = _check_plans(session, rows, progress)
+    events = _check_events(session, _list("events", data["events"]), {p.id for p in plans}, progress)
 
     try:
         with transactions.write() as undo:
             _check_free(session, plans)
             session.save(force_insert=True)
-            Plan.objects.bulk_create(plans)
+            progress.stage("Writing plans", len(plans))
+            for batch in _batches(plans):
+                Plan.objects.bulk_create(batch)
+                progress.advance(len(batch))
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
             event_feed.before_event_write()
-            Event.objects.bulk_create(events)
-            Revision.objects.bulk_create(kept)
+            progress.stage("Writing events", len(events))
+            for batch in _batches(events):
+                Event.objects.bulk_create(batch)
+                progress.advance(len(batch))
+            for batch in _batches(kept):
+                Revision.objects.bulk_create(batch)
             if old:
                 # The text as imported is where these plans' recorded history begins.
                 for plan in plans:
                     revisions.record(plan, kind=Revision.Kind.IMPORT, actor=actor, before=None)
-            _restore_files(session, plans, files, undo)
+            progress.stage("Writing plan files", sum(1 for plan in plans if plan.is_open))
+            _restore_files(session, plans, files, undo, progress)
+        progress.finish()
     except DatabaseFailed as exc:
         if exc.reason == BROKE_A_RULE:
             raise _fail("document", f"the database refused it ({exc.message}); another process may have imported it.") from exc
@@ -385,7 +494,12 @@ def session_import(data: object, *, actor: str = "import") -> Session:
     return session
 
 
-def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], undo: list) -> None:
+def _batches(rows: list, size: int = 1000):
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], undo: list, progress: Progress) -> None:
     root = planfiles.session_dir(session.name)
     created_root = not root.exists()
     planfiles.ensure_session_dir(session.name)
@@ -397,6 +511,7 @@ def _restore_files(session: Session, plans: list[Plan], files: dict[str, str], u
         text = files.get(plan.id)
         planfiles.write_file(session.name, plan.id, text if text is not None else planfiles.render(plan.sections()))
         undo.append(lambda plan_id=plan.id: planfiles.delete_plan(session.name, plan_id))
+        progress.advance()
 
 
 def _remove_empty_tree(root: Path) -> None:

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from django.db import connection
 
+from nineplan.progress import Progress
 from sessions_app import plan_counts, planfiles, search, statements, transactions
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
@@ -197,7 +198,7 @@ def session_repair(*, session_name: str, apply: bool) -> list[Action]:
     return run.actions
 
 
-def index_repair(*, apply: bool) -> list[Action]:
+def index_repair(*, apply: bool, progress: Progress | None = None) -> list[Action]:
     """The search index holds exactly the completed plans (SQLite); rebuilt if not."""
     if connection.vendor != "sqlite":
         return []
@@ -210,6 +211,9 @@ def index_repair(*, apply: bool) -> list[Action]:
         action = Action("*", "reindex", search.FTS_TABLE, f"{indexed} indexed, {completed} completed plans")
         if apply:
             drifted = _index_drift_by_session()
+            if progress is not None:
+                # One statement: nothing to count, but a person sees what the wait is for.
+                progress.stage(f"Rebuilding the search index ({completed:,} completed plans)")
             search.rebuild_index()
             # The index is shared, the event log is per session: each session whose
             # entries were wrong gets the event.
@@ -304,9 +308,10 @@ def session_names() -> list[str]:
     return sorted(names)
 
 
-def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
+def repair_all(*, apply: bool, session_name: str | None = None, progress: Progress | None = None) -> list[Action]:
     """Repairs every session (or just ``session_name``), then the plan counts and the
     search index."""
+    progress = progress or Progress()
     names = [session_name] if session_name is not None else session_names()
     actions: list[Action] = []
     # One query for every session's open plans, then a directory listing each: a session
@@ -314,11 +319,16 @@ def repair_all(*, apply: bool, session_name: str | None = None) -> list[Action]:
     # repair of a server with thousands of sessions costs a listing per session, not a
     # locked read of each.
     expected = _open_plan_ids(names)
+    progress.stage("Checking plan files", len(names))
     for name in names:
+        progress.advance()
         if _looks_in_step(name, expected.get(name, set())):
             continue
         actions.extend(session_repair(session_name=name, apply=apply))
+    progress.stage("Checking plan counts")
     actions.extend(counts_repair(apply=apply, session_name=session_name))
     if session_name is None:
-        actions.extend(index_repair(apply=apply))
+        progress.stage("Checking the search index")
+        actions.extend(index_repair(apply=apply, progress=progress))
+    progress.finish()
     return actions

@@ -43,6 +43,9 @@ FIGURES = [
     "admin: session page",
     "manage.py mcp, start-up + one tool call (ru_maxrss)",
     "manage.py mcp, after the round trips at 100 plans (ru_maxrss)",
+    "nineplan_export, 100 plans",
+    "REST export, 1,000 plans: peak RSS",
+    "nineplan_export peak RSS: 1,000 vs 100 plans (flat)",
 ]
 
 

@@ -31,13 +31,15 @@ from mcp.shared.exceptions import MCPError
 
 REPO = Path(__file__).resolve().parent.parent
 SCENARIOS = Path(__file__).resolve().parent / "scenarios"
+SANDBOXES = Path(__file__).resolve().parent / "sandbox"
 ERROR_LAYOUT = re.compile(
     r"\A\[Session: (?P<session>[^\]\n]+)\] Error: (?P<category>[A-Z_]+)\n\n"
     r"(?P<message>.+?)\n\nSuggested action: (?P<suggestion>.+)\Z",
     re.S,
 )
 VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
-STEP_KINDS = ("tool", "prompt", "edit_file", "restart")
+STEP_KINDS = ("tool", "prompt", "edit_file", "restart", "run_tests")
+TESTS_TIMEOUT = 300  # seconds for a sandbox's whole test run
 EXPECT_KEYS = {
     "is_error",
     "category",
@@ -61,6 +63,7 @@ class Scenario:
     description: str
     steps: list[dict[str, Any]]
     path: Path | None = None
+    sandbox: str | None = None  # a folder of validation/sandbox/, copied fresh for each run
 
 
 @dataclass
@@ -90,7 +93,13 @@ def load(path: Path) -> Scenario:
         description=str(data.get("description") or "").strip(),
         steps=data["steps"],
         path=Path(path),
+        sandbox=data.get("sandbox"),
     )
+    if scenario.sandbox is not None and not (
+        isinstance(scenario.sandbox, str) and re.fullmatch(r"[a-z][a-z0-9_-]*", scenario.sandbox)
+        and (SANDBOXES / scenario.sandbox).is_dir()
+    ):
+        raise ScenarioError(f"{path}: sandbox {scenario.sandbox!r} is not a folder of {SANDBOXES}")
     for number, step in enumerate(scenario.steps, 1):
         _check_step_shape(scenario, number, step)
     return scenario
@@ -110,6 +119,15 @@ def _check_step_shape(scenario: Scenario, number: int, step: Any) -> None:
     extra = set(step) - {kinds[0]} - allowed.get(kinds[0], {"note"})
     if extra:
         raise ScenarioError(f"{where}: unknown key(s) {sorted(extra)} for a '{kinds[0]}' step")
+    if kinds[0] == "run_tests":
+        spec = step["run_tests"]
+        if not isinstance(spec, dict) or spec.get("expect") not in ("pass", "fail"):
+            raise ScenarioError(f"{where}: run_tests needs expect: pass or expect: fail")
+        unknown = set(spec) - {"expect", "passed", "failed"}
+        if unknown:
+            raise ScenarioError(f"{where}: unknown run_tests key(s) {sorted(unknown)}; known: expect, passed, failed")
+        if scenario.sandbox is None:
+            raise ScenarioError(f"{where}: run_tests needs the scenario's 'sandbox'")
 
 
 def all_scenarios(directory: Path = SCENARIOS) -> list[Path]:
@@ -282,6 +300,8 @@ async def replay(scenario: Scenario, data_dir: Path, *, python: str = sys.execut
     Raises ScenarioError naming the first step that misbehaved."""
     data_dir.mkdir(parents=True, exist_ok=True)
     run = Run(scenario)
+    if scenario.sandbox is not None:
+        run.variables["sandbox"] = str(copy_sandbox(scenario.sandbox, data_dir))
     stack = AsyncExitStack()
     try:
         client = await _start(stack, run, data_dir, python)
@@ -294,6 +314,9 @@ async def replay(scenario: Scenario, data_dir: Path, *, python: str = sys.execut
                     client = await _start(stack, run, data_dir, python)
                 elif "edit_file" in step:
                     _edit_file(substitute(step["edit_file"], run.variables))
+                elif "run_tests" in step:
+                    label += " (run_tests)"
+                    run_tests(Path(run.variables["sandbox"]), step["run_tests"], python=python)
                 elif "prompt" in step:
                     await _prompt_step(client, step, run)
                 else:
@@ -344,6 +367,45 @@ def _edit_file(edit: dict[str, Any]) -> None:
             raise ScenarioError(f"edit_file: {old!r} is not in {path.name}")
         text = text.replace(old, new, 1)
     path.write_text(text, encoding="utf-8")
+
+
+def copy_sandbox(name: str, data_dir: Path) -> Path:
+    """A fresh copy of validation/sandbox/NAME in the run's data directory: the agent's
+    edits go there, never into the repository."""
+    import shutil
+
+    target = data_dir / "sandbox" / name
+    shutil.copytree(SANDBOXES / name, target, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+    return target
+
+
+def run_tests(sandbox: Path, spec: dict[str, Any], *, python: str = sys.executable) -> str:
+    """Runs the sandbox's own tests in a process of their own; checks that they pass or
+    fail as expected (and, if given, how many passed and failed). Returns pytest's output."""
+    import subprocess
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_", "NINEPLAN_"))}
+    env.pop("PYTHONPATH", None)
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    try:
+        done = subprocess.run(
+            [python, "-m", "pytest", "-q"], cwd=sandbox, env=env, capture_output=True, text=True, timeout=TESTS_TIMEOUT
+        )
+    except subprocess.TimeoutExpired:
+        raise ScenarioError(f"the sandbox's tests ran longer than {TESTS_TIMEOUT} s") from None
+    output = done.stdout + done.stderr
+    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed)", output.strip().splitlines()[-1] if output.strip() else "")}
+    problems = []
+    if spec["expect"] == "pass" and done.returncode != 0:
+        problems.append(f"the sandbox's tests failed (exit {done.returncode}), expected them to pass")
+    if spec["expect"] == "fail" and done.returncode != 1:
+        problems.append(f"the sandbox's tests exited {done.returncode}, expected 1 (some tests failing)")
+    for word in ("passed", "failed"):
+        if word in spec and counts.get(word, 0) != spec[word]:
+            problems.append(f"{counts.get(word, 0)} {word}, expected {spec[word]}")
+    if problems:
+        raise ScenarioError("; ".join(problems) + f"\n--- pytest output (end) ---\n{output[-2000:]}")
+    return output
 
 
 def _server_log_tail(data_dir: Path, run: Run) -> str:

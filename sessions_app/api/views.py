@@ -12,6 +12,7 @@ from __future__ import annotations
 import hashlib
 
 from django.conf import settings
+from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.http import parse_etags
@@ -374,7 +375,12 @@ class SessionExportView(ReadOnlyView):
         responses={200: s.ExportSerializer, **_problems(401, 403, 404, 503)},
     )
     def get(self, request, name: str):
-        return Response(export_import.export_session(_session_name(name)))
+        # Streamed as it is read: memory stays flat whatever the session's size. The
+        # session is looked up first, so a missing one is still a 404 problem.
+        pieces = export_import.export_stream(_session_name(name))
+        response = StreamingHttpResponse((piece.encode("utf-8") for piece in pieces), content_type="application/json")
+        response["Content-Disposition"] = f'attachment; filename="{name}.json"'
+        return response
 
 
 QUERY = params.TextParam(

@@ -1,8 +1,10 @@
 """Filters for the admin's templates: agent text shown the one safe way (sessions_app.admin.render)
 and cut the one way (sessions_app.excerpts), never with Django's own truncatechars, which
-cuts through words."""
+cuts through words; and waits in words."""
 
 from __future__ import annotations
+
+from datetime import timedelta
 
 from django import template
 from django.utils.safestring import SafeString
@@ -23,3 +25,18 @@ def excerpt(text: str | None, limit: int) -> str:
 def markdown(text: str | None) -> SafeString:
     """Agent Markdown as sanitised HTML: ``{{ plan.outcome|markdown }}``."""
     return render.markdown(text)
+
+
+@register.filter
+def nineplan_duration(value: timedelta | None) -> str:
+    """A wait in words a person reads at a glance: "15 minutes", "1 hour 30 minutes"."""
+    if value is None:
+        return ""
+    minutes = max(1, round(value.total_seconds() / 60))
+    hours, minutes = divmod(minutes, 60)
+    parts = []
+    if hours:
+        parts.append(f"{hours} hour{'s' if hours != 1 else ''}")
+    if minutes:
+        parts.append(f"{minutes} minute{'s' if minutes != 1 else ''}")
+    return " ".join(parts)

@@ -20,7 +20,7 @@ SCENARIOS = replay.all_scenarios()
 
 def test_the_required_scenarios_exist():
     names = {path.stem for path in SCENARIOS}
-    assert {"happy_path", "defer_decompose", "discard", "compaction_recovery", "error_cases"} <= names
+    assert {"happy_path", "defer_decompose", "discard", "compaction_recovery", "error_cases", "notekeeper"} <= names
     for path in SCENARIOS:
         scenario = replay.load(path)
         assert scenario.name == path.stem and scenario.description
@@ -31,15 +31,51 @@ def test_compaction_recovery_restarts_the_server():
     assert any(step.get("restart") for step in scenario.steps)
 
 
+def sandbox_files(root: Path) -> dict[str, bytes]:
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
 @pytest.mark.slow
 @pytest.mark.anyio
 @pytest.mark.parametrize("path", SCENARIOS, ids=[p.stem for p in SCENARIOS])
 async def test_scenario(path: Path, tmp_path):
     scenario = replay.load(path)
+    sandboxes = sandbox_files(replay.SANDBOXES)
     run = await replay.replay(scenario, tmp_path / "data")
     assert run.steps_done == len(scenario.steps)
     restarts = sum(1 for step in scenario.steps if step.get("restart"))
     assert run.servers_started == 1 + restarts
+    # The agent's edits went into the run's own copy; the repository's sandbox is as it was.
+    assert sandbox_files(replay.SANDBOXES) == sandboxes
+
+
+@pytest.mark.slow
+@pytest.mark.anyio
+async def test_the_notekeeper_tests_pass_because_of_the_scenarios_edits(tmp_path):
+    scenario = replay.load(replay.SCENARIOS / "notekeeper.yaml")
+    assert scenario.sandbox == "notekeeper"
+    run = await replay.replay(scenario, tmp_path / "data")
+    copy = Path(run.variables["sandbox"])
+    assert copy.is_relative_to(tmp_path) and copy.name == "notekeeper"
+    store = (copy / "notekeeper" / "store.py").read_text(encoding="utf-8")
+    assert "NotImplementedError" not in store and "def _save(" in store
+    # The same tests on a fresh copy (the skeleton) fail: it is the edits that made them pass.
+    fresh = replay.copy_sandbox("notekeeper", tmp_path / "fresh")
+    replay.run_tests(fresh, {"expect": "fail", "passed": 0, "failed": 7})
+    replay.run_tests(copy, {"expect": "pass", "passed": 7, "failed": 0})
+    with pytest.raises(ScenarioError, match="expected them to pass"):
+        replay.run_tests(fresh, {"expect": "pass"})
+
+
+def test_the_scenarios_that_edit_a_sandbox_say_which():
+    for path in SCENARIOS:
+        scenario = replay.load(path)
+        edits_sandbox = any("run_tests" in step for step in scenario.steps)
+        assert edits_sandbox == (scenario.sandbox is not None), path.stem
 
 
 def test_the_repository_registers_the_server_for_mcp_clients():
@@ -119,6 +155,11 @@ def test_variables_are_substituted_and_saved():
         "steps:\n  - {tool: 9plan_queue_pull, restart: true}\n",
         "steps:\n  - {tool: 9plan_queue_pull, expect: {status: ok}}\n",
         "steps:\n  - {tool: 9plan_queue_pull, arguments: {}}\n",
+        "steps:\n  - {run_tests: {expect: pass}}\n",
+        "sandbox: notekeeper\nsteps:\n  - {run_tests: {expect: green}}\n",
+        "sandbox: notekeeper\nsteps:\n  - {run_tests: {expect: pass, skipped: 1}}\n",
+        "sandbox: ../scenarios\nsteps:\n  - {restart: true}\n",
+        "sandbox: nothing-here\nsteps:\n  - {restart: true}\n",
     ],
 )
 def test_malformed_scenarios_are_refused(tmp_path, text):

@@ -46,6 +46,12 @@ def snapshot(session_name: str) -> dict:
     }
 
 
+def streamed_json(response) -> dict:
+    """The export is streamed: its body comes in pieces, not as one ``content``."""
+    assert response.streaming and response["Content-Type"] == "application/json"
+    return json.loads(b"".join(response.streaming_content))
+
+
 def wipe(session_name: str, sessions_dir) -> None:
     Session.objects.all().delete()
     shutil.rmtree(sessions_dir / session_name)
@@ -68,7 +74,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     before = snapshot(name)
     response = api.get(f"/api/sessions/{name}/export/")
     assert response.status_code == 200
-    document = response.json()
+    document = streamed_json(response)
     assert document["format"] == "9plan-session-export" and document["version"] == 3
     assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
     assert len(document["events"]) == Event.objects.filter(session_id=name).count()
@@ -96,7 +102,7 @@ def test_the_export_command_writes_what_the_api_serves(api, full_session, tmp_pa
     target = tmp_path / "out.json"
     call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
     from_command = json.loads(target.read_text(encoding="utf-8"))
-    from_api = api.get(f"/api/sessions/{full_session.name}/export/").json()
+    from_api = streamed_json(api.get(f"/api/sessions/{full_session.name}/export/"))
     for document in (from_command, from_api):
         document.pop("exported_at")
     assert from_command == from_api
@@ -145,6 +151,56 @@ def test_export_and_import_through_manage_py_into_a_second_database(
     for plan in Plan.objects.filter(session=full_session, status__in=["queued", "active"]):
         restored = other_dir / name / "plans" / f"{plan.id}.txt"
         assert restored.read_text(encoding="utf-8") == planfiles.read_plan(name, plan.id)
+
+
+# --- the export is streamed ----------------------------------------------------------------
+
+
+def test_the_export_comes_in_pieces_one_plan_or_event_a_line(full_session):
+    pieces = list(export_import.export_stream(full_session.name))
+    plans = Plan.objects.filter(session=full_session).count()
+    events = Event.objects.filter(session=full_session).count()
+    # Nothing holds the whole document: each plan and each event is a piece of its own.
+    assert len(pieces) >= plans + events
+    assert max(len(piece) for piece in pieces) < 4096
+    text = "".join(pieces)
+    assert text.count("\n  {") == plans + events
+    assert json.loads(text) == {**export_import.export_session(full_session.name), "exported_at": json.loads(text)["exported_at"]}
+
+
+def test_a_session_without_plans_exports_and_imports(session, sessions_dir):
+    document = export_import.export_session(session.name)
+    assert document["plans"] == [] and document["session"]["name"] == session.name
+    wipe(session.name, sessions_dir)
+    assert export_import.session_import(document).name == session.name
+
+
+def test_work_done_while_the_export_runs_never_breaks_the_document(full_session, sessions_dir):
+    """Events written after the export began are left out, so every event's plan is there."""
+    events_before = Event.objects.filter(session=full_session).count()
+    pieces = export_import.export_stream(full_session.name)
+    late = services.plan_enqueue(session_name=full_session.name, **plan_fields(goal="Added during the export")).plan
+    document = json.loads("".join(pieces))
+    assert len(document["events"]) == events_before
+    assert all(e["plan"] is None or e["plan"] in {p["id"] for p in document["plans"]} for e in document["events"])
+    assert late.id in {p["id"] for p in document["plans"]}
+    wipe(full_session.name, sessions_dir)
+    assert export_import.session_import(document).name == full_session.name
+    assert Plan.objects.filter(id=late.id, status="queued").exists()
+
+
+def test_the_rest_export_of_a_missing_session_is_a_404_problem(api):
+    response = api.get("/api/sessions/calm-green-heron/export/")
+    assert response.status_code == 404
+    assert response.json()["category"] == "SESSION_NOT_FOUND"
+
+
+def test_the_rest_export_is_an_attachment_no_cache_keeps(api, full_session):
+    response = api.get(f"/api/sessions/{full_session.name}/export/")
+    assert response.streaming
+    assert response["Content-Disposition"] == f'attachment; filename="{full_session.name}.json"'
+    assert "no-store" in response["Cache-Control"]
+    b"".join(response.streaming_content)
 
 
 # --- the import refuses a bad document and changes nothing --------------------------------
@@ -344,3 +400,16 @@ def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, 
     plan = Plan.objects.get(session_id=session.name)
     assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [(1, "import", "operator")]
     assert (plan.review, plan.rejections, Session.objects.get(name=session.name).review) == (False, 0, "none")
+
+
+def test_the_export_gives_each_plan_of_a_batch_its_own_revisions(session):
+    # A batch shares one creation time: the export must not rely on the order of their ids.
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Batch {i}") for i in range(6)])
+    for _ in range(6):
+        services.plan_pull(session_name=session.name)
+        services.plan_note(session_name=session.name, text="noted")
+        services.plan_defer(session_name=session.name, reason="later")
+    document = export_import.export_session(session.name)
+    for row in document["plans"]:
+        stored = list(Revision.objects.filter(plan_id=row["id"]).order_by("number").values_list("number", "kind"))
+        assert [(r["number"], r["kind"]) for r in row["revisions"]] == stored == [(1, "add"), (2, "note"), (3, "defer")]

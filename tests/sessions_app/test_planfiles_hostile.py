@@ -11,6 +11,7 @@ alarm: a safety net that fails the test instead of hanging the suite, never a ti
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import stat
@@ -186,8 +187,9 @@ def test_a_linked_file_is_never_exported_shown_or_reported_valid(session, make_p
 
     response = token_client(reader).get(f"/api/sessions/{session.name}/export/")
     assert response.status_code == 200
-    assert SECRET not in response.content.decode()
-    assert response.json()["plans"][0]["file_text"] is None
+    body = b"".join(response.streaming_content).decode()  # the export is streamed
+    assert SECRET not in body
+    assert json.loads(body)["plans"][0]["file_text"] is None
 
     check = admin_reads.plan_file_check(plan)
     assert "symbolic link" in check.problem and not check.matches

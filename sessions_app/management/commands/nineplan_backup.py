@@ -15,5 +15,5 @@ class Command(PersonCommand):
         parser.add_argument("--output", type=Path, help=f"folder to write into (default: {default_backup_dir()})")
 
     def handle(self, *args, output=None, **options):
-        path = backup_create(destination=output, progress=lambda msg: self.stderr.write(msg))
+        path = backup_create(destination=output, progress=self.progress(), notice=self.stderr.write)
         self.stdout.write(f"Backup written to {path}")

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
+import os
 import sys
 
 from django.core.management.base import CommandError
-from django.core.serializers.json import DjangoJSONEncoder
 
 from nineplan.commands import PersonCommand
 from sessions_app import export_import
@@ -25,18 +24,29 @@ class Command(PersonCommand):
 
     def handle(self, *args, session: str, output: str | None, **options):
         try:
-            document = export_import.export_session(session)
+            # Written as it is read, so memory stays flat whatever the session's size.
+            pieces = export_import.export_stream(session, progress=self.progress())
         except NineplanError as exc:
             raise CommandError(f"{exc.category}: {exc.message}") from exc
-        text = json.dumps(document, cls=DjangoJSONEncoder, ensure_ascii=False, indent=1)
         if output is None:
-            sys.stdout.write(text + "\n")
+            for piece in pieces:
+                sys.stdout.write(piece)
+            sys.stdout.flush()
             return
         try:
-            with open(output, "x", encoding="utf-8") as fh:
-                fh.write(text + "\n")
+            fh = open(output, "x", encoding="utf-8")
         except FileExistsError:
             raise CommandError(f"{output} already exists; nothing was written. Choose another file name.") from None
         except OSError as exc:
             raise CommandError(f"Could not write {output}: {exc.strerror or exc}.") from exc
-        self.stderr.write(f"Exported session {document['session']['name']} to {output}.")
+        try:
+            with fh:
+                for piece in pieces:
+                    fh.write(piece)
+        except BaseException as exc:
+            # A half-written export would only fail to import later: no file is better.
+            os.unlink(output)
+            if isinstance(exc, OSError):
+                raise CommandError(f"Could not write {output}: {exc.strerror or exc}; nothing was kept.") from exc
+            raise
+        self.stderr.write(f"Exported session {session} to {output}.")

@@ -40,7 +40,7 @@ class Command(PersonCommand):
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise CommandError(f"{file} is not UTF-8 JSON ({exc}); nothing was imported.") from exc
         try:
-            session = export_import.session_import(document, actor="import")
+            session = export_import.session_import(document, actor="import", progress=self.progress())
         except NineplanError as exc:
             raise CommandError(f"{exc.category}: {exc.message}") from exc
         self.stdout.write(session.name)

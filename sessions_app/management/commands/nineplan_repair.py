@@ -22,7 +22,7 @@ class Command(PersonCommand):
     def handle(self, *args, apply=False, session=None, **options):
         if session is not None and not is_session_name(session):
             raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
-        actions = repair.repair_all(apply=apply, session_name=session)
+        actions = repair.repair_all(apply=apply, session_name=session, progress=self.progress())
         verb = "repaired" if apply else "would repair"
         alone = [a for a in actions if a.kind == "left_alone"]
         actions = [a for a in actions if a.kind != "left_alone"]

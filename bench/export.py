@@ -1,0 +1,141 @@
+"""Peak memory of exporting a session, streamed (nineplan_export, the REST export) against
+the same document built whole in memory, at two session sizes.
+
+Each export runs in a process of its own, whose peak resident memory (ru_maxrss, from
+wait4) is the figure: a streamed export should cost the same at 100,000 plans as at
+10,000, where a document built in memory grows with the session.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from common import (
+    MANAGE,
+    PLAN_COLUMNS,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    plan_ids,
+    plan_row,
+    progress,
+    setup_django,
+)
+
+FLAT = 1.2  # the larger session's peak within this factor of the smaller one's
+
+# The document as 9plan built it before streaming: every row in a list, then one string.
+IN_MEMORY = """
+import json, sys, django
+django.setup()
+import nineplan.urls  # what the command's system checks load, so that both start alike
+from sessions_app import export_import
+text = json.dumps(export_import.export_session(sys.argv[1]), ensure_ascii=False, indent=1)
+with open(sys.argv[2], "w", encoding="utf-8") as out:
+    out.write(text)
+"""
+
+# The REST endpoint through Django's WSGI handler, as gunicorn would run it.
+REST = """
+import sys, django
+django.setup()
+from django.contrib.auth import get_user_model
+from django.test import Client
+client = Client()
+client.force_login(get_user_model().objects.get(username="bench-reader"))
+response = client.get(f"/api/sessions/{sys.argv[1]}/export/")
+assert response.status_code == 200, response.status_code
+size = 0
+for piece in response.streaming_content:
+    size += len(piece)
+print(size)
+"""
+
+
+def seed(session: str, start: int, count: int, total: int) -> None:
+    """``count`` more completed plans of about 1.5 KB, each with its three events."""
+    text = TextMaker(seed=31 + start)
+    now = db_now()
+    ids = plan_ids(count, seed=start + 5, taken=set(_existing_ids(session)))
+    plans = (plan_row(ids[i], session, "completed", None, text.plan(start + i, total), now) for i in range(count))
+    bulk_insert("sessions_app_plan", PLAN_COLUMNS, plans)
+    events = (
+        (session, plan_id, kind, "agent", "{}", now) for plan_id in ids for kind in ("plan_created", "plan_pulled", "plan_completed")
+    )
+    bulk_insert("sessions_app_event", ("session_name", "plan_id", "kind", "actor", "detail", "created_at"), events)
+
+
+def _existing_ids(session: str) -> list[str]:
+    from sessions_app.models import Plan
+
+    return list(Plan.objects.filter(session_id=session).values_list("id", flat=True))
+
+
+def _peak(args: list[str], data_dir: Path) -> tuple[float, float, str]:
+    """(peak RSS in MB, seconds, stdout) of one process running ``args``."""
+    started = time.perf_counter()
+    with open(data_dir / "out.txt", "w+", encoding="utf-8") as out:
+        proc = subprocess.Popen(args, stdout=out, stderr=subprocess.PIPE, env=bench_env(data_dir), cwd=str(REPO))
+        _, status, usage = os.wait4(proc.pid, 0)
+        seconds = time.perf_counter() - started
+        proc.returncode = os.waitstatus_to_exitcode(status)
+        err = proc.stderr.read().decode(errors="replace")
+        proc.stderr.close()
+        if proc.returncode != 0:
+            raise RuntimeError(f"{args[1:3]} failed ({proc.returncode}): {err[-2000:]}")
+        out.seek(0)
+        return usage.ru_maxrss / 1024, seconds, out.read()
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    setup_django(data_dir)
+    from django.contrib.auth import get_user_model
+
+    from sessions_app import services
+
+    get_user_model().objects.create_superuser("bench-reader", password=None)
+    session = services.session_create(task_description="export benchmark", actor="bench").name
+    sizes = params["export_sizes"]
+    rows, measured, done = [], {}, 0
+    for size in sizes:
+        t0 = time.perf_counter()
+        seed(session, done, size - done, sizes[-1])
+        done = size
+        progress(f"export: seeded {size:,} plans in {time.perf_counter() - t0:.0f} s")
+        target = data_dir / "export.json"
+        streamed, seconds, _ = _peak([PYTHON, MANAGE, "nineplan_export", session, "-o", str(target)], data_dir)
+        document_mb = target.stat().st_size / 1e6
+        target.unlink()
+        whole, whole_seconds, _ = _peak([PYTHON, "-c", IN_MEMORY, session, str(target)], data_dir)
+        target.unlink()
+        rest, rest_seconds, body = _peak([PYTHON, "-c", REST, session], data_dir)
+        assert int(body) > 0
+        progress(f"export: {size:,} plans measured")
+        measured[size] = streamed
+        label = f"{size:,} plans ({document_mb:,.0f} MB document)"
+        rows += [
+            _row(f"nineplan_export, {label}: peak RSS (baseline: built in memory)", streamed, whole, "MB", "(shown)"),
+            _row(f"REST export, {size:,} plans: peak RSS", rest, None, "MB", "(shown)"),
+            _row(f"nineplan_export, {size:,} plans: time (baseline: built in memory)", seconds * 1000,
+                 whole_seconds * 1000, "ms", "(shown)"),
+            _row(f"REST export, {size:,} plans: time", rest_seconds * 1000, None, "ms", "(shown)"),
+        ]
+    small, large = sizes[0], sizes[-1]
+    ratio = measured[large] / measured[small]
+    rows.append(
+        {"bench": "export", "figure": f"nineplan_export peak RSS: {large:,} vs {small:,} plans (flat)",
+         "value": measured[large], "baseline": measured[small], "unit": "MB", "ratio": ratio,
+         "target": f"<= {FLAT}x", "met": ratio <= FLAT}
+    )
+    return {"rows": rows}
+
+
+def _row(figure: str, value: float, baseline: float | None, unit: str, target: str) -> dict:
+    return {"bench": "export", "figure": figure, "value": value, "baseline": baseline, "unit": unit,
+            "ratio": None if baseline is None else value / baseline, "target": target, "met": None}
