@@ -168,7 +168,7 @@ def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -
 PLAN_COLUMNS = (
     "id", "session_name", "status", "sort_key", "context", "goal", "inputs", "outputs", "approach",
     "success_criteria", "notes", "outcome", "discard_reason", "version", "created_at", "updated_at",
-    "completed_at", "discarded_at",
+    "completed_at", "discarded_at", "worker", "claimed_at", "lease_expires_at",
 )
 
 
@@ -215,11 +215,25 @@ def db_now():
 def plan_row(plan_id: str, session: str, status: str, position: int | None, sections: dict, when) -> tuple:
     done = when if status == "completed" else None
     gone = when if status == "discarded" else None
+    # An active plan is held by the session's default worker, with a lease that outlasts the run.
+    held = status == "active"
     return (
         plan_id, session, status, position, sections["context"], sections["goal"], sections["inputs"],
         sections["outputs"], sections["approach"], sections["success_criteria"], sections.get("notes", ""),
         sections.get("outcome", "") if status == "completed" else "", "", 1, when, when, done, gone,
+        "default" if held else None, when if held else None, _day_after(when) if held else None,
     )
+
+
+def _day_after(when):
+    """``when`` (as the backend stores it) a day later, in the same form."""
+    from datetime import datetime, timedelta
+
+    from django.db import connection
+
+    if isinstance(when, str):
+        return connection.ops.adapt_datetimefield_value(datetime.fromisoformat(when) + timedelta(days=1))
+    return when + timedelta(days=1)
 
 
 def write_plan_files(session: str, rows: list[tuple[str, dict]]) -> None:

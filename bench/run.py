@@ -38,6 +38,8 @@ BENCHMARKS = {
     "search": ("history", "run"),
     "search-pg": ("history", "run_postgres"),
     "throughput": ("throughput", "run"),
+    "workers": ("workers", "run"),
+    "workers-pg": ("workers", "run_postgres"),
     "pages": ("pages", "run"),
     "export": ("export", "run"),
 }
@@ -54,6 +56,9 @@ SIZES = {
     "search_repeats": (10, 2),
     "throughput_processes": (4, 4),
     "throughput_seconds": (5, 1),
+    "workers_count": (8, 8),
+    "workers_seconds": (5, 1),
+    "workers_plans": (2_000, 200),
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),
@@ -105,6 +110,8 @@ def fmt(value, unit: str) -> str:
         return f"{value:,.{digits}f} ms"
     if unit == "ops/s":
         return f"{value:,.0f}/s"
+    if unit == "cycles/s":
+        return f"{value:,.0f} cycles/s"
     if unit == "count":
         return f"{value:,.0f}"
     if unit == "MB":
@@ -195,11 +202,20 @@ def main() -> None:
     parser.add_argument("--keep", action="store_true", help="keep the data directories (path printed)")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "DATA_DIR", "PARAMS"), help=argparse.SUPPRESS)
     parser.add_argument("--worker", nargs=3, metavar=("DATA_DIR", "SESSION", "SECONDS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--drain", nargs=5, metavar=("DATA_DIR", "DATABASE_URL", "SESSION", "WORKER", "SECONDS"), help=argparse.SUPPRESS
+    )
     args = parser.parse_args()
 
     if args.child:
         name, data_dir, params = args.child
         child(name, Path(data_dir), json.loads(params))
+        return
+    if args.drain:
+        import workers
+
+        data_dir, database_url, session, worker, seconds = args.drain
+        workers.drain(Path(data_dir), database_url, session, worker, float(seconds))
         return
     if args.worker:
         import throughput

@@ -27,6 +27,15 @@ DEPENDENCIES: describe inputs in words, not ids. Find what earlier plans produce
 ORDER: adding A, B, C one by one at 'front' gives C, B, A; 9plan_queue_add_batch keeps
 the order you give.
 
+PARALLEL WORK: several agents (subagents, other machines) can work one session at once.
+A lead gives each one the session name and its own worker name (e.g. 'tests-1'); each
+passes worker=<its name> to pull, note, defer, complete and discard, and holds one plan
+at a time. Queue a merge step with depends_on (in a batch, the indexes of earlier plans:
+A, B, then C with depends_on [0, 1]); it is pulled only once A and B are completed.
+QUEUE_BLOCKED means plans wait for others' work: pull again later. A pulled plan is
+leased (default 30 minutes): every write renews it, 9plan_plan_renew renews it without
+writing; a worker silent longer loses the plan to the queue (LEASE_LOST on its next write).
+
 RECOVERY: every response starts with [Session: name]. After losing context, call
 9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every tool
 also takes session_name, to act on a session other than the current one; over HTTP,
@@ -45,7 +54,8 @@ WORKFLOW:
 4. DEPENDENCIES: say in each plan's inputs what it needs from earlier plans (in words),
    and in its outputs what it produces (specific enough to search for).
 5. ENQUEUE: add them in dependency order with 9plan_queue_add_batch (keeps order), or one
-   by one with 9plan_queue_add at 'back'.
+   by one with 9plan_queue_add at 'back'. For parts others can work in parallel, give the
+   step that needs them depends_on (ids, or indexes of earlier plans in the batch).
 6. START: 9plan_queue_pull, work the plan, 9plan_plan_complete with a concrete outcome,
    and pull again until the queue is empty.
 
@@ -58,6 +68,10 @@ PLAN CHECKLIST:
 
 NOTE: adding A, B, C one by one at 'front' gives C, B, A; use 9plan_queue_add_batch to
 keep an order.
+
+PARALLEL: to hand parts to subagents, give each the session name and a worker name of its
+own; each passes worker=<name> on pull, note, defer, complete and discard. Plans queued
+with depends_on wait until those plans are completed.
 """
 
 

@@ -148,5 +148,24 @@ def add_tools(server: NineplanServer) -> None:
             ),
             structured_output=False,
         )
+        parameters = server._tool_manager.get_tool(name).parameters
         # Advertise what call_tool enforces: no arguments beyond the declared ones.
-        server._tool_manager.get_tool(name).parameters["additionalProperties"] = False
+        parameters["additionalProperties"] = False
+        _drop_titles(parameters)
+
+
+def _drop_titles(schema: Any) -> None:
+    """Remove the titles pydantic derives from argument names ("session_name" becomes
+    "Session Name"): they repeat the names, and tools/list is sent to every client and
+    spent from the model's context (docs/design.md, "The edges")."""
+    if not isinstance(schema, dict):
+        return
+    schema.pop("title", None)
+    for sub in (schema.get("properties") or {}).values():
+        _drop_titles(sub)
+    for sub in (schema.get("$defs") or {}).values():
+        _drop_titles(sub)
+    for key in ("anyOf", "oneOf", "allOf"):
+        for sub in schema.get(key) or ():
+            _drop_titles(sub)
+    _drop_titles(schema.get("items"))

@@ -22,6 +22,14 @@ BY_CATEGORY = {
     "NO_ACTIVE_PLAN": "Pull the next plan with 9plan_queue_pull first.",
     "PLAN_ALREADY_ACTIVE": "Finish the active plan with 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.",
     "QUEUE_EMPTY": "Nothing left to do: the task is complete. Add plans with 9plan_queue_add if more work appears.",
+    "QUEUE_BLOCKED": (
+        "Wait for the plans named to complete, then call 9plan_queue_pull again; 9plan_session_resume shows "
+        "what each plan waits for."
+    ),
+    "LEASE_LOST": (
+        "Stop work on that plan; call 9plan_queue_pull for the next one (the reclaimed plan may come back to you "
+        "with its notes). Renew a long claim with 9plan_plan_renew."
+    ),
     "VALIDATION_ERROR": "Correct the named argument and call again; nothing was changed.",
     "FILE_SYSTEM_ERROR": "Check that the sessions directory exists, is writable and has free space; nothing was changed.",
     "DATABASE_ERROR": "Retry the call; if it keeps failing, check the database and run 9plan_admin_validate.",
@@ -45,6 +53,16 @@ BY_REASON = {
         "and call again; 9plan_admin_validate lists what it found."
     ),
     errors.PLAN_FILE_TOO_LARGE: "Shorten the plan file (move long detail into files of your own) and call again.",
+    errors.NOTHING_ADDED: "Add plans with 9plan_queue_add or 9plan_queue_add_batch, then call 9plan_queue_pull.",
+    errors.NOTHING_COMPLETED: "Add plans with 9plan_queue_add if work remains; otherwise the session is done.",
+    errors.OTHERS_ACTIVE: (
+        "Other workers still hold plans and may add or defer more: call 9plan_queue_pull again later, or stop "
+        "if your part is done."
+    ),
+    errors.WAITING_FOR_PERSON: (
+        "The named plans ran out of attempts and wait for a person to requeue or discard them in the admin; "
+        "tell the user."
+    ),
     errors.UNSAFE_FOLDER: "Replace the folder named in the message with a real folder (or remove it), then call again.",
     UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",
     UNKNOWN_ARGUMENT: "Remove or correct the named argument(s) and call again; nothing was changed.",

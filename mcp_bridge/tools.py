@@ -23,7 +23,7 @@ from mcp_bridge.readiness import wait_ready
 from sessions_app import excerpts, inputs, planfiles, queries, review, services
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
-from sessions_app.models import Plan
+from sessions_app.models import DEFAULT_WORKER, Plan
 
 log = logging.getLogger("nineplan.mcp")
 # Who the events of a tool call name: over stdio (and over loopback HTTP without a token)
@@ -33,6 +33,8 @@ ACTOR = "agent"
 # (docs/design.md, "The edges"): lists are capped (with a count of the rest) and long texts
 # become short snippets measured in encoded bytes, since one emoji costs four.
 LIST_CAP = 8
+WORKERS_CAP = 6
+BLOCKED_CAP = 3
 BATCH_CAP = 15
 ISSUE_CAP = 6
 SEARCH_BYTES = 1500
@@ -162,8 +164,8 @@ def _call(
 SessionArg = Annotated[
     str | None,
     Field(
-        description="Session to act on, e.g. 'brave-amber-otter'. Omit to use the session created or "
-        "resumed on this connection."
+        description="Session name, e.g. 'brave-amber-otter'. Omit for the one created or resumed on this "
+        "connection."
     ),
 ]
 PositionArg = Annotated[
@@ -174,6 +176,40 @@ PositionArg = Annotated[
         json_schema_extra={"enum": ["front", "back"]},
     ),
 ]
+
+
+WorkerArg = Annotated[
+    str | None,
+    Field(description="Your worker name if agents share the session (1-64 of A-Za-z0-9._-)."),
+]
+DependsArg = Annotated[
+    list[str] | None, Field(description="Plan ids this plan waits for: it is pulled only once they are completed.")
+]
+
+
+def _lease(plan: Plan) -> str | None:
+    return plan.lease_expires_at.isoformat(timespec="seconds") if plan.lease_expires_at else None
+
+
+def _workers(state: queries.SessionState) -> list[dict[str, Any]]:
+    return [
+        {"worker": p.worker, "plan_id": p.id, "goal": excerpts.fit_json(p.goal, 40), "lease_until": _lease(p)}
+        for p in state.held[:WORKERS_CAP]
+    ]
+
+
+def _blocked(state: queries.SessionState) -> list[str]:
+    return [excerpts.fit_json(b.describe(), 150) for b in state.blocked[:BLOCKED_CAP]]
+
+
+def _parallel_view(state: queries.SessionState, data: dict[str, Any]) -> None:
+    """Every worker's plan and lease, and what blocked plans wait for: only when a named
+    worker holds a plan or something is blocked, so a single agent's answers keep their shape."""
+    if any(p.worker != DEFAULT_WORKER for p in state.held):
+        data["workers"] = _workers(state)
+        data["workers_more"] = max(0, len(state.held) - WORKERS_CAP)
+    if state.blocked:
+        data["blocked"] = _blocked(state)
 
 
 def _with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
@@ -218,6 +254,10 @@ def session_create(
             json_schema_extra={"enum": ["none", "required"]},
         ),
     ] = None,
+    lease_seconds: Annotated[
+        int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
+    ] = None,
+    max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
@@ -225,7 +265,13 @@ def session_create(
     Example: {"task_description": "Port the billing service to Django"}"""
 
     def body(_: str | None) -> CallToolResult:
-        session = services.session_create(task_description=task_description, review=review, actor=_actor(ctx))
+        session = services.session_create(
+            task_description=task_description,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            review=review,
+            actor=_actor(ctx),
+        )
         _state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not _state(ctx).remembers(ctx):
@@ -247,7 +293,7 @@ def session_resume(
     def body(name: str | None) -> CallToolResult:
         state = queries.session_state(name, limit=LIST_CAP)
         _state(ctx).set(ctx, state.session.name)
-        active = state.active
+        active = state.default_workers_plan
         data = {
             "session_path": queries.session_path(state.session.name),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
@@ -260,6 +306,7 @@ def session_resume(
             "completed_count": state.completed_count,
         }
         _add_in_review(data, state.session.name)
+        _parallel_view(state, data)
         # What a reviewer or an integration did to the session's plans since an agent last
         # acted here: a discarded or taken-back plan must not go unnoticed.
         changed = queries.interventions(state.session.name)
@@ -292,6 +339,7 @@ def queue_add(
     outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
     position: PositionArg = None,
     review: ReviewArg = None,
+    depends_on: DependsArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Add one self-contained plan to the queue and write its plan file. Use 'front' for work
@@ -301,18 +349,18 @@ def queue_add(
     "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
 
     def body(name: str | None) -> CallToolResult:
-        placed = services.plan_enqueue(
-            session_name=name,
+        fields = dict(
             context=context,
             goal=goal,
             approach=approach,
             success_criteria=success_criteria,
             inputs=inputs,
             outputs=outputs,
-            position=position,
-            review=review,
-            actor=_actor(ctx),
+            depends_on=depends_on,
         )
+        placed = services.plan_enqueue_many(
+            session_name=name, plans=[fields], position=position, review=review, actor=_actor(ctx)
+        )[0]
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan added.", data)
@@ -328,6 +376,9 @@ class PlanSpec(BaseModel):
     success_criteria: str = Field(description="Observable completion conditions.")
     inputs: str | None = Field(default=None, description="Needed from other plans, described.")
     outputs: str | None = Field(default=None, description="What it produces.")
+    depends_on: list[str | int] | None = Field(
+        default=None, description="Plan ids, or indexes of earlier plans in this batch, to complete first."
+    )
 
 
 def queue_add_batch(
@@ -339,7 +390,7 @@ def queue_add_batch(
 ) -> CallToolResult:
     """Add several plans in one call, keeping their order, at the front or the back; all are
     added or none. Use it to decompose: [A, B, C] at 'front' are worked A, then B, then C,
-    before anything already queued.
+    before anything already queued. For parallel work, C with depends_on [0, 1] waits for A and B.
     Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
     "success_criteria": "..."}, {...}], "position": "front"}"""
 
@@ -363,14 +414,15 @@ def queue_add_batch(
     return _call(ctx, session_name, body)
 
 
-def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
-    """Take the plan at the front of the queue and make it active; returns its full text.
+def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg = None) -> CallToolResult:
+    """Claim the first ready plan in the queue for your worker; returns its full text.
     Work on it, then call 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.
-    Errors: PLAN_ALREADY_ACTIVE (finish the active one first), QUEUE_EMPTY (task complete).
+    Errors: PLAN_ALREADY_ACTIVE (finish yours first), QUEUE_BLOCKED (plans wait for others),
+    QUEUE_EMPTY (task complete).
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(session_name=name, actor=_actor(ctx))
+        plan = services.plan_pull(session_name=name, worker=worker, actor=_actor(ctx))
         remaining = queries.queue_length(name)
         data = {
             "plan_id": plan.id,
@@ -378,8 +430,16 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
             "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
-        text, notice = queries.plan_file_text(plan)
+        if plan.worker != DEFAULT_WORKER or plan.attempts:
+            data.update(worker=plan.worker, attempt=plan.attempts + 1, lease_until=_lease(plan))
         summary = "Plan pulled; its full text follows. Edit the file's Notes as you work."
+        late = queries.late_writes(plan.id) if plan.attempts else []
+        if late:
+            data["late_writes"] = [
+                {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
+            ]
+            summary += " Text a worker sent after losing this plan is in late_writes."
+        text, notice = queries.plan_file_text(plan)
         rejected = review.last_rejection(plan)
         if rejected is not None:
             # Shown first: the reviewer's notes say what the last attempt lacked.
@@ -399,6 +459,18 @@ def queue_pull(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     return _call(ctx, session_name, body)
 
 
+def plan_renew(ctx: Context, worker: WorkerArg = None, session_name: SessionArg = None) -> CallToolResult:
+    """Renew the lease on your plan without writing to it, when the work takes longer than
+    the lease (any note, defer or complete renews it too).
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = services.plan_renew(session_name=name, worker=worker, actor=_actor(ctx))
+        return responses.ok(name, "Lease renewed.", {"plan_id": plan.id, "lease_until": _lease(plan)})
+
+    return _call(ctx, session_name, body)
+
+
 # --- the active plan --------------------------------------------------------------------
 
 
@@ -406,6 +478,7 @@ def plan_defer(
     ctx: Context,
     reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
     position: PositionArg = None,
+    worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Put the active plan back in the queue without finishing it. Blocked on something?
@@ -415,7 +488,9 @@ def plan_defer(
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
 
     def body(name: str | None) -> CallToolResult:
-        placed = services.plan_defer(session_name=name, reason=reason, position=position, actor=_actor(ctx))
+        placed = services.plan_defer(
+            session_name=name, reason=reason, position=position, worker=worker, actor=_actor(ctx)
+        )
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, _with_file_notice(placed.file_notice, "Plan deferred.", data), data)
@@ -429,6 +504,7 @@ def plan_complete(
         str,
         Field(description="What was done and what it produced (files, names, decisions): later plans find it by search."),
     ],
+    worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Mark the active plan done. Stores the outcome, keeps your edits to the plan file,
@@ -437,7 +513,7 @@ def plan_complete(
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_complete(session_name=name, outcome=outcome, actor=_actor(ctx))
+        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=_actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
         data = {
@@ -461,6 +537,7 @@ def plan_complete(
 def plan_discard(
     ctx: Context,
     reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
+    worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Drop the active plan without doing it. A discarded plan is never searchable history.
@@ -469,7 +546,7 @@ def plan_discard(
     Example: {"reason": "Superseded by the new auth plan"}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_discard(session_name=name, reason=reason, actor=_actor(ctx))
+        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=_actor(ctx))
         plan = written.plan
         data = {"plan_id": plan.id, "queue_length": queries.queue_length(name)}
         return responses.ok(name, _with_file_notice(written.file_notice, "Plan discarded.", data), data)
@@ -488,6 +565,7 @@ def plan_note(
             json_schema_extra={"enum": ["append", "replace"]},
         ),
     ] = None,
+    worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Write the active plan's Notes: findings, decisions, progress, so they survive context
@@ -496,7 +574,7 @@ def plan_note(
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(session_name=name, text=text, mode=mode, actor=_actor(ctx))
+        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=_actor(ctx))
         plan = written.plan
         data = {
             "plan_id": plan.id,
@@ -637,6 +715,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             and validation_result.invariants["no_orphaned_files"],
         }
         _add_in_review(data, name)
+        _parallel_view(state, data)
         return responses.ok(name, "Session state.", data)
 
     return _call(ctx, session_name, body)
@@ -654,6 +733,7 @@ TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
     ("9plan_plan_complete", plan_complete, "Complete active plan"),
     ("9plan_plan_discard", plan_discard, "Discard active plan"),
     ("9plan_plan_note", plan_note, "Write active plan's notes"),
+    ("9plan_plan_renew", plan_renew, "Renew the lease"),
     ("9plan_history_search", history_search, "Search completed plans"),
     ("9plan_history_get", history_get, "Read a completed plan"),
     ("9plan_admin_validate", admin_validate, "Check invariants"),

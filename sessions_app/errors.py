@@ -53,6 +53,19 @@ class QueueEmpty(NineplanError):
     category = "QUEUE_EMPTY"
 
 
+class QueueBlocked(NineplanError):
+    """Plans are queued (or held by other workers) but none can be handed out now."""
+
+    category = "QUEUE_BLOCKED"
+
+
+class LeaseLost(NineplanError):
+    """The worker's claim ran out and was reclaimed: its write changed nothing of the plan
+    (its text was kept aside for the plan's next holder and reviewers)."""
+
+    category = "LEASE_LOST"
+
+
 class ValidationFailed(NineplanError):
     category = "VALIDATION_ERROR"
 
@@ -79,6 +92,10 @@ PLAN_FILE_REFUSED = "plan_file_refused"
 PLAN_FILE_TOO_LARGE = "plan_file_too_large"
 UNSAFE_FOLDER = "unsafe_folder"
 NOT_IN_REVIEW = "not_in_review"
+NOTHING_ADDED = "nothing_added"
+NOTHING_COMPLETED = "nothing_completed"
+OTHERS_ACTIVE = "others_active"
+WAITING_FOR_PERSON = "waiting_for_person"
 
 # Every category an edge may answer with, for the edges' tables and their tests.
 CATEGORIES = tuple(
@@ -89,6 +106,8 @@ CATEGORIES = tuple(
         NoActivePlan,
         PlanAlreadyActive,
         QueueEmpty,
+        QueueBlocked,
+        LeaseLost,
         ValidationFailed,
         FileSystemFailed,
         DatabaseFailed,

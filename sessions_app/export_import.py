@@ -18,27 +18,41 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Iterator
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from django.db.models import Aggregate, CharField, OuterRef, Subquery
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from nineplan.progress import Progress
 from sessions_app import event_feed, inputs, planfiles, queries, revisions, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
-from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
+from sessions_app.models import (
+    DEFAULT_WORKER,
+    MAX_LEASE_SECONDS,
+    SECTIONS,
+    Event,
+    Plan,
+    PlanDependency,
+    ReviewPolicy,
+    Revision,
+    Session,
+)
 
 log = logging.getLogger("nineplan.export_import")
 
 FORMAT = "9plan-session-export"
 FORMAT_VERSION = 3
 # Version 1 named the queue's sort key "queue_position"; it is read as "sort_key". Versions
-# 1 and 2 had no review and no revisions: their plans are read as never reviewed, and each
-# gets one "import" revision holding its text as imported.
+# 1 and 2 had no review, no revisions, no workers, leases or dependencies: their plans are
+# read as never reviewed, each gets one "import" revision holding its text as imported, and
+# an active plan is restored as the default worker's, with a fresh lease. A version 3
+# document written before review existed (no review keys) is read as never reviewed too.
 READABLE_VERSIONS = (1, 2, 3)
 
-SESSION_KEYS = ("name", "task_description", "created_at", "review")
+SESSION_KEYS_V2 = ("name", "task_description", "created_at")
+SESSION_KEYS = (*SESSION_KEYS_V2, "review", "lease_seconds", "max_attempts")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
@@ -56,6 +70,8 @@ PLAN_KEYS = (
     "revisions",
 )
 REVISION_KEYS = ("number", "kind", "actor", "sections", "undo", "created_at")
+CLAIM_KEYS = ("worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person", "depends_on")
+PLAN_KEYS_V3 = (*PLAN_KEYS, *CLAIM_KEYS)
 EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
@@ -89,6 +105,22 @@ def export_stream(name: object, *, progress: Progress | None = None) -> Iterator
     return _export_pieces(session, last_event, progress or Progress())
 
 
+class _IdList(Aggregate):
+    """The ids of a group joined by commas (plan ids hold none): GROUP_CONCAT on SQLite,
+    STRING_AGG on PostgreSQL."""
+
+    function = "GROUP_CONCAT"
+    output_field = CharField()
+
+    def as_postgresql(self, compiler, connection, **extra):
+        return self.as_sql(compiler, connection, function="STRING_AGG", template="%(function)s(%(expressions)s, ',')")
+
+
+def _depends_on_ids() -> Subquery:
+    links = PlanDependency.objects.filter(plan=OuterRef("pk")).order_by().values("plan")
+    return Subquery(links.annotate(ids=_IdList("depends_on_id")).values("ids")[:1])
+
+
 def _dump(value: object) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
@@ -107,6 +139,8 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
                 "task_description": session.task_description,
                 "created_at": _when(session.created_at),
                 "review": session.review,
+                "lease_seconds": session.lease_seconds,
+                "max_attempts": session.max_attempts,
             },
         ),
     ):
@@ -118,14 +152,23 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
     first = True
     columns = (
         "id", "status", "sort_key", *PLAN_TEXT, "version", "created_at", "updated_at", "completed_at", "discarded_at",
-        "review", "rejections",
+        "review", "rejections", "worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person",
     )  # fmt: skip
     kept = _revisions_in_plan_order(session)
-    for row in plans.order_by("created_at", "id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK):
+    # Each plan's dependencies come with its row (a subquery), so the export reads no more
+    # statements for them whatever the session holds.
+    rows = (
+        plans.annotate(depends=_depends_on_ids())
+        .order_by("created_at", "id")
+        .values_list(*columns, "depends")
+        .iterator(chunk_size=EXPORT_CHUNK)
+    )
+    for row in rows:
         plan = dict(zip(columns, row))
         plan_revisions = kept.take(plan["id"], plan["created_at"])
-        for key in ("created_at", "updated_at", "completed_at", "discarded_at"):
+        for key in ("created_at", "updated_at", "completed_at", "discarded_at", "claimed_at", "lease_expires_at"):
             plan[key] = _when(plan[key])
+        plan["depends_on"] = sorted(row[-1].split(",")) if row[-1] else []
         # The agent's working copy may hold edits the database takes in only later. Read
         # safely (a regular file, bounded, never blocking); null when it cannot be used.
         is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
@@ -261,15 +304,19 @@ def _text(
     return inputs.text(field, value, required=required, max_chars=max_chars)
 
 
-def _check_session(data: object) -> Session:
-    data = _object("session", data, SESSION_KEYS)
+def _check_session(data: object, version: int) -> Session:
+    data = _object("session", data, SESSION_KEYS if version >= 3 else (*SESSION_KEYS_V2, "review"))
     name = inputs.session_name(data["name"], field="session.name")
-    return Session(
+    session = Session(
         name=name,
         task_description=_text("session.task_description", data["task_description"], nullable=True),
         created_at=_datetime("session.created_at", data["created_at"], required=True),
         review=_choice("session.review", data["review"], ReviewPolicy.values),
     )
+    if version >= 3:
+        session.lease_seconds = _integer("session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS)
+        session.max_attempts = _integer("session.max_attempts", data["max_attempts"], minimum=1, maximum=100)
+    return session
 
 
 def _choice(field: str, value: object, choices) -> str:
@@ -321,19 +368,20 @@ def _check_revisions(at: str, plan_id: str, rows: object) -> list[Revision]:
 
 
 def _check_plans(
-    session: Session, rows: list, progress: Progress
-) -> tuple[list[Plan], dict[str, str], list[Revision]]:
+    session: Session, rows: list, version: int, progress: Progress
+) -> tuple[list[Plan], dict[str, str], list[tuple[str, str]], list[Revision]]:
     kept: list[Revision] = []
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
     positions: set[int] = set()
-    active = 0
+    workers: set[str] = set()
+    links: list[tuple[str, str]] = []
     progress.stage("Checking plans", len(rows))
     for i, row in enumerate(rows):
         progress.advance()
         at = f"plans[{i}]"
-        row = _object(at, row, PLAN_KEYS)
+        row = _object(at, row, PLAN_KEYS_V3 if version >= 3 else PLAN_KEYS)
         plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
         if plan_id in seen:
             raise _fail(f"{at}.id", f"plan {plan_id} appears twice.")
@@ -349,10 +397,13 @@ def _check_plans(
             positions.add(position)
         elif position is not None:
             raise _fail(f"{at}.sort_key", f"must be null for a {status} plan.")
+        claim = _check_claim(at, row, status, version, session)
         if status == Plan.Status.ACTIVE:
-            active += 1
-            if active > 1:
-                raise _fail(f"{at}.status", "a session has at most one active plan.")
+            if claim["worker"] in workers:
+                raise _fail(f"{at}.worker", f"worker '{claim['worker']}' holds another active plan; a worker holds one.")
+            workers.add(claim["worker"])
+        for j, dep in enumerate(row.get("depends_on") or [] if version >= 3 else []):
+            links.append((plan_id, inputs.plan_id(dep, field=f"{at}.depends_on[{j}]")))
         text = {key: _text(f"{at}.{key}", row[key], required=(key == "goal")) for key in PLAN_TEXT}
         inputs.plan_size({k: text[k] for k in (*SECTIONS, "outcome")}, field=at)
         # An agent's file is not held to the field limits (it may hold a whole plan), only
@@ -378,10 +429,55 @@ def _check_plans(
                 updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
                 completed_at=_datetime(f"{at}.completed_at", row["completed_at"], required=False),
                 discarded_at=_datetime(f"{at}.discarded_at", row["discarded_at"], required=False),
+                **claim,
                 **text,
             )
         )
-    return plans, files, kept
+    ids = {p.id for p in plans}
+    for plan_id, dep in links:
+        if dep not in ids or dep == plan_id:
+            raise _fail("plans", f"plan {plan_id} depends on {dep}, which is not another plan of the document.")
+    graph: dict[str, list[str]] = {}
+    for plan_id, dep in links:
+        graph.setdefault(plan_id, []).append(dep)
+    if queries._has_cycle(graph):
+        raise _fail("plans", "the plans' dependencies form a cycle.")
+    return plans, files, sorted(set(links)), kept
+
+
+def _check_claim(at: str, row: dict, status: str, version: int, session: Session) -> dict:
+    """The plan's claim fields: as exported (version 3), or, from an older document, an
+    active plan held by the default worker with a fresh lease."""
+    if version < 3:
+        if status != Plan.Status.ACTIVE:
+            return {}
+        now = timezone.now()
+        return {
+            "worker": DEFAULT_WORKER,
+            "claimed_at": now,
+            "lease_expires_at": now + timedelta(seconds=session.lease_seconds),
+        }
+    worker = row["worker"]
+    if worker is not None:
+        worker = inputs.worker(worker, field=f"{at}.worker")
+    claim = {
+        "worker": worker,
+        "claimed_at": _datetime(f"{at}.claimed_at", row["claimed_at"], required=False),
+        "lease_expires_at": _datetime(f"{at}.lease_expires_at", row["lease_expires_at"], required=False),
+        "attempts": _integer(f"{at}.attempts", row["attempts"], minimum=0, maximum=2**31 - 1),
+        "waiting_for_person": row["waiting_for_person"],
+    }
+    if not isinstance(claim["waiting_for_person"], bool):
+        raise _fail(f"{at}.waiting_for_person", "must be true or false.")
+    if status == Plan.Status.ACTIVE and None in (worker, claim["claimed_at"], claim["lease_expires_at"]):
+        raise _fail(f"{at}.worker", "an active plan needs its worker, claimed_at and lease_expires_at.")
+    if status != Plan.Status.ACTIVE and claim["lease_expires_at"] is not None:
+        raise _fail(f"{at}.lease_expires_at", f"must be null for a {status} plan.")
+    if status != Plan.Status.QUEUED and claim["waiting_for_person"]:
+        raise _fail(f"{at}.waiting_for_person", f"must be false for a {status} plan.")
+    if not isinstance(row["depends_on"], list):
+        raise _fail(f"{at}.depends_on", "must be a JSON array of plan ids.")
+    return claim
 
 
 def _check_events(session: Session, rows: list, plan_ids: set[str], progress: Progress) -> list[Event]:
@@ -447,17 +543,19 @@ def session_import(data: object, *, actor: str = "import", progress: Progress | 
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
     if data["version"] not in READABLE_VERSIONS or isinstance(data["version"], bool):
         raise _fail("version", f"must be 1, 2 or 3; this 9plan cannot read version {data['version']!r}.")
-    old = data["version"] < 3
+    version = data["version"]
     session_row = data["session"]
+    # Written before review existed: no review policy, flags or revisions.
+    old = version < 3 or (isinstance(session_row, dict) and "review" not in session_row)
     if old and isinstance(session_row, dict):
         session_row = {"review": ReviewPolicy.NONE, **session_row}
-    session = _check_session(session_row)
+    session = _check_session(session_row, version)
     rows = _list("plans", data["plans"])
-    if data["version"] == 1:
+    if version == 1:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
     if old:
         rows = [{"review": False, "rejections": 0, "revisions": [], **r} if isinstance(r, dict) else r for r in rows]
-    plans, files, kept = _check_plans(session, rows, progress)
+    plans, files, links, kept = _check_plans(session, rows, version, progress)
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans}, progress)
 
     try:
@@ -468,6 +566,7 @@ def session_import(data: object, *, actor: str = "import", progress: Progress | 
             for batch in _batches(plans):
                 Plan.objects.bulk_create(batch)
                 progress.advance(len(batch))
+            PlanDependency.objects.bulk_create([PlanDependency(plan_id=p, depends_on_id=d) for p, d in links])
             # bulk_create sends no pre_save signal: tell the feed about the new ids here.
             event_feed.before_event_write()
             progress.stage("Writing events", len(events))

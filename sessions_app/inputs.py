@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from django.conf import settings
@@ -90,6 +91,34 @@ def plan_id(value: object, field: str = "plan_id") -> str:
             field=field,
         )
     return value  # type: ignore[return-value]
+
+
+_WORKER = re.compile(r"[A-Za-z0-9._-]{1,64}")
+
+
+def worker(value: object, field: str = "worker") -> str:
+    """A worker's name; omitted, the session's default worker (a single agent names none)."""
+    from sessions_app.models import DEFAULT_WORKER
+
+    if value is None:
+        return DEFAULT_WORKER
+    if not isinstance(value, str) or not _WORKER.fullmatch(value):
+        raise ValidationFailed(
+            f"{field} {shown(value)} is not a worker name: expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
+            "and '-', like 'tests-2'.",
+            field=field,
+        )
+    return value
+
+
+def bounded_int(field: str, value: object, *, default: int, minimum: int, maximum: int) -> int:
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum or value > maximum:
+        raise ValidationFailed(
+            f"{field} must be a whole number from {minimum} to {maximum}; got {shown(value)}.", field=field
+        )
+    return value
 
 
 def positive_int(field: str, value: object, *, default: int, maximum: int) -> int:

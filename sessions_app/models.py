@@ -18,6 +18,14 @@ SECTION_TITLES = {
 
 COUNTERS = ("count_queued", "count_completed", "count_discarded")
 
+# The worker a call acts for when it names none: a single agent never names one, and sees
+# one worker holding at most one plan, as sessions always had
+# (docs/design.md, "Model and invariants").
+DEFAULT_WORKER = "default"
+LEASE_SECONDS = 1800
+MAX_LEASE_SECONDS = 604_800
+MAX_ATTEMPTS = 3
+
 
 class ReviewPolicy(models.TextChoices):
     NONE = "none", "No review"
@@ -31,6 +39,10 @@ class Session(models.Model):
     # review=true waits in any session).
     review = models.CharField(max_length=10, choices=ReviewPolicy.choices, default=ReviewPolicy.NONE, db_default="none")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # How long a pull's claim lasts without a write by its holder, and how many claims of a
+    # plan may run out before it waits for a person instead of being handed out again.
+    lease_seconds = models.PositiveIntegerField(default=LEASE_SECONDS, db_default=LEASE_SECONDS)
+    max_attempts = models.PositiveIntegerField(default=MAX_ATTEMPTS, db_default=MAX_ATTEMPTS)
     # How many of the session's plans are in each status, kept by database triggers
     # (sessions_app/plan_counts.py): never written by 9plan's code.
     count_queued = models.IntegerField(default=0, db_default=0, editable=False)
@@ -94,11 +106,25 @@ class Plan(models.Model):
     completed_at = models.DateTimeField(null=True, blank=True)
     discarded_at = models.DateTimeField(null=True, blank=True)
 
+    # The claim: who holds the plan while it is active (and who finished it, once completed
+    # or discarded), since when, and until when without a write. Cleared when it returns to
+    # the queue.
+    worker = models.CharField(max_length=64, null=True, blank=True)
+    claimed_at = models.DateTimeField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    # Claims of this plan that ran out (reclaimed when their lease expired); at the
+    # session's max_attempts the plan waits for a person instead of being handed out.
+    attempts = models.PositiveIntegerField(default=0, db_default=0)
+    waiting_for_person = models.BooleanField(default=False, db_default=False)
+    depends_on = models.ManyToManyField(
+        "self", symmetrical=False, through="PlanDependency", related_name="dependents", blank=True
+    )
+
     class Meta:
         ordering = ["session", "sort_key", "created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session"], condition=Q(status="active"), name="plan_one_active_per_session"
+                fields=["session", "worker"], condition=Q(status="active"), name="plan_one_active_per_worker"
             ),
             models.UniqueConstraint(
                 fields=["session", "sort_key"],
@@ -112,6 +138,17 @@ class Plan(models.Model):
                 condition=(Q(status="queued") & Q(sort_key__isnull=False))
                 | (~Q(status="queued") & Q(sort_key__isnull=True)),
                 name="plan_position_only_while_queued",
+            ),
+            models.CheckConstraint(
+                condition=~Q(status="active")
+                | (Q(worker__isnull=False) & Q(claimed_at__isnull=False) & Q(lease_expires_at__isnull=False)),
+                name="plan_active_has_claim",
+            ),
+            models.CheckConstraint(
+                condition=Q(status="active") | Q(lease_expires_at__isnull=True), name="plan_lease_only_while_active"
+            ),
+            models.CheckConstraint(
+                condition=Q(status="queued") | Q(waiting_for_person=False), name="plan_waits_only_while_queued"
             ),
         ]
         permissions = [("review_plan", "Can review plan")]
@@ -131,6 +168,40 @@ class Plan(models.Model):
         return {name: getattr(self, name) for name in SECTIONS}
 
 
+class PlanDependency(models.Model):
+    """``plan`` is not handed out until ``depends_on`` is completed. Both are plans of one
+    session, and the dependency existed when the plan was added, so no cycle can form."""
+
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="dependency_links")
+    depends_on = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="dependent_links")
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["plan", "depends_on"], name="plan_dependency_unique"),
+            models.CheckConstraint(condition=~Q(plan=models.F("depends_on")), name="plan_dependency_not_self"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.plan_id} after {self.depends_on_id}"
+
+
+class LostClaim(models.Model):
+    """The last claim a worker of a session lost to an expired lease (or to staff taking it
+    back), so that worker's next write is refused with LEASE_LOST instead of reaching
+    another plan or looking like a mistake; forgotten when the worker pulls again."""
+
+    session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="lost_claims", db_column="session_name")
+    worker = models.CharField(max_length=64)
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="lost_claims")
+    lost_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["session", "worker"], name="lost_claim_one_per_worker")]
+
+    def __str__(self) -> str:
+        return f"{self.worker} lost {self.plan_id}"
+
+
 class Event(models.Model):
     class Kind(models.TextChoices):
         SESSION_CREATED = "session_created"
@@ -142,6 +213,9 @@ class Event(models.Model):
         PLAN_DISCARDED = "plan_discarded"
         PLAN_MOVED = "plan_moved"
         PLAN_REQUEUED = "plan_requeued"
+        PLAN_RECLAIMED = "plan_reclaimed"
+        LATE_WRITE_KEPT = "late_write_kept"
+        DEPENDENCY_DROPPED = "dependency_dropped"
         FILE_EDITS_KEPT = "file_edits_kept"
         PLAN_SUBMITTED = "plan_submitted"
         PLAN_APPROVED = "plan_approved"

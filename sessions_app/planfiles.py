@@ -363,7 +363,11 @@ def probe(session_name: str, plan_id: str) -> FileRead:
 
 
 def _write_in(folder: int, name: str, data: bytes) -> None:
-    """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one."""
+    """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one.
+
+    Not fsynced: a plan file is as durable as the commit it goes with, which runs with
+    synchronous=NORMAL and may itself be lost to a power cut; the database's copy is the
+    one that counts (docs/design.md, "Plan files")."""
     try:
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
@@ -376,8 +380,6 @@ def _write_in(folder: int, name: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
         os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:

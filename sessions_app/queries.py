@@ -10,7 +10,7 @@ from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app import plan_counts, planfiles, search, statements, inputs
 from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
-from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, PlanDependency, Session
 
 LIST_CAP = 20
 _PLANS = Plan._meta.db_table
@@ -21,7 +21,11 @@ _SESSION = Plan._meta.get_field("session").column
 # run, and the state read was the costliest operation of the throughput mix
 # (docs/benchmarks.md).
 _SESSION_FIELDS = tuple(Session._meta.concrete_fields)
-_QUEUE_FIELDS = tuple(f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "sort_key", "goal"))
+_QUEUE_FIELDS = tuple(
+    f
+    for f in Plan._meta.concrete_fields
+    if f.attname in ("id", "session_id", "sort_key", "goal", "waiting_for_person", "attempts")
+)
 
 
 def _columns(fields: tuple) -> str:
@@ -57,15 +61,22 @@ def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan]
     return statements.load(Plan, fields, sql, params), session.count_queued
 
 
-def active_plan(session: Session) -> Plan | None:
+def held_plans(session: Session) -> list[Plan]:
+    """The session's active plans, one per worker holding one: the default worker's first,
+    then by when they were claimed."""
     fields = statements.ALL_PLAN_FIELDS
-    rows = statements.load(
+    return statements.load(
         Plan,
         fields,
-        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s LIMIT 1",
-        [session.name, Plan.Status.ACTIVE],
+        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s "
+        "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
+        [session.name, Plan.Status.ACTIVE, DEFAULT_WORKER],
     )
-    return rows[0] if rows else None
+
+
+def active_plan(session: Session) -> Plan | None:
+    held = held_plans(session)
+    return held[0] if held else None
 
 
 @dataclass
@@ -76,12 +87,183 @@ class SessionState:
     active: Plan | None
     completed_count: int
     discarded_count: int
+    # Every worker's plan (``active`` is the first of them), and the first queued plans that
+    # cannot be handed out now, with what each waits for.
+    held: list[Plan] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+
+    @property
+    def default_workers_plan(self) -> Plan | None:
+        return next((p for p in self.held if p.worker == DEFAULT_WORKER), None)
 
 
 def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
     session = get_session(name)
     rows, total = queue(session, limit=limit)
-    return SessionState(session, rows, total, active_plan(session), session.count_completed, session.count_discarded)
+    held = held_plans(session)
+    blocked = blocked_plans(session.name, limit=limit or LIST_CAP) if total else []
+    return SessionState(
+        session,
+        rows,
+        total,
+        held[0] if held else None,
+        session.count_completed,
+        session.count_discarded,
+        held,
+        blocked,
+    )
+
+
+# --- what queued plans wait for ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A plan another plan waits for, as it is now."""
+
+    id: str
+    status: str
+    worker: str | None
+    lease_expires_at: datetime | None
+
+    def describe(self) -> str:
+        if self.status == Plan.Status.ACTIVE:
+            return f"{self.id} (active, worker '{self.worker}', lease until {_utc(self.lease_expires_at)})"
+        return f"{self.id} ({self.status})"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A queued plan that cannot be handed out now: it waits for a person, or for plans
+    that are not completed yet."""
+
+    plan_id: str
+    goal: str
+    waiting_for_person: bool
+    attempts: int
+    waits_for: tuple[Waited, ...]
+
+    def describe(self) -> str:
+        if self.waiting_for_person:
+            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claims ran out)"
+        return f"{self.plan_id} waits for " + ", ".join(w.describe() for w in self.waits_for)
+
+
+def _utc(at: datetime | None) -> str:
+    return "?" if at is None else f"{at.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+
+
+# How far down the queue blocked plans are looked for: the first ones are what a person or
+# an agent needs to see, and the read then costs the same whatever the queue holds.
+BLOCKED_SCAN = 50
+_DEPS = PlanDependency._meta.db_table
+
+
+def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
+    """The first ``limit`` plans among the first BLOCKED_SCAN of the queue that are not
+    ready, in queue order, with what each waits for: one statement."""
+    rows = statements.load(
+        Plan,
+        _BLOCKED_FIELDS,
+        f"""SELECT {_columns(_BLOCKED_FIELDS)}, q.id, q.status, q.worker, q.lease_expires_at
+        FROM (SELECT {', '.join(f.column for f in _BLOCKED_FIELDS)} FROM {_PLANS}
+              WHERE {_SESSION} = %s AND status = %s ORDER BY sort_key LIMIT %s) t
+        LEFT JOIN {_DEPS} d ON d.plan_id = t.id
+        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> %s
+        WHERE t.waiting_for_person = %s OR q.id IS NOT NULL
+        ORDER BY t.sort_key, q.created_at, q.id""",
+        [session_name, Plan.Status.QUEUED, BLOCKED_SCAN, Plan.Status.COMPLETED, True],
+        extra=4,
+    )
+    found: dict[str, tuple[Plan, list[Waited]]] = {}
+    for plan, dep, status, worker, until in rows:
+        entry = found.setdefault(plan.id, (plan, []))
+        if dep is not None:
+            entry[1].append(Waited(dep, status, worker, _aware(until)))
+    return [
+        Blocked(p.id, p.goal, p.waiting_for_person, p.attempts, tuple(waits))
+        for p, waits in list(found.values())[:limit]
+    ]
+
+
+_BLOCKED_FIELDS = tuple(
+    f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "goal", "sort_key", "waiting_for_person", "attempts")
+)
+
+
+def _aware(value) -> datetime | None:
+    """A timestamp read with plain SQL, as the ORM would hand it back (aware, in UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A plan's dependencies both ways: what it waits for (``depends_on``, with each one's
+    status) and which plans wait for it (``dependents``)."""
+
+    depends_on: list[tuple[str, str]]
+    dependents: list[tuple[str, str]]
+
+    @property
+    def ready(self) -> bool:
+        return all(status == Plan.Status.COMPLETED for _, status in self.depends_on)
+
+
+def dependencies(plan_id: str) -> Dependencies:
+    """One query, whatever the plan."""
+    rows = (
+        PlanDependency.objects.filter(Q(plan_id=plan_id) | Q(depends_on_id=plan_id))
+        .order_by("plan_id", "depends_on_id")
+        .values_list("plan_id", "plan__status", "depends_on_id", "depends_on__status")
+    )
+    found = Dependencies([], [])
+    for plan, plan_status, dep, dep_status in rows:
+        if plan == plan_id:
+            found.depends_on.append((dep, dep_status))
+        else:
+            found.dependents.append((plan, plan_status))
+    return found
+
+
+def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
+    """Dependencies both ways of several plans at once (two queries)."""
+    found = {pid: Dependencies([], []) for pid in plan_ids}
+    for plan_id, dep, status in PlanDependency.objects.filter(plan_id__in=plan_ids).order_by("depends_on_id").values_list(
+        "plan_id", "depends_on_id", "depends_on__status"
+    ):
+        found[plan_id].depends_on.append((dep, status))
+    for dep, plan_id, status in PlanDependency.objects.filter(depends_on_id__in=plan_ids).order_by("plan_id").values_list(
+        "depends_on_id", "plan_id", "plan__status"
+    ):
+        found[dep].dependents.append((plan_id, status))
+    return found
+
+
+LATE_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class LateWrite:
+    """Text a worker sent after its claim on the plan was reclaimed: never applied, kept."""
+
+    worker: str
+    op: str
+    text: str
+    at: datetime
+
+
+def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
+    """The plan's late writes, newest first."""
+    events = Event.objects.filter(plan_id=plan_id, kind=Event.Kind.LATE_WRITE_KEPT).order_by("-id")[:limit]
+    found = []
+    for e in events:
+        detail = e.detail if isinstance(e.detail, dict) else {}
+        found.append(LateWrite(str(detail.get("worker", "")), str(detail.get("op", "")), str(detail.get("text", "")), e.created_at))
+    return found
 
 
 # Reads run after every add, pull and complete, written out in SQL: the ORM takes far
@@ -214,6 +396,8 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
 
 INVARIANTS = (
     "single_active_plan",
+    "claims_valid",
+    "dependencies_valid",
     "queue_order_preserved",
     "files_match_database",
     "no_orphaned_files",
@@ -244,16 +428,23 @@ def check_invariants(name: object) -> InvariantReport:
     result = InvariantReport()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "sort_key", "session_id", *SECTIONS
+            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person",
+            *SECTIONS,
         )
     )
     active = [p for p in plans if p.status == Plan.Status.ACTIVE]
-    if len(active) > 1:
-        result.fail(
-            "single_active_plan",
-            f"{len(active)} plans are active ({', '.join(p.id for p in active)}); "
-            "fix: requeue all but one with the admin or nineplan_repair.",
-        )
+    by_worker: dict[str | None, list[str]] = {}
+    for p in active:
+        by_worker.setdefault(p.worker, []).append(p.id)
+    for worker, ids in by_worker.items():
+        if len(ids) > 1:
+            result.fail(
+                "single_active_plan",
+                f"worker '{worker}' holds {len(ids)} active plans ({', '.join(ids)}); "
+                "fix: requeue all but one with the admin.",
+            )
+    _check_claims(session, plans, result)
+    _check_dependencies(session, result)
     positions: dict[int, str] = {}
     for p in plans:
         if p.status != Plan.Status.QUEUED:
@@ -279,6 +470,91 @@ def check_invariants(name: object) -> InvariantReport:
                 "fix: nineplan_repair rebuilds the index.",
             )
     return result
+
+
+def _check_claims(session: Session, plans: list[Plan], result: InvariantReport) -> None:
+    """Every active plan has a worker and a lease; only active plans have a lease; a plan
+    waits for a person only while queued (the database's checks hold these too: a database
+    restored from elsewhere may not have them)."""
+    for p in plans:
+        if p.status == Plan.Status.ACTIVE and (p.worker is None or p.claimed_at is None or p.lease_expires_at is None):
+            result.fail(
+                "claims_valid",
+                f"plan {p.id} is active without a worker and a lease; fix: requeue it with the admin.",
+            )
+        elif p.status == Plan.Status.QUEUED and p.lease_expires_at is not None:
+            result.fail("claims_valid", f"plan {p.id} is queued but still has a lease; fix: nineplan_repair.")
+    stale = Plan.objects.filter(session=session, lease_expires_at__isnull=False).exclude(status=Plan.Status.ACTIVE)
+    for plan_id in stale.exclude(status=Plan.Status.QUEUED).values_list("id", flat=True)[:ISSUES_PER_CHECK]:
+        result.fail("claims_valid", f"plan {plan_id} is closed but still has a lease; fix: nineplan_repair.")
+    waiting = Plan.objects.filter(session=session, waiting_for_person=True).exclude(status=Plan.Status.QUEUED)
+    for plan_id in waiting.values_list("id", flat=True)[:ISSUES_PER_CHECK]:
+        result.fail("claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: nineplan_repair.")
+
+
+ISSUES_PER_CHECK = 20
+
+
+# Statuses a plan reaches only once it was pulled, so only once its dependencies were completed.
+HANDED_OUT = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD, Plan.Status.COMPLETED)
+
+
+def _check_dependencies(session: Session, result: InvariantReport) -> None:
+    """Dependencies stay within the session and form no cycle; no plan was handed out or
+    completed before the plans it depends on were completed; no open plan waits for a
+    discarded plan (a discard removes itself from its dependents)."""
+    links = list(
+        PlanDependency.objects.filter(plan__session=session).values_list(
+            "plan_id", "plan__status", "depends_on_id", "depends_on__status", "depends_on__session_id"
+        )
+    )
+    graph: dict[str, list[str]] = {}
+    for plan_id, status, dep, dep_status, dep_session in links:
+        graph.setdefault(plan_id, []).append(dep)
+        if dep_session != session.name:
+            result.fail(
+                "dependencies_valid",
+                f"plan {plan_id} depends on {dep} of another session ({dep_session}); fix: remove the dependency.",
+            )
+        elif status in HANDED_OUT and dep_status != Plan.Status.COMPLETED:
+            result.fail(
+                "dependencies_valid",
+                f"plan {plan_id} is {status} though the plan it depends on, {dep}, is {dep_status}; fix: requeue "
+                f"{plan_id} if it is active, or complete {dep}.",
+            )
+        elif dep_status == Plan.Status.DISCARDED and status == Plan.Status.QUEUED:
+            result.fail(
+                "dependencies_valid",
+                f"queued plan {plan_id} waits for discarded plan {dep}, which will never complete; fix: discard or "
+                f"re-add {plan_id}.",
+            )
+    # A cycle is impossible when dependencies are only added to existing plans; checked
+    # anyway, for data restored or edited by hand.
+    if _has_cycle(graph):
+        result.fail("dependencies_valid", "the session's dependencies form a cycle; fix: remove one of them.")
+
+
+def _has_cycle(graph: dict[str, list[str]]) -> bool:
+    """Depth-first, without recursion: a chain of plans may be long."""
+    done: set[str] = set()
+    for start in graph:
+        if start in done:
+            continue
+        on_path = {start}
+        stack = [(start, iter(graph.get(start, ())))]
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif child in on_path:
+                return True
+            elif child not in done:
+                on_path.add(child)
+                stack.append((child, iter(graph.get(child, ()))))
+    return False
 
 
 LEFT_ALONE = "9plan neither reads, writes, moves nor deletes it"
@@ -349,8 +625,12 @@ INTERVENTIONS_SHOWN = 3
 
 
 def is_agent_actor(actor: str) -> bool:
-    """Agents act as "agent" (stdio, or HTTP without a token) or "agent:<token name>"."""
-    return actor == "agent" or actor.startswith("agent:")
+    """Agents act as "agent" (stdio, or HTTP without a token) or "agent:<token name>", with
+    "/<worker>" after it when a call named its worker."""
+    return actor == "agent" or actor.startswith(("agent:", "agent/"))
+
+
+AGENT_ACTORS = Q(actor="agent") | Q(actor__startswith="agent:") | Q(actor__startswith="agent/")
 
 
 @dataclass(frozen=True)
@@ -394,39 +674,41 @@ def interventions(session_name: str) -> list[Intervention]:
     (a few at most): what resume tells an agent coming back."""
     last_agent = (
         Event.objects.filter(session_id=session_name)
-        .filter(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .filter(AGENT_ACTORS)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()
     )
     found = Event.objects.filter(session_id=session_name, kind__in=INTERVENTION_KINDS, id__gt=last_agent or 0)
-    found = found.exclude(Q(actor="agent") | Q(actor__startswith="agent:")).order_by("-id")
+    found = found.exclude(AGENT_ACTORS).order_by("-id")
     return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
 
 
 def _latest_intervention(plan: Plan) -> Intervention | None:
     event = (
         Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS)
-        .exclude(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .exclude(AGENT_ACTORS)
         .order_by("-id")
         .first()
     )
     return None if event is None else _intervention(event)
 
 
-def fate_of_last_pulled(session_name: str) -> Intervention | None:
-    """Why the plan an agent last pulled in the session is no longer active, when someone
-    else took it away (discarded or returned it to the queue); None otherwise."""
-    pulled = (
-        Event.objects.filter(session_id=session_name, kind="plan_pulled").order_by("-id").only("id", "plan_id").first()
-    )
+def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:
+    """Why the plan an agent (``actor``, which names its worker) last pulled in the session
+    is no longer active, when someone else took it away (discarded or returned it to the
+    queue); None otherwise."""
+    pulled = Event.objects.filter(session_id=session_name, kind="plan_pulled")
+    if actor is not None:
+        pulled = pulled.filter(actor=actor)
+    pulled = pulled.order_by("-id").only("id", "plan_id").first()
     if pulled is None:
         return None
     after = (
         Event.objects.filter(
             session_id=session_name, plan_id=pulled.plan_id, id__gt=pulled.id, kind__in=INTERVENTION_KINDS[:2]
         )
-        .exclude(Q(actor="agent") | Q(actor__startswith="agent:"))
+        .exclude(AGENT_ACTORS)
         .order_by("-id")
         .first()
     )

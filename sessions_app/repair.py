@@ -40,7 +40,7 @@ OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 @dataclass(frozen=True)
 class Action:
     session: str
-    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount | left_alone
+    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount | reclaim | clear_claim | left_alone
     target: str
     detail: str
     failed: str = ""
@@ -253,6 +253,45 @@ def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
     return actions
 
 
+def claims_repair(*, apply: bool, session_name: str | None = None) -> list[Action]:
+    """Claims whose lease ran out go back to the queue (as the next pull would do), and a
+    lease or a wait left on a plan that is not active or queued is cleared."""
+    from sessions_app import clock, services
+
+    now = clock.now()
+    expired = Plan.objects.filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    stale = Plan.objects.exclude(status=Plan.Status.ACTIVE).filter(lease_expires_at__isnull=False)
+    waiting = Plan.objects.exclude(status=Plan.Status.QUEUED).filter(waiting_for_person=True)
+    if session_name is not None:
+        expired, stale, waiting = (q.filter(session_id=session_name) for q in (expired, stale, waiting))
+    actions = [
+        Action(p.session_id, "reclaim", p.id, f"the lease of worker '{p.worker}' ran out")
+        for p in expired.only("id", "session_id", "worker").order_by("session_id", "id")
+    ]
+    actions += [
+        Action(p.session_id, "clear_claim", p.id, f"a {p.status} plan kept a lease or a wait for a person")
+        for p in (stale | waiting).only("id", "session_id", "status").order_by("session_id", "id")
+    ]
+    if not apply or not actions:
+        return actions
+    for name in sorted({a.session for a in actions if a.kind == "reclaim"}):
+        services.reclaim_expired(session_name=name)
+    cleared = [a for a in actions if a.kind == "clear_claim"]
+    if cleared:
+        with transactions.write():
+            for action in cleared:
+                Plan.objects.filter(id=action.target).exclude(status=Plan.Status.ACTIVE).update(lease_expires_at=None)
+                Plan.objects.filter(id=action.target).exclude(status=Plan.Status.QUEUED).update(waiting_for_person=False)
+                Event.objects.create(
+                    session_id=action.session,
+                    plan_id=action.target,
+                    kind=Event.Kind.REPAIRED,
+                    actor=ACTOR,
+                    detail={"action": "clear_claim", "reason": action.detail},
+                )
+    return actions
+
+
 def _index_drift_by_session() -> dict[str, tuple[int, int]]:
     from django.db.models import Count
 
@@ -325,6 +364,8 @@ def repair_all(*, apply: bool, session_name: str | None = None, progress: Progre
         if _looks_in_step(name, expected.get(name, set())):
             continue
         actions.extend(session_repair(session_name=name, apply=apply))
+    progress.stage("Checking claims")
+    actions.extend(claims_repair(apply=apply, session_name=session_name))
     progress.stage("Checking plan counts")
     actions.extend(counts_repair(apply=apply, session_name=session_name))
     if session_name is None:

@@ -15,12 +15,11 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
-from django.utils import timezone
-
-from sessions_app import errors, inputs, planfiles, revisions, statements, transactions
+from sessions_app import clock, errors, inputs, revisions, statements, transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
 from sessions_app.services import (
+    RETURNED,
     TOUCHED,
     Written,
     _absorb_file,
@@ -30,6 +29,7 @@ from sessions_app.services import (
     _next_position,
     _plan_of,
     _read_ahead,
+    _stamp,
     _touch,
     _write_file,
     compose_append,
@@ -61,8 +61,9 @@ def plan_review(
         notes = inputs.text("notes", notes, required=False) if notes is not None else ""
     place = None
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
+        # The plan row, then the session row, as every writer takes them.
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
         if precondition is not None:
             precondition(plan)
         if plan.status != Plan.Status.IN_REVIEW:
@@ -71,7 +72,7 @@ def plan_review(
                 field="plan_id",
                 reason=errors.NOT_IN_REVIEW,
             )
-        now = timezone.now()
+        now = clock.now()
         if decision == "approve":
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
@@ -80,11 +81,14 @@ def plan_review(
             _event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
         else:
             before = plan.sections()
-            stamp = now.strftime("%Y-%m-%d %H:%M:%S UTC")
-            plan.notes = compose_append(plan.notes, f"### Rejected in review by {actor}, {stamp}\n\n{notes}")
+            plan.notes = compose_append(plan.notes, f"### Rejected in review by {actor}, {_stamp(now)}\n\n{notes}")
             inputs.plan_size({**plan.sections(), "outcome": plan.outcome}, field="notes")
             plan.rejections += 1
             held = plan.rejections >= settings.NINEPLAN_MAX_REJECTIONS
+            # The claim that finished the plan is over: back in the queue it is unclaimed (no
+            # worker, no lease), as a requeued plan is; its attempts stand (a rejection is no
+            # lost claim).
+            plan.worker = plan.claimed_at = plan.lease_expires_at = None
             if held:
                 plan.status, plan.sort_key = Plan.Status.HELD, None
             else:
@@ -92,7 +96,7 @@ def plan_review(
                 plan.status, plan.sort_key = Plan.Status.QUEUED, _next_position(session, "front")
                 place = 1
             _touch(plan)
-            statements.update_plan(plan, (*SECTIONS, "status", "sort_key", "rejections", *TOUCHED))
+            statements.update_plan(plan, (*SECTIONS, *RETURNED, "rejections", *TOUCHED))
             revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             _event(
                 session.name, Event.Kind.PLAN_REJECTED, actor, plan,
@@ -111,16 +115,17 @@ def plan_release(*, session_name: str, plan_id: str, position: str | None = None
     of rejections starts again."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
         if plan.status != Plan.Status.HELD:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a held plan is released to the queue.", field="plan_id"
             )
         plan.status, plan.sort_key, plan.rejections = Plan.Status.QUEUED, _next_position(session, position), 0
+        plan.worker = plan.claimed_at = plan.lease_expires_at = None
         place = 1 if position == "front" else session.count_queued + 1
         _touch(plan)
-        statements.update_plan(plan, ("status", "sort_key", "rejections", *TOUCHED))
+        statements.update_plan(plan, (*RETURNED, "rejections", *TOUCHED))
         _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position, released=True)
         _write_file(undo, plan, previous=None)
     return Written(plan, place)
@@ -133,8 +138,8 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         raise ValidationFailed(f"revision must be a whole number from 1; got {inputs.shown(number)}.", field="revision")
     ahead = _read_ahead(session_name, plan_id)
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
         if not plan.is_open:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a queued or active plan can be restored.", field="plan_id"

@@ -22,9 +22,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.db import connection
-from django.utils import timezone
 
-from sessions_app import statements
+from sessions_app import clock, statements
 from sessions_app.models import SECTIONS, Plan, Revision
 
 REVISIONS = Revision._meta.db_table
@@ -84,8 +83,8 @@ def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, 
         if not undo:
             return None
         changed = list(undo)
-    # One statement: the number is the next one of the plan's (the writer holds the
-    # session's write turn, so no other writer numbers this plan's revisions meanwhile).
+    # One statement: the number is the next one of the plan's (the writer holds the plan's
+    # row, or SQLite's write turn, so no other writer numbers this plan's revisions meanwhile).
     with connection.cursor() as cur:
         cur.execute(
             f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
@@ -97,7 +96,7 @@ def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, 
                 actor,
                 _SECTIONS_FIELD.get_db_prep_save(changed, connection),
                 _UNDO_FIELD.get_db_prep_save(undo, connection),
-                statements.when(at or timezone.now()),
+                statements.when(at or clock.now()),
                 plan.id,
             ],
         )

@@ -19,23 +19,41 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from django.db import IntegrityError
-from django.utils import timezone
+from datetime import timedelta
+from datetime import timezone as dt_timezone
 
-from sessions_app import errors, inputs, planfiles, queries, revisions, statements, transactions
+from django.db import DatabaseError, IntegrityError
+
+from sessions_app import clock, errors, excerpts, inputs, planfiles, queries, revisions, statements, transactions
 from sessions_app.errors import (
     DatabaseFailed,
+    FileSystemFailed,
+    LeaseLost,
     NineplanError,
     NoActivePlan,
     PlanAlreadyActive,
     PlanNotFound,
+    QueueBlocked,
     QueueEmpty,
     SessionNotFound,
-    FileSystemFailed,
     ValidationFailed,
 )
 from sessions_app.identifiers import is_plan_id, is_session_name, new_plan_id, new_session_name
-from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
+from sessions_app.models import (
+    DEFAULT_WORKER,
+    LEASE_SECONDS,
+    MAX_ATTEMPTS,
+    MAX_LEASE_SECONDS,
+    SECTIONS,
+    Event,
+    Plan,
+    PlanDependency,
+    ReviewPolicy,
+    Revision,
+    Session,
+)
+
+ACTOR_CHARS = Event._meta.get_field("actor").max_length
 
 
 log = logging.getLogger("nineplan.services")
@@ -89,19 +107,9 @@ def _lock_session(name: object) -> Session:
     return session
 
 
-def _event(session_name: str, kind: str, actor: str, plan: Plan | None = None, **detail) -> None:
-    statements.insert_event(session_name, kind, actor, None if plan is None else plan.id, detail, timezone.now())
-
-
-def _active_plan(session: Session) -> Plan:
-    plan = statements.plan_in(session.name, Plan.Status.ACTIVE)
-    if plan is None:
-        # An agent that finds its plan gone is told who took it and why, so its work is
-        # not silently thrown away (read only on this error path).
-        fate = queries.fate_of_last_pulled(session.name)
-        told = f" {fate.describe()}" if fate is not None else ""
-        raise NoActivePlan(f"Session '{session.name}' has no active plan.{told}")
-    return plan
+def _event(session_name: str, kind: str, actor: str, plan: Plan | str | None = None, **detail) -> None:
+    plan_id = plan.id if isinstance(plan, Plan) else plan
+    statements.insert_event(session_name, kind, actor, plan_id, detail, clock.now())
 
 
 def _next_position(session: Session, position: str) -> int:
@@ -166,14 +174,14 @@ class _Ahead:
     read: planfiles.FileRead
 
 
-def _read_ahead(session_name: object, plan_id: object = None) -> _Ahead | None:
-    """The plan file of the session's active plan (or of ``plan_id``), read before the write
+def _read_ahead(session_name: object, plan_id: object = None, *, worker: str = DEFAULT_WORKER) -> _Ahead | None:
+    """The plan file of the plan ``worker`` holds (or of ``plan_id``), read before the write
     transaction: a file that is slow to read then never holds up other writers."""
     if not is_session_name(session_name):
         return None  # the service's own checks report it
     if plan_id is None:
         try:
-            plan_id = statements.active_plan_id(session_name)
+            plan_id = statements.held_plan_id(session_name, worker)
         except DatabaseError:
             return None  # the transaction meets the same fault and reports it properly
     if not is_plan_id(plan_id):
@@ -315,7 +323,7 @@ TOUCHED = ("version", "updated_at")
 
 def _touch(plan: Plan) -> None:
     plan.version += 1
-    plan.updated_at = timezone.now()
+    plan.updated_at = clock.now()
 
 
 def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
@@ -332,11 +340,11 @@ def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
     return checked
 
 
-def _new_plan_id(session_name: str) -> str:
+def _new_plan_id(session_name: str, avoid: list[str] = ()) -> str:
     for _ in range(ID_ATTEMPTS):
         candidate = new_plan_id()
         # A file already named after the id (one a crash left, say) is never overwritten.
-        if not statements.plan_id_taken(candidate) and planfiles.file_stamp(session_name, candidate) is None:
+        if candidate not in avoid and not statements.plan_id_taken(candidate) and planfiles.file_stamp(session_name, candidate) is None:
             return candidate
         log.warning("plan id collision; drawing another", extra={"plan": candidate})
     raise DatabaseFailed("Could not find a free plan id after several attempts.")
@@ -345,11 +353,25 @@ def _new_plan_id(session_name: str) -> str:
 # --- sessions ---------------------------------------------------------------------------
 
 
-def session_create(*, task_description: str | None = None, review: str | None = None, actor: str = "agent") -> Session:
-    """Creates a session with a fresh three-word name and its plans folder."""
-    review = inputs.choice("review", review, ReviewPolicy.values, default=ReviewPolicy.NONE)
+def session_create(
+    *,
+    task_description: str | None = None,
+    lease_seconds: int | None = None,
+    max_attempts: int | None = None,
+    review: str | None = None,
+    actor: str = "agent",
+) -> Session:
+    """Creates a session with a fresh three-word name and its plans folder. ``lease_seconds``:
+    how long a pull's claim lasts without a write by its worker; ``max_attempts``: how many
+    claims of a plan may run out before it waits for a person; ``review``: whether its
+    completed plans wait for a reviewer (``required``) or only those added with ``review``."""
     if task_description is not None:
         task_description = inputs.text("task_description", task_description, required=False) or None
+    lease_seconds = inputs.bounded_int(
+        "lease_seconds", lease_seconds, default=LEASE_SECONDS, minimum=1, maximum=MAX_LEASE_SECONDS
+    )
+    max_attempts = inputs.bounded_int("max_attempts", max_attempts, default=MAX_ATTEMPTS, minimum=1, maximum=100)
+    review = inputs.choice("review", review, ReviewPolicy.values, default=ReviewPolicy.NONE)
     with transactions.write():
         for _ in range(ID_ATTEMPTS):
             name = new_session_name()
@@ -358,9 +380,18 @@ def session_create(*, task_description: str | None = None, review: str | None = 
             log.warning("session name collision; drawing another", extra={"session": name})
         else:
             raise DatabaseFailed("Could not find a free session name after several attempts.")
-        session = Session.objects.create(name=name, task_description=task_description, review=review)
+        session = Session.objects.create(
+            name=name,
+            task_description=task_description,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            review=review,
+        )
         planfiles.ensure_session_dir(name)
-        _event(name, Event.Kind.SESSION_CREATED, actor, task_description=task_description, review=review)
+        detail = {"task_description": task_description, "review": review}
+        if (lease_seconds, max_attempts) != (LEASE_SECONDS, MAX_ATTEMPTS):
+            detail.update(lease_seconds=lease_seconds, max_attempts=max_attempts)
+        _event(name, Event.Kind.SESSION_CREATED, actor, **detail)
     log.info("session created", extra={"session": name})
     return session
 
@@ -397,7 +428,11 @@ def plan_enqueue_many(
     actor: str = "agent",
 ) -> list[Written]:
     """Adds several plans that keep the given order, at the front or the back; all or none.
-    With ``review``, each waits for a reviewer's approval when completed."""
+
+    A plan (a dict) may name ``depends_on``: ids of plans of the session, or (in a batch)
+    the index of an earlier plan of the same call. It is handed out only once every plan
+    it depends on is completed. With ``review``, each waits for a reviewer's approval when
+    completed."""
     from django.conf import settings
 
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
@@ -411,206 +446,612 @@ def plan_enqueue_many(
         )
     prefix = (lambda i: f"plans[{i}].") if len(plans) > 1 else (lambda i: "")
     checked = []
+    wanted: list[list[str | int]] = []
     for i, p in enumerate(plans):
         if not isinstance(p, (dict, PlanInput)):
             raise ValidationFailed(f"plans[{i}] must be an object with the plan's sections.", field=f"plans[{i}]")
         checked.append(_plan_input(p, prefix(i)))
+        deps = p.get("depends_on") if isinstance(p, dict) else None
+        wanted.append(_dependency_input(prefix(i) + "depends_on", deps, i, batch=len(plans) > 1))
     created: list[Plan] = []
     with transactions.write() as undo:
         session = _lock_session(session_name)
         _check_queue_room(session, len(checked))
+        _check_dependencies_exist(session, wanted, prefix)
+        now = clock.now()
+        first_place = _place(session, position)
+        ids: list[str] = []
+        for _ in checked:
+            ids.append(_new_plan_id(session.name, avoid=ids))
         # Front insertion reverses order (A, B, C at the front gives C, B, A), so a batch
         # going to the front is inserted last-first: it then reads A, B, C at the front.
-        order = list(reversed(checked)) if position == "front" else checked
-        now = timezone.now()
-        first_place = _place(session, position)
-        for item in order:
+        order = list(range(len(checked)))
+        if position == "front":
+            order.reverse()
+        by_index: dict[int, Plan] = {}
+        for i in order:
             plan = Plan(
-                id=_new_plan_id(session.name),
+                id=ids[i],
                 session_id=session.name,
                 status=Plan.Status.QUEUED,
                 sort_key=_next_position(session, position),
                 created_at=now,
                 updated_at=now,
                 review=review,
-                **vars(item),
+                **vars(checked[i]),
             )
             statements.insert_plan(plan)
             revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now)
-            _event(session.name, Event.Kind.PLAN_CREATED, actor, plan, position=position)
+            by_index[i] = plan
+        pairs = []
+        for i, deps in enumerate(wanted):
+            for dep in deps:
+                pairs.append((ids[i], ids[dep] if isinstance(dep, int) else dep))
+        statements.insert_dependencies(pairs)
+        for i in order:
+            plan = by_index[i]
+            detail = {"position": position}
+            if wanted[i]:
+                detail["depends_on"] = [ids[d] if isinstance(d, int) else d for d in wanted[i]]
+            _event(session.name, Event.Kind.PLAN_CREATED, actor, plan, **detail)
             _write_file(undo, plan)
-            created.append(plan)
-    if position == "front":
-        created.reverse()
+        created = [by_index[i] for i in range(len(checked))]
     for plan in created:
         log.info("plan added", extra={"session": session.name, "plan": plan.id, "position": position})
     return [Written(plan, first_place + i) for i, plan in enumerate(created)]
 
 
-def plan_pull(*, session_name: str, actor: str = "agent") -> Plan:
-    """Makes the front plan active; exactly one caller wins when several race."""
+MAX_DEPENDENCIES = 50
+
+
+def _dependency_input(field: str, value: object, index: int, *, batch: bool) -> list[str | int]:
+    """The plans a new plan depends on, as given: plan ids, or (in a batch) the index of an
+    earlier plan of the same call. Repeats are dropped."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationFailed(f"{field} must be a list of plan ids.", field=field)
+    if len(value) > MAX_DEPENDENCIES:
+        raise ValidationFailed(
+            f"{field} has {len(value)} entries; at most {MAX_DEPENDENCIES} are allowed.", field=field
+        )
+    found: list[str | int] = []
+    for j, dep in enumerate(value):
+        at = f"{field}[{j}]"
+        if isinstance(dep, int) and not isinstance(dep, bool):
+            if not batch and index == 0:
+                raise ValidationFailed(
+                    f"{at} is {dep}: a plan index only names an earlier plan of the same 9plan_queue_add_batch call; "
+                    "give a plan id here.",
+                    field=at,
+                )
+            if not 0 <= dep < index:
+                raise ValidationFailed(
+                    f"{at} is {dep}: an index must name an earlier plan of this batch (0 to {index - 1})."
+                    if index
+                    else f"{at} is {dep}: the first plan of a batch has no earlier plan to depend on.",
+                    field=at,
+                )
+        else:
+            inputs.plan_id(dep, field=at)
+        if dep not in found:
+            found.append(dep)
+    return found
+
+
+def _check_dependencies_exist(session: Session, wanted: list[list[str | int]], prefix) -> None:
+    """Every plan id named is a plan of this session that may still complete: a dependency
+    exists before its dependent, so no cycle can form, and none waits for a discarded plan."""
+    named = {dep for deps in wanted for dep in deps if isinstance(dep, str)}
+    if not named:
+        return
+    status = dict(Plan.objects.filter(session_id=session.name, id__in=named).values_list("id", "status"))
+    for i, deps in enumerate(wanted):
+        for j, dep in enumerate(deps):
+            if not isinstance(dep, str):
+                continue
+            at = f"{prefix(i)}depends_on[{j}]"
+            if dep not in status:
+                raise ValidationFailed(
+                    f"{at}: no plan {dep} in session '{session.name}'; a plan can only depend on plans already in "
+                    "its session (or, in a batch, on an earlier plan of the batch by its index).",
+                    field=at,
+                )
+            if status[dep] == Plan.Status.DISCARDED:
+                raise ValidationFailed(
+                    f"{at}: plan {dep} was discarded and will never complete; a plan cannot wait for it.", field=at
+                )
+
+
+# --- the worker's plan -------------------------------------------------------------------
+
+
+def worker_actor(actor: str, worker: str) -> str:
+    """Who an event names: the caller, and the worker when it named one (a single agent's
+    events read as they always did)."""
+    if worker == DEFAULT_WORKER:
+        return actor
+    return f"{actor[: ACTOR_CHARS - len(worker) - 1]}/{worker}"
+
+
+def _lease_until(session_or_seconds: Session | int, now) -> object:
+    seconds = session_or_seconds if isinstance(session_or_seconds, int) else session_or_seconds.lease_seconds
+    return now + timedelta(seconds=seconds)
+
+
+def _stamp(at) -> str:
+    return at.astimezone(dt_timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+@dataclass
+class _Hold:
+    """The plan a worker's write acts on and its session's lease; or, when the worker's
+    claim was reclaimed, the LEASE_LOST to raise once its late text is kept."""
+
+    plan: Plan | None
+    lease_seconds: int = 0
+    lost: LeaseLost | None = None
+
+
+def _hold(session_name: str, worker: str, actor: str, op: str, text: str | None = None, **late) -> _Hold:
+    """The plan ``worker`` holds, locked for this write (and so fenced against a reclaim);
+    else LEASE_LOST if its claim was reclaimed (its text kept aside), else NO_ACTIVE_PLAN."""
+    found = statements.held_plan(session_name, worker)
+    if found is not None:
+        plan, lease = found
+        return _Hold(plan, lease)
+    if statements.session_for_write(session_name, lock=False) is None:
+        raise SessionNotFound.named(session_name)
+    lost = statements.lost_claim(session_name, worker)
+    if lost is None:
+        # An agent that finds its plan gone is told who took it and why, so its work is
+        # not silently thrown away (read only on this error path).
+        fate = queries.fate_of_last_pulled(session_name, actor)
+        told = f" {fate.describe()}" if fate is not None else ""
+        whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
+        raise NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+    plan_id, lost_at = lost
+    if text is not None:
+        _event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
+    now_held = statements.held_by(plan_id)
+    where = f" it is now held by worker '{now_held}'" if now_held else " it went back to the queue"
+    kept = (
+        " Your text was not applied: it is kept with the plan, shown to its next holder and to reviewers."
+        if text is not None
+        else ""
+    )
+    return _Hold(
+        None,
+        lost=LeaseLost(
+            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was reclaimed at {_stamp(lost_at)} "
+            f"(the lease ran out without a write);{where}. Nothing of the plan was changed.{kept}",
+            field="worker",
+        ),
+    )
+
+
+def _renew(plan: Plan, lease_seconds: int, now) -> None:
+    plan.lease_expires_at = _lease_until(lease_seconds, now)
+
+
+LEASE = ("lease_expires_at",)
+
+
+def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
+    """Claims the first ready plan in queue order for ``worker`` (one plan per worker);
+    exactly one caller wins each plan when several race. Expired claims of the session are
+    reclaimed first, and stay reclaimed even when nothing can be handed out."""
+    worker = inputs.worker(worker)
+    actor = worker_actor(actor, worker)
+    refusal: NineplanError | None = None
     with transactions.write() as undo:
         session = _lock_session(session_name)
-        active = statements.active_plan_id(session.name)
-        if active is not None:
-            raise PlanAlreadyActive(
-                f"Plan {active} is already active in session '{session.name}'; only one plan is worked at a time."
+        now = clock.now()
+        _reclaim_expired(session, now, undo)
+        held = statements.held_plan_id(session.name, worker)
+        plan = None if held else statements.first_ready(session.name)
+        if held:
+            whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
+            refusal = PlanAlreadyActive(
+                f"Plan {held} is already active{whose} in session '{session.name}'; a worker works one plan at a time."
             )
-        plan = statements.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True)
-        if plan is None:
-            raise QueueEmpty("Task complete! 🎉 The queue is empty.")
-        # Compare-and-set: the claim holds only if the plan is still queued; the unique
-        # "one active plan" constraint is the last line if two writers ever got here.
-        plan.status, plan.sort_key, plan.updated_at = Plan.Status.ACTIVE, None, timezone.now()
-        try:
-            claimed = statements.update_plan(
-                plan, ("status", "sort_key", "updated_at"), only_if_status=Plan.Status.QUEUED
-            )
-        except IntegrityError:
-            raise PlanAlreadyActive(f"Another plan became active in session '{session.name}'.") from None
-        if claimed != 1:
-            raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
-        _event(session.name, Event.Kind.PLAN_PULLED, actor, plan)
-        # Restored inside the transaction: if the file cannot be written the pull is
-        # undone, rather than reporting an error for a plan that is now active anyway.
-        # Only checked, never read: a link or FIFO in the file's place is left alone, and the
-        # answer's text then comes from the database.
-        if planfiles.probe(session.name, plan.id).state == planfiles.MISSING:
-            _write_file(undo, plan, previous=None)
-    log.info("plan pulled", extra={"session": session.name, "plan": plan.id})
+        elif plan is None:
+            refusal = _nothing_ready(session.name)
+        else:
+            # Compare-and-set: the claim holds only if the plan is still queued; the unique
+            # "one active plan per worker" constraint is the last line.
+            plan.status, plan.sort_key = Plan.Status.ACTIVE, None
+            plan.worker, plan.claimed_at, plan.updated_at = worker, now, now
+            _renew(plan, session.lease_seconds, now)
+            try:
+                claimed = statements.update_plan(
+                    plan,
+                    ("status", "sort_key", "worker", "claimed_at", "lease_expires_at", "updated_at"),
+                    only_if_status=Plan.Status.QUEUED,
+                )
+            except IntegrityError:
+                raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
+            if claimed != 1:
+                raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
+            statements.forget_lost_claim(session.name, worker)
+            detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
+            _event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
+            # Restored inside the transaction: if the file cannot be written the pull is
+            # undone, rather than reporting an error for a plan that is now active anyway.
+            # Only checked, never read: a link or FIFO in the file's place is left alone, and the
+            # answer's text then comes from the database.
+            if planfiles.probe(session.name, plan.id).state == planfiles.MISSING:
+                _write_file(undo, plan, previous=None)
+    if refusal is not None:
+        raise refusal
+    log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
     return plan
 
 
+BLOCKED_SHOWN = 5
+
+
+def _nothing_ready(session_name: str) -> NineplanError:
+    """Why a pull found nothing to hand out: the task is done, nothing was added yet, or
+    plans wait (for other plans, for the workers holding those, or for a person)."""
+    counts = Session.objects.filter(name=session_name).values("count_queued", "count_completed", "count_discarded")[0]
+    active = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .order_by("claimed_at", "id")
+        .values_list("id", "worker", "lease_expires_at")
+    )
+    if not counts["count_queued"] and not active:
+        if counts["count_completed"]:
+            return QueueEmpty("Task complete! 🎉 The queue is empty.")
+        if not counts["count_discarded"]:
+            return QueueEmpty(
+                f"The queue is empty: no plan was added to session '{session_name}' yet.", reason=errors.NOTHING_ADDED
+            )
+        return QueueEmpty(
+            f"The queue is empty and no plan of session '{session_name}' was completed "
+            f"({counts['count_discarded']} discarded).",
+            reason=errors.NOTHING_COMPLETED,
+        )
+    held = "; ".join(f"{pid} (worker '{w}', lease until {_stamp(until)})" for pid, w, until in active[:BLOCKED_SHOWN])
+    if not counts["count_queued"]:
+        return QueueBlocked(
+            f"No plan is queued, but {len(active)} plan(s) are still active: {held}. Their workers may add or "
+            "defer plans.",
+            reason=errors.OTHERS_ACTIVE,
+        )
+    waits = queries.blocked_plans(session_name, limit=BLOCKED_SHOWN)
+    described = "; ".join(w.describe() for w in waits)
+    more = counts["count_queued"] - len(waits)
+    message = f"{counts['count_queued']} plan(s) are queued but none is ready: {described}"
+    message += f"; and {more} more." if more > 0 else "."
+    everyone_waits_for_person = all(w.waiting_for_person for w in waits) and more <= 0
+    return QueueBlocked(message, reason=errors.WAITING_FOR_PERSON if everyone_waits_for_person else None)
+
+
+def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
+    """Renews the lease of the plan ``worker`` holds, changing nothing else: for a worker
+    busy for longer than the lease without writing."""
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    with transactions.write():
+        held = _hold(name, worker, worker_actor(actor, worker), "renew")
+        if held.plan is not None:
+            _renew(held.plan, held.lease_seconds, clock.now())
+            statements.renew(held.plan.id, held.plan.lease_expires_at)
+    if held.lost is not None:
+        raise held.lost
+    return held.plan
+
+
 def plan_defer(
-    *, session_name: str, reason: str, position: str | None = None, actor: str = "agent"
+    *,
+    session_name: str,
+    reason: str,
+    position: str | None = None,
+    worker: str | None = None,
+    actor: str = "agent",
 ) -> Written:
-    """Returns the active plan to the queue with the timestamped reason in its Notes."""
+    """Returns the worker's plan to the queue with the timestamped reason in its Notes."""
     reason = inputs.text("reason", reason, required=True)
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
-    ahead = _read_ahead(session_name)
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    actor = worker_actor(actor, worker)
+    ahead = _read_ahead(name, worker=worker)
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _active_plan(session)
-        previous = _file_now(plan, ahead)
-        absorbed = _absorb_file(plan, actor, previous, strict=True)
-        # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
-        # when it was added, and refusing would leave the agent unable to set it aside.
-        # The queue can so exceed the limit by at most the session's one active plan.
-        stamp = timezone.now().strftime("%Y-%m-%d %H:%M:%S UTC")
-        before = plan.sections()
-        plan.notes = compose_append(plan.notes, f"Deferred {stamp}: {reason}")
-        inputs.plan_size(plan.sections(), field="reason")
-        plan.status = Plan.Status.QUEUED
-        plan.sort_key = _next_position(session, position)
-        place = _place(session, position)
-        _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
-        revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
-        _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
-        _write_file(undo, plan, previous)
-    log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
+        held = _hold(name, worker, actor, "defer", reason, position=position)
+        if held.plan is not None:
+            plan = held.plan
+            # The plan row first, then the session row: a writer holding the session row never
+            # waits for a plan row, so the two cannot wait on each other.
+            session = _lock_session(name)
+            previous = _file_now(plan, ahead)
+            absorbed = _absorb_file(plan, actor, previous, strict=True)
+            # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
+            # when it was added, and refusing would leave the agent unable to set it aside.
+            # The queue can so exceed the limit by at most the session's active plans.
+            now = clock.now()
+            before = plan.sections()
+            plan.notes = compose_append(plan.notes, f"Deferred {_stamp(now)}: {reason}")
+            inputs.plan_size(plan.sections(), field="reason")
+            _back_to_queue(plan)
+            plan.sort_key = _next_position(session, position)
+            place = _place(session, position)
+            _touch(plan)
+            statements.update_plan(plan, (*SECTIONS, *RETURNED, *TOUCHED))
+            revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
+            _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
+            _write_file(undo, plan, previous)
+    if held.lost is not None:
+        raise held.lost
+    log.info("plan deferred", extra={"session": name, "plan": plan.id, "position": position})
     return Written(plan, place, absorbed.notice)
 
 
-def plan_complete(*, session_name: str, outcome: str, actor: str = "agent") -> Written:
-    """Completes the active plan: keeps the file's edits, stores the outcome, indexes it for
-    search, then deletes the file. A plan that needs review goes to ``in_review`` instead,
-    and is indexed once approved (sessions_app/review.py)."""
+# What changes when a plan goes back to the queue: its claim ends.
+RETURNED = ("status", "sort_key", "worker", "claimed_at", "lease_expires_at")
+
+
+def _back_to_queue(plan: Plan) -> None:
+    plan.status = Plan.Status.QUEUED
+    plan.worker = plan.claimed_at = plan.lease_expires_at = None
+
+
+def plan_complete(*, session_name: str, outcome: str, worker: str | None = None, actor: str = "agent") -> Written:
+    """Completes the worker's plan: keeps the file's edits, stores the outcome, indexes it
+    for search, then deletes the file. Plans that depend on it may then be pulled. A plan
+    that needs review goes to ``in_review`` instead (the worker's claim ends all the same);
+    it is indexed, and its dependents freed, once approved (sessions_app/review.py)."""
     outcome = inputs.text("outcome", outcome, required=True)
-    ahead = _read_ahead(session_name)
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    actor = worker_actor(actor, worker)
+    ahead = _read_ahead(name, worker=worker)
     with transactions.write():
-        session = _lock_session(session_name)
-        plan = _active_plan(session)
-        absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
-        plan.outcome = outcome
-        inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-        reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
-        plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
-        plan.completed_at = None if reviewed else timezone.now()
-        _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *TOUCHED))
-        _event(session.name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, actor, plan)
+        held = _hold(name, worker, actor, "complete", outcome)
+        if held.plan is not None:
+            plan = held.plan
+            absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
+            plan.outcome = outcome
+            inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
+            session = statements.session_for_write(name, lock=False)
+            reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+            plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
+            plan.completed_at = None if reviewed else clock.now()
+            plan.lease_expires_at = None
+            _touch(plan)
+            statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
+            _event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, actor, plan)
+    if held.lost is not None:
+        raise held.lost
     written = _retire_file(plan, absorbed)
-    log.info("plan completed", extra={"session": session.name, "plan": plan.id})
+    log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": worker})
     return written
 
 
-def plan_discard(*, session_name: str, reason: str, actor: str = "agent") -> Written:
-    """Discards the active plan (never searchable); keeps the file's edits, deletes the file."""
+def plan_discard(*, session_name: str, reason: str, worker: str | None = None, actor: str = "agent") -> Written:
+    """Discards the worker's plan (never searchable); keeps the file's edits, deletes the
+    file. Plans that depended on it stop waiting for it, with a note saying why."""
     reason = inputs.text("reason", reason, required=True)
-    ahead = _read_ahead(session_name)
-    with transactions.write():
-        session = _lock_session(session_name)
-        plan = _active_plan(session)
-        absorbed = _discard(session, plan, reason, actor, ahead)
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    actor = worker_actor(actor, worker)
+    ahead = _read_ahead(name, worker=worker)
+    with transactions.write() as undo:
+        held = _hold(name, worker, actor, "discard", reason)
+        if held.plan is not None:
+            plan = held.plan
+            absorbed = _discard(name, plan, reason, actor, ahead, undo)
+    if held.lost is not None:
+        raise held.lost
     written = _retire_file(plan, absorbed)
-    log.info("plan discarded", extra={"session": session.name, "plan": plan.id})
+    log.info("plan discarded", extra={"session": name, "plan": plan.id, "worker": worker})
     return written
 
 
-def _discard(session: Session, plan: Plan, reason: str, actor: str, ahead: _Ahead | None) -> _Absorbed:
+def _discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: _Ahead | None, undo) -> _Absorbed:
     # A discard always goes through: a file it cannot take in is left alone or kept aside,
     # and the answer says so.
     absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=False)
+    # Dependents first: their rows are locked before the status change below takes the
+    # session row (plan rows, then the session row, as every writer does).
+    _drop_from_dependents(session_name, plan, reason, actor, undo)
     plan.discard_reason = reason
     plan.status = Plan.Status.DISCARDED
     plan.sort_key = None
-    plan.discarded_at = timezone.now()
+    plan.discarded_at = clock.now()
+    plan.lease_expires_at = None
+    plan.waiting_for_person = False
     _touch(plan)
-    statements.update_plan(plan, (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", *TOUCHED))
-    _event(session.name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
+    statements.update_plan(
+        plan,
+        (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED),
+    )
+    _event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     return absorbed
 
 
-def plan_note(*, session_name: str, text: str, mode: str | None = None, actor: str = "agent") -> Written:
-    """Appends to (or replaces) the active plan's Notes inside the serialized region, so
-    concurrent appends all survive. Not idempotent: a retried append appends twice."""
+def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str, undo) -> None:
+    """A discarded plan will never complete: each plan that depended on it stops waiting for
+    it, with a note saying why, so no work waits forever."""
+    links = list(
+        PlanDependency.objects.filter(depends_on_id=plan.id).order_by("plan_id").values_list("id", "plan_id")
+    )
+    if not links:
+        return
+    for dependent_id in sorted({plan_id for _, plan_id in links}):
+        dependent = statements.plan_for_write(session_name, dependent_id)
+        if dependent is None or not dependent.is_open:
+            continue
+        previous = planfiles.read_plan_file(session_name, dependent.id)
+        _absorb_file(dependent, actor, previous, strict=False)
+        note = (
+            f"Dependency dropped {_stamp(clock.now())}: plan {plan.id} ({excerpts.one_line(plan.goal, 80)}) was "
+            f"discarded ({excerpts.one_line(reason, 200)}); this plan no longer waits for it."
+        )
+        notes = compose_append(dependent.notes, note)
+        before = dependent.sections()
+        if len(notes) <= _max_field() and sum(len(v) for v in {**dependent.sections(), "notes": notes}.values()) <= _max_plan():
+            dependent.notes = notes
+        _touch(dependent)
+        statements.update_plan(dependent, (*SECTIONS, *TOUCHED))
+        revisions.record(dependent, kind=Revision.Kind.NOTE, actor=actor, before=before)
+        _event(session_name, Event.Kind.DEPENDENCY_DROPPED, actor, dependent, depends_on=plan.id, reason=reason)
+        _write_file(undo, dependent, previous)
+    PlanDependency.objects.filter(id__in=[link_id for link_id, _ in links]).delete()
+
+
+def _max_field() -> int:
+    from django.conf import settings
+
+    return settings.NINEPLAN_MAX_FIELD_CHARS
+
+
+def _max_plan() -> int:
+    from django.conf import settings
+
+    return settings.NINEPLAN_MAX_PLAN_CHARS
+
+
+def plan_note(
+    *, session_name: str, text: str, mode: str | None = None, worker: str | None = None, actor: str = "agent"
+) -> Written:
+    """Appends to (or replaces) the worker's plan's Notes inside the serialized region, so
+    concurrent appends all survive; renews the worker's lease. Not idempotent: a retried
+    append appends twice."""
     mode = inputs.choice("mode", mode, inputs.NOTE_MODES, default="append")
     text = inputs.text("text", text, required=True, max_chars=10**9)
-    ahead = _read_ahead(session_name)
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    actor = worker_actor(actor, worker)
+    ahead = _read_ahead(name, worker=worker)
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _active_plan(session)
-        previous = _file_now(plan, ahead)
-        absorbed = _absorb_file(plan, actor, previous, strict=True)
-        notes = compose_append(plan.notes, text) if mode == "append" else text
-        # Limits apply to the composed result, and report its size: a small fragment must not
-        # slip a plan past its limit.
-        inputs.text("notes", notes, required=False)
-        inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
-        before = plan.sections()
-        plan.notes = notes
-        _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *TOUCHED))
-        revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before)
-        _event(session.name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
-        _write_file(undo, plan, previous)
-    log.info("plan note written", extra={"session": session.name, "plan": plan.id, "mode": mode})
+        held = _hold(name, worker, actor, "note", text, mode=mode)
+        if held.plan is not None:
+            plan = held.plan
+            previous = _file_now(plan, ahead)
+            absorbed = _absorb_file(plan, actor, previous, strict=True)
+            notes = compose_append(plan.notes, text) if mode == "append" else text
+            # Limits apply to the composed result, and report its size: a small fragment must
+            # not slip a plan past its limit.
+            inputs.text("notes", notes, required=False)
+            inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
+            before = plan.sections()
+            plan.notes = notes
+            _touch(plan)
+            _renew(plan, held.lease_seconds, plan.updated_at)
+            statements.update_plan(plan, (*SECTIONS, *LEASE, *TOUCHED))
+            revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before)
+            _event(name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
+            _write_file(undo, plan, previous)
+    if held.lost is not None:
+        raise held.lost
+    log.info("plan note written", extra={"session": name, "plan": plan.id, "mode": mode})
     return Written(plan, file_notice=absorbed.notice)
+
+
+# --- leases ------------------------------------------------------------------------------
+
+RECLAIM_ACTOR = "lease"
+
+
+def _reclaim_expired(session: Session, now, undo) -> list[Plan]:
+    """Every claim of the session whose lease ran out before ``now`` goes back to the front
+    of the queue (inside the caller's write transaction, with the session row held)."""
+    expired = statements.expired_claims(session.name, now)
+    # The oldest claim ends up first in the queue.
+    for plan in reversed(expired):
+        _reclaim(session, plan, now, undo, actor=RECLAIM_ACTOR, why="its lease ran out without a write")
+    return expired
+
+
+def _reclaim(session: Session, plan: Plan, now, undo, *, actor: str, why: str, count: bool = True) -> None:
+    """The plan leaves its worker: everything the worker wrote stays (its notes, and its
+    plan file's edits, taken in now), a note says whose claim ended when and why, and the
+    worker's next write gets LEASE_LOST. ``count``: the claim counts as a failed attempt,
+    and at the session's max_attempts the plan waits for a person."""
+    worker, expired_at = plan.worker, plan.lease_expires_at
+    previous = planfiles.read_plan_file(session.name, plan.id)
+    _absorb_file(plan, actor, previous, strict=False)
+    if count:
+        plan.attempts += 1
+    waits = count and plan.attempts >= session.max_attempts
+    note = (
+        f"Reclaimed {_stamp(now)}: the claim of worker '{worker}' (lease until {_stamp(expired_at)}) ended: {why}; "
+        f"attempt {plan.attempts} of {session.max_attempts} lost."
+        if count
+        else f"Reclaimed {_stamp(now)}: the claim of worker '{worker}' ended: {why}."
+    )
+    if waits:
+        note += " It is not handed out again until a person requeues or discards it."
+    notes = compose_append(plan.notes, note)
+    before = plan.sections()
+    if len(notes) <= _max_field() and sum(len(v) for v in {**plan.sections(), "notes": notes}.values()) <= _max_plan():
+        plan.notes = notes
+    _back_to_queue(plan)
+    plan.sort_key = _next_position(session, "front")
+    plan.waiting_for_person = waits
+    _touch(plan)
+    plan.updated_at = now
+    statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+    revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
+    statements.record_lost_claim(session.name, worker, plan.id, now)
+    _event(
+        session.name,
+        Event.Kind.PLAN_RECLAIMED,
+        actor,
+        plan,
+        worker=worker,
+        lease_expired_at=_stamp(expired_at),
+        attempts=plan.attempts,
+        waiting_for_person=waits,
+    )
+    _write_file(undo, plan, previous)
+    log.warning(
+        "claim reclaimed",
+        extra={"session": session.name, "plan": plan.id, "worker": worker, "attempts": plan.attempts},
+    )
+
+
+def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
+    """Reclaims every expired claim (of one session, or of all): what the periodic sweep of
+    the long-running servers and ``nineplan_reclaim`` run. Returns the plans reclaimed."""
+    now = clock.now()
+    names = [inputs.session_name(session_name)] if session_name is not None else statements.sessions_with_expired_claims(now)
+    reclaimed: list[Plan] = []
+    for name in names:
+        with transactions.write() as undo:
+            session = _lock_session(name)
+            reclaimed += _reclaim_expired(session, now, undo)
+    return reclaimed
 
 
 # --- staff interventions (admin) ---------------------------------------------------------
 
 
-def _plan_of(session: Session, plan_id: object) -> Plan:
-    """The plan ``plan_id`` of the session (read inside the caller's write transaction)."""
+def _plan_of(session_name: object, plan_id: object) -> tuple[str, Plan]:
+    """The plan ``plan_id`` of the session, locked for this write (on PostgreSQL; the plan
+    row before the session row, as every writer takes them)."""
+    name = inputs.session_name(session_name)
     plan_id = inputs.plan_id(plan_id)
-    try:
-        return Plan.objects.get(session=session, id=plan_id)
-    except Plan.DoesNotExist:
-        raise PlanNotFound.in_session(plan_id, session.name) from None
+    plan = statements.plan_for_write(name, plan_id)
+    if plan is None:
+        if statements.session_for_write(name, lock=False) is None:
+            raise SessionNotFound.named(name)
+        raise PlanNotFound.in_session(plan_id, name)
+    return name, plan
 
 
 def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Written:
     """Moves a queued plan to the front or back of its queue."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     with transactions.write():
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
         if plan.status != Plan.Status.QUEUED:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
         new_position = _next_position(session, position)
-        Plan.objects.filter(id=plan.id).update(sort_key=new_position, updated_at=timezone.now())
+        Plan.objects.filter(id=plan.id).update(sort_key=new_position, updated_at=clock.now())
         plan.sort_key = new_position
         _event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
     # The plan was queued already, so at the back it is last of the queue as it was.
@@ -618,34 +1059,60 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
 
 
 def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Written:
-    """Returns an active plan to the queue without a reason from the agent (staff action)."""
+    """Returns an active plan to the queue without a reason from the agent, or hands a plan
+    that waits for a person back to the workers with its attempts counted afresh (staff
+    action)."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
     ahead = _read_ahead(session_name, plan_id)
     with transactions.write() as undo:
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
-        if plan.status != Plan.Status.ACTIVE:
-            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only the active plan can be requeued.", field="plan_id")
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
+        waiting = plan.status == Plan.Status.QUEUED and plan.waiting_for_person
+        if plan.status != Plan.Status.ACTIVE and not waiting:
+            raise ValidationFailed(
+                f"Plan {plan.id} is {plan.status}; only the active plan of a worker, or a queued plan waiting for a person, can be "
+                "requeued.",
+                field="plan_id",
+            )
         previous = _file_now(plan, ahead)
         absorbed = _absorb_file(plan, actor, previous, strict=True)
-        plan.status = Plan.Status.QUEUED
+        if waiting:
+            # Out of the queue and back in at the chosen end, as a move does.
+            plan.sort_key = None
+            plan.waiting_for_person = False
+            plan.attempts = 0
+        _back_to_queue(plan)
         plan.sort_key = _next_position(session, position)
-        place = _place(session, position)
+        place = _place(session, position) if not waiting else (1 if position == "front" else session.count_queued)
         _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "status", "sort_key", *TOUCHED))
-        _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position)
+        statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+        detail = {"position": position, **({"was_waiting_for_person": True} if waiting else {})}
+        _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, **detail)
         _write_file(undo, plan, previous)
     return Written(plan, place, absorbed.notice)
 
 
+def plan_reclaim(*, session_name: str, plan_id: str, actor: str) -> Written:
+    """Takes an active plan back from its worker now, as an expired lease would (staff
+    action, for a worker that is stuck): the plan goes to the front of the queue with
+    everything its worker wrote, the attempt counts, and the worker's next write gets
+    LEASE_LOST."""
+    with transactions.write() as undo:
+        name, plan = _plan_of(session_name, plan_id)
+        session = _lock_session(name)
+        if plan.status != Plan.Status.ACTIVE:
+            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only an active plan can be reclaimed.", field="plan_id")
+        _reclaim(session, plan, clock.now(), undo, actor=actor, why=f"taken back by {actor}")
+    return Written(plan, 1)
+
+
 def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Written:
-    """Discards a queued or active plan chosen by id (staff action)."""
+    """Discards a queued, active or held plan chosen by id (staff action)."""
     reason = inputs.text("reason", reason, required=True)
     ahead = _read_ahead(session_name, plan_id)
-    with transactions.write():
-        session = _lock_session(session_name)
-        plan = _plan_of(session, plan_id)
+    with transactions.write() as undo:
+        name, plan = _plan_of(session_name, plan_id)
         if not plan.is_open and plan.status != Plan.Status.HELD:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
-        absorbed = _discard(session, plan, reason, actor, ahead)
+        absorbed = _discard(name, plan, reason, actor, ahead, undo)
     return _retire_file(plan, absorbed)

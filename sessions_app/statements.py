@@ -18,9 +18,11 @@ from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models.base import ModelState
 
 from sessions_app import event_feed
-from sessions_app.models import Event, Plan, Session
+from sessions_app.models import Event, LostClaim, Plan, PlanDependency, Session
 
 PLANS = Plan._meta.db_table
+DEPENDENCIES = PlanDependency._meta.db_table
+LOST = LostClaim._meta.db_table
 SESSIONS = Session._meta.db_table
 EVENTS = Event._meta.db_table
 
@@ -34,7 +36,8 @@ _PLAN_FIELDS = tuple(
 )
 _PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
 _LOCKED_SESSION_FIELDS = tuple(
-    Session._meta.get_field(name) for name in ("name", "count_queued", "count_completed", "count_discarded", "review")
+    Session._meta.get_field(name)
+    for name in ("name", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review")
 )
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
 _INSERT_PLAN = (
@@ -138,13 +141,159 @@ def when(value: datetime) -> Any:
     return connection.ops.adapt_datetimefield_value(value)
 
 
-def session_for_write(name: str) -> Session | None:
-    """The session row with its counts; on PostgreSQL also locked until the transaction ends
-    (on SQLite, BEGIN IMMEDIATE has already serialised the writers)."""
-    lock = "" if connection.vendor == "sqlite" else " FOR UPDATE"
+def session_for_write(name: str, *, lock: bool = True) -> Session | None:
+    """The session row with its counts and options; on PostgreSQL also locked until the
+    transaction ends when ``lock`` (on SQLite, BEGIN IMMEDIATE has already serialised the
+    writers)."""
+    lock_clause = " FOR UPDATE" if lock and connection.vendor != "sqlite" else ""
     columns = ", ".join(f.column for f in _LOCKED_SESSION_FIELDS)
-    rows = load(Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock}", [name])
+    rows = load(
+        Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock_clause}", [name]
+    )
     return rows[0] if rows else None
+
+
+def _for_update(*, skip_locked: bool = False) -> str:
+    """Row locks on PostgreSQL (SQLite's writers are serialised already). ``skip_locked``: a
+    row another writer holds is passed over, never waited for: a writer holding the session
+    row must never wait for a plan row (docs/design.md, "Transactions and writer turns")."""
+    if connection.vendor == "sqlite":
+        return ""
+    return " FOR UPDATE OF t SKIP LOCKED" if skip_locked else " FOR UPDATE OF t"
+
+
+_HELD_COLUMNS = ", ".join(f"t.{f.column}" for f in _PLAN_FIELDS)
+
+
+def held_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
+    """The plan ``worker`` holds in the session (locked on PostgreSQL, so a reclaim passes it
+    over while its holder writes) and the session's lease length; None if it holds none."""
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_HELD_COLUMNS}, s.lease_seconds FROM {PLANS} t JOIN {SESSIONS} s ON s.name = t.session_name "
+        f"WHERE t.session_name = %s AND t.status = %s AND t.worker = %s{_for_update()}",
+        [session_name, Plan.Status.ACTIVE, worker],
+        extra=1,
+    )
+    return rows[0] if rows else None
+
+
+def held_plan_id(session_name: str, worker: str) -> str | None:
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND worker = %s",
+            [session_name, Plan.Status.ACTIVE, worker],
+        )
+        row = cur.fetchone()
+    return None if row is None else row[0]
+
+
+def held_by(plan_id: str) -> str | None:
+    """The worker holding the plan, if it is active."""
+    with connection.cursor() as cur:
+        cur.execute(f"SELECT worker FROM {PLANS} WHERE id = %s AND status = %s", [plan_id, Plan.Status.ACTIVE])
+        row = cur.fetchone()
+    return None if row is None else row[0]
+
+
+def plan_for_write(session_name: str, plan_id: str) -> Plan | None:
+    """One plan of the session by id, locked on PostgreSQL."""
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.id = %s{_for_update()}",
+        [session_name, plan_id],
+    )
+    return rows[0] if rows else None
+
+
+# A queued plan is ready when it waits for no person and every plan it depends on is
+# completed. Walks the queue in order along the (session, status, sort_key) index, so
+# the first ready plan is found after the blocked ones ahead of it only.
+_READY = (
+    f"t.waiting_for_person = %s AND NOT EXISTS (SELECT 1 FROM {DEPENDENCIES} d JOIN {PLANS} q "
+    f"ON q.id = d.depends_on_id WHERE d.plan_id = t.id AND q.status <> %s)"
+)
+
+
+def first_ready(session_name: str) -> Plan | None:
+    """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
+    are passed over: such a plan is being changed, not waiting to be pulled)."""
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.status = %s AND {_READY} "
+        f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
+        [session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED],
+    )
+    return rows[0] if rows else None
+
+
+def expired_claims(session_name: str, now: datetime) -> list[Plan]:
+    """The session's active plans whose lease ran out before ``now``, oldest claim first
+    (on PostgreSQL, a plan whose holder is writing right now is passed over: that write
+    renews it)."""
+    return load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.status = %s "
+        f"AND t.lease_expires_at < %s ORDER BY t.lease_expires_at, t.id{_for_update(skip_locked=True)}",
+        [session_name, Plan.Status.ACTIVE, when(now)],
+    )
+
+
+def sessions_with_expired_claims(now: datetime) -> list[str]:
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT DISTINCT session_name FROM {PLANS} WHERE status = %s AND lease_expires_at < %s",
+            [Plan.Status.ACTIVE, when(now)],
+        )
+        return [row[0] for row in cur.fetchall()]
+
+
+def renew(plan_id: str, until: datetime) -> None:
+    with connection.cursor() as cur:
+        cur.execute(f"UPDATE {PLANS} SET lease_expires_at = %s WHERE id = %s", [when(until), plan_id])
+
+
+def lost_claim(session_name: str, worker: str) -> tuple[str, datetime] | None:
+    """The plan ``worker`` last lost in the session and when, if it has not pulled since."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT plan_id, lost_at FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker]
+        )
+        row = cur.fetchone()
+    if row is None:
+        return None
+    lost_at = row[1]
+    if not isinstance(lost_at, datetime):
+        lost_at = _sqlite_timestamp(lost_at, None, connection)
+    elif lost_at.tzinfo is None and connection.timezone is not None:
+        lost_at = lost_at.replace(tzinfo=connection.timezone)
+    return row[0], lost_at
+
+
+def record_lost_claim(session_name: str, worker: str, plan_id: str, at: datetime) -> None:
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker])
+        cur.execute(
+            f"INSERT INTO {LOST} (session_name, worker, plan_id, lost_at) VALUES (%s, %s, %s, %s)",
+            [session_name, worker, plan_id, when(at)],
+        )
+
+
+def forget_lost_claim(session_name: str, worker: str) -> None:
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker])
+
+
+def insert_dependencies(pairs: list[tuple[str, str]]) -> None:
+    """(plan, depends_on) rows."""
+    if not pairs:
+        return
+    with connection.cursor() as cur:
+        cur.executemany(f"INSERT INTO {DEPENDENCIES} (plan_id, depends_on_id) VALUES (%s, %s)", pairs)
 
 
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:

@@ -41,6 +41,7 @@ admin.site.enable_nav_sidebar = False
 # Messages shown after a staff action; tests assert on them.
 MOVED = "Moved plan {plan} to the {position} of the queue."
 REQUEUED = "Returned plan {plan} to the {position} of the queue."
+RECLAIMED = "Took plan {plan} back from its worker: it is at the front of the queue, and the worker's next write is refused."
 DISCARDED = "Discarded plan {plan}."
 FAILED = "Plan {plan}: {category}: {message}"
 
@@ -49,11 +50,14 @@ FAILED = "Plan {plan}: {category}: {message}"
 STAFF_ACTIONS = {
     "move": (services.plan_move, "position", MOVED),
     "requeue": (services.plan_requeue, "position", REQUEUED),
+    "reclaim": (services.plan_reclaim, None, RECLAIMED),
     "discard": (services.plan_discard_any, "reason", DISCARDED),
 }
 
 INVARIANT_LABELS = {
-    "single_active_plan": "At most one active plan",
+    "single_active_plan": "At most one active plan per worker",
+    "claims_valid": "Every active plan has a worker and a lease",
+    "dependencies_valid": "No plan handed out before its dependencies",
     "queue_order_preserved": "Queue positions unique and ordered",
     "files_match_database": "Every queued or active plan has its file",
     "no_orphaned_files": "No plan file without a plan",
@@ -222,6 +226,17 @@ class SessionAdmin(NineplanAdmin):
             queue_length=state.queue_length,
             queue_hidden=state.queue_length - len(state.queue),
             active=state.active,
+            workers=[
+                {
+                    "plan": p,
+                    "expired": p.lease_expires_at is not None and p.lease_expires_at < page.now,
+                    "attempt": p.attempts + 1,
+                }
+                for p in state.held
+            ],
+            max_attempts=state.session.max_attempts,
+            blocked=[b for b in state.blocked if not b.waiting_for_person],
+            waiting=[b for b in state.blocked if b.waiting_for_person],
             completed=page.completed,
             completed_count=state.completed_count,
             discarded=page.discarded,
@@ -289,7 +304,7 @@ class PlanAdmin(NineplanAdmin):
     # table to sort by their creation time and sorts every plan (docs/benchmarks.md).
     ordering = ("session_id", "sort_key", "created_at")
     list_per_page = 100
-    actions = ("move_to_front", "move_to_back", "requeue_plans", "discard_plans")
+    actions = ("move_to_front", "move_to_back", "requeue_plans", "reclaim_plans", "discard_plans")
 
     @admin.display(description="session", ordering="session_id")
     def session_link(self, obj):
@@ -326,6 +341,10 @@ class PlanAdmin(NineplanAdmin):
             outcome=render.markdown(plan.outcome),
             discard_reason=render.markdown(plan.discard_reason),
             file=page.file,
+            depends_on=page.dependencies.depends_on,
+            dependents=page.dependencies.dependents,
+            ready=page.dependencies.ready,
+            late_writes=page.late_writes,
             timeline=render.timeline(page.events),
             event_count=page.event_count,
             can_intervene=can_intervene(request.user),
@@ -339,13 +358,14 @@ class PlanAdmin(NineplanAdmin):
         service, field, done = STAFF_ACTIONS[action]
         actor = actor_for(request.user)
         try:
-            written = service(session_name=session_name, plan_id=plan_id, actor=actor, **{field: value})
+            given = {field: value} if field else {}
+            written = service(session_name=session_name, plan_id=plan_id, actor=actor, **given)
         except NineplanError as exc:
             self.message_user(
                 request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
             )
             return False
-        self.message_user(request, done.format(plan=plan_id, **{field: value}), messages.SUCCESS)
+        self.message_user(request, done.format(plan=plan_id, **({field: value} if field else {})), messages.SUCCESS)
         if written.file_notice:  # the plan file could not be taken in (a link, FIFO, too large...): say what was found
             self.message_user(request, written.file_notice, messages.WARNING)
         return True
@@ -363,7 +383,7 @@ class PlanAdmin(NineplanAdmin):
             raise Http404("No such plan.")
         field = STAFF_ACTIONS[action][1]
         # The value is passed on as sent: the services match it exactly and name what is accepted.
-        self._staff_action(request, plan_id, session_name, action, request.POST.get(field, ""))
+        self._staff_action(request, plan_id, session_name, action, request.POST.get(field, "") if field else "")
         target = request.POST.get("next", "")
         if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
             target = _plan_url(plan_id)
@@ -383,9 +403,15 @@ class PlanAdmin(NineplanAdmin):
     def move_to_back(self, request, queryset):
         self._each(request, queryset.order_by("sort_key"), "move", "back")
 
-    @admin.action(description="Return selected active plans to the front of their queue", permissions=["intervene"])
+    @admin.action(
+        description="Return selected active (or waiting) plans to the front of their queue", permissions=["intervene"]
+    )
     def requeue_plans(self, request, queryset):
         self._each(request, queryset.order_by("id"), "requeue", "front")
+
+    @admin.action(description="Take selected active plans back from their workers", permissions=["intervene"])
+    def reclaim_plans(self, request, queryset):
+        self._each(request, queryset.order_by("id"), "reclaim", "")
 
     @admin.action(description="Discard selected plans…", permissions=["intervene"])
     def discard_plans(self, request, queryset):

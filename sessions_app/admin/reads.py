@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from sessions_app import planfiles, queries
+from sessions_app import clock, planfiles, queries
 from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
@@ -52,6 +52,7 @@ class SessionPage:
     event_count: int
     series: list[tuple[datetime, int, int]]
     validation: queries.InvariantReport
+    now: datetime
 
 
 def _latest(session: Session, status: str, stamp: str) -> list[Plan]:
@@ -72,6 +73,7 @@ def session_page(name: object) -> SessionPage:
         event_count=events.count(),
         series=session_series(session),
         validation=queries.check_invariants(session.name),
+        now=clock.now(),
     )
 
 
@@ -154,6 +156,8 @@ class PlanPage:
     file: FileCheck
     events: list[Event]
     event_count: int
+    dependencies: queries.Dependencies
+    late_writes: list[queries.LateWrite]
 
 
 def plan_page(plan_id: str) -> PlanPage:
@@ -162,4 +166,12 @@ def plan_page(plan_id: str) -> PlanPage:
     if plan is None:
         raise PlanNotFound(f"No plan {plan_id} exists.")
     events, event_count = plan_events(plan)
-    return PlanPage(plan, queries.queue_place(plan), plan_file_check(plan), events, event_count)
+    return PlanPage(
+        plan,
+        queries.queue_place(plan),
+        plan_file_check(plan),
+        events,
+        event_count,
+        queries.dependencies(plan.id),
+        queries.late_writes(plan.id),
+    )

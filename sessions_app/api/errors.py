@@ -44,6 +44,8 @@ DOMAIN_STATUS = {
     "NO_ACTIVE_PLAN": status.HTTP_409_CONFLICT,
     "PLAN_ALREADY_ACTIVE": status.HTTP_409_CONFLICT,
     "QUEUE_EMPTY": status.HTTP_409_CONFLICT,
+    "QUEUE_BLOCKED": status.HTTP_409_CONFLICT,
+    "LEASE_LOST": status.HTTP_409_CONFLICT,
     # Not the caller's fault, and usually passing (a locked or unreachable database).
     "FILE_SYSTEM_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
     "DATABASE_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -58,6 +60,8 @@ API_SUGGESTIONS = {
     "NO_ACTIVE_PLAN": "Read the session's state at /api/sessions/{name}/ to see which plan is active.",
     "PLAN_ALREADY_ACTIVE": "Read the session's state at /api/sessions/{name}/ to see which plan is active.",
     "QUEUE_EMPTY": "Nothing is queued; read the session's history at /api/history/.",
+    "QUEUE_BLOCKED": "Read the session's state at /api/sessions/{name}/ to see what its plans wait for.",
+    "LEASE_LOST": "Read the plan at /api/sessions/{name}/plans/{id}/ to see who holds it now.",
 }
 API_SUGGESTIONS_BY_REASON = {
     errors.NOT_COMPLETED: "Read queued and active plans at /api/sessions/{name}/plans/; history holds completed ones.",
@@ -65,6 +69,9 @@ API_SUGGESTIONS_BY_REASON = {
     errors.COLLIDED: "Repeat the request: nothing of it was saved.",
     errors.BUSY: "Repeat the request in a moment: nothing of it was saved.",
     errors.NOT_IN_REVIEW: "Read the plan at /api/sessions/{name}/plans/{plan_id}/: only a plan in review is decided.",
+    errors.NOTHING_ADDED: "No plan was added to this session yet; read its state at /api/sessions/{name}/.",
+    errors.NOTHING_COMPLETED: "Read the session's discarded plans at /api/sessions/{name}/plans/?status=discarded.",
+    errors.WAITING_FOR_PERSON: "A person requeues or discards the waiting plans in the admin's session page.",
 }
 
 class PreconditionRequired(exceptions.APIException):

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, F, OuterRef, Q, QuerySet, Subquery, Window
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
 
 from sessions_app import queries
 from sessions_app.errors import PlanNotFound, SessionNotFound
-from sessions_app.models import Event, Plan, Session
+from sessions_app.models import Event, Plan, PlanDependency, Session
 
 PLAN_EVENTS_SHOWN = 100
 SUMMARY_FIELDS = (
@@ -27,6 +27,9 @@ SUMMARY_FIELDS = (
     "updated_at",
     "completed_at",
     "discarded_at",
+    "worker",
+    "lease_expires_at",
+    "attempts",
 )
 
 
@@ -35,12 +38,26 @@ def _last_event(**match) -> Subquery:
 
 
 def session_fingerprint(name: str) -> str:
-    """A value that changes whenever anything in the session changes (one query)."""
-    row = Session.objects.filter(name=name).annotate(last=_last_event(session=OuterRef("pk"))).values_list("last")
-    row = row.first()
+    """A value that changes whenever anything in the session changes (one query): every
+    change writes an event, but a renewed lease writes none, so the leases count too."""
+    leases = Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE).order_by("-lease_expires_at")
+    row = (
+        Session.objects.filter(name=name)
+        .annotate(last=_last_event(session=OuterRef("pk")), lease=Subquery(leases.values("lease_expires_at")[:1]))
+        .values_list("last", "lease")
+        .first()
+    )
     if row is None:
         raise SessionNotFound.named(name)
-    return f"s{row[0] or 0}"
+    lease = f"-{row[1].timestamp():.6f}" if row[1] else ""
+    return f"s{row[0] or 0}{lease}"
+
+
+def unmet_dependencies():
+    """For a plans query: whether the plan waits for a plan that is not completed."""
+    return Exists(
+        PlanDependency.objects.filter(plan=OuterRef("pk")).exclude(depends_on__status=Plan.Status.COMPLETED)
+    )
 
 
 def sessions(*, has_active_plan: bool | None, has_queued: bool | None, search: str | None) -> QuerySet[Session]:
@@ -62,8 +79,8 @@ def queue(name: str) -> QuerySet[Plan]:
     return (
         Plan.objects.filter(session_id=name, status=Plan.Status.QUEUED)
         .order_by("sort_key")
-        .only("id", "session_id", "goal", "sort_key")
-        .annotate(place=Window(RowNumber(), order_by=F("sort_key").asc()))
+        .only("id", "session_id", "goal", "sort_key", "waiting_for_person", "attempts")
+        .annotate(place=Window(RowNumber(), order_by=F("sort_key").asc()), unmet=unmet_dependencies())
     )
 
 
@@ -82,6 +99,15 @@ class PlanDetail:
     events: list[Event]  # the first PLAN_EVENTS_SHOWN, oldest first
     events_count: int
     fingerprint: str  # changes whenever the plan does (for its ETag)
+    dependencies: queries.Dependencies
+    late_writes: list[queries.LateWrite]
+
+    @property
+    def ready(self) -> bool | None:
+        """Whether the next pull may take it; None unless queued."""
+        if self.plan.status != Plan.Status.QUEUED:
+            return None
+        return self.dependencies.ready and not self.plan.waiting_for_person
 
 
 def plan_detail(name: str, plan_id: str) -> PlanDetail:
@@ -99,7 +125,12 @@ def plan_detail(name: str, plan_id: str) -> PlanDetail:
         place=queries.queue_place(plan),
         events=list(Event.objects.filter(plan=plan).order_by("id")[:PLAN_EVENTS_SHOWN]),
         events_count=plan.events_count,
-        fingerprint=f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}",
+        fingerprint=(
+            f"p{plan.version}-{plan.last_event or 0}-{plan.status}-{plan.updated_at.timestamp():.6f}"
+            f"-{plan.lease_expires_at.timestamp() if plan.lease_expires_at else 0:.6f}"
+        ),
+        dependencies=queries.dependencies(plan.id),
+        late_writes=queries.late_writes(plan.id),
     )
 
 

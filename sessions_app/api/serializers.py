@@ -58,7 +58,22 @@ class QueuedPlanSerializer(serializers.Serializer):
     id = serializers.CharField()
     goal = serializers.CharField()
     queue_position = serializers.IntegerField(source="place", help_text="The plan's place in the queue: 1 is pulled next.")
+    ready = serializers.SerializerMethodField(
+        help_text="Whether a pull may take it now: every plan it depends on is completed, and it does not wait for a person."
+    )
+    depends_on = serializers.SerializerMethodField(help_text="Ids of the plans it waits for (completed ones included).")
+    waiting_for_person = serializers.BooleanField(
+        help_text="Its claims ran out max_attempts times: it is not handed out until a person requeues or discards it."
+    )
+    attempts = serializers.IntegerField(help_text="Claims of this plan that ran out (reclaimed when their lease expired).")
     url = serializers.SerializerMethodField()
+
+    def get_ready(self, plan) -> bool:
+        return not plan.unmet and not plan.waiting_for_person
+
+    def get_depends_on(self, plan) -> list[str]:
+        found = self.context.get("dependencies", {}).get(plan.id)
+        return [dep for dep, _ in found.depends_on] if found else []
 
     def get_url(self, plan) -> str:
         return _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id)
@@ -72,10 +87,32 @@ class PlanSummarySerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField()
     completed_at = serializers.DateTimeField(allow_null=True)
     discarded_at = serializers.DateTimeField(allow_null=True)
+    worker = serializers.CharField(
+        allow_null=True, help_text="The worker holding it (active), or that finished it (completed, discarded)."
+    )
+    lease_expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="Until when the worker's claim holds without a write; null unless active."
+    )
+    attempts = serializers.IntegerField(help_text="Claims of this plan that ran out (reclaimed when their lease expired).")
     url = serializers.SerializerMethodField()
 
     def get_url(self, plan) -> str:
         return _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id)
+
+
+class WaitedForSerializer(serializers.Serializer):
+    id = serializers.CharField()
+    status = serializers.ChoiceField(choices=STATUSES)
+    worker = serializers.CharField(allow_null=True, help_text="Who holds it, when it is active.")
+    lease_expires_at = serializers.DateTimeField(allow_null=True)
+
+
+class BlockedPlanSerializer(serializers.Serializer):
+    id = serializers.CharField(source="plan_id")
+    goal = serializers.CharField()
+    waiting_for_person = serializers.BooleanField()
+    attempts = serializers.IntegerField()
+    waits_for = WaitedForSerializer(many=True, help_text="The plans it depends on that are not completed yet.")
 
 
 class SessionStateSerializer(serializers.Serializer):
@@ -87,7 +124,17 @@ class SessionStateSerializer(serializers.Serializer):
     queue_length = serializers.IntegerField()
     completed_count = serializers.IntegerField()
     discarded_count = serializers.IntegerField()
+    lease_seconds = serializers.IntegerField(source="session.lease_seconds", help_text="How long a claim holds without a write.")
+    max_attempts = serializers.IntegerField(
+        source="session.max_attempts", help_text="Claims of a plan that may run out before it waits for a person."
+    )
     active_plan = PlanSummarySerializer(source="active", allow_null=True)
+    workers = PlanSummarySerializer(
+        source="held", many=True, help_text="Every active plan, one per worker holding one, with its lease."
+    )
+    blocked = BlockedPlanSerializer(
+        many=True, help_text="Queued plans near the front that cannot be pulled now, with what each waits for."
+    )
     queue = serializers.SerializerMethodField(help_text="The first plans of the queue, in order; see queue_url for all.")
     queue_url = serializers.SerializerMethodField()
     plans_url = serializers.SerializerMethodField()
@@ -97,11 +144,18 @@ class SessionStateSerializer(serializers.Serializer):
 
     @extend_schema_field(QueuedPlanSerializer(many=True))
     def get_queue(self, state) -> list[dict]:
+        # The state's blocked plans cover the head of the queue shown here.
+        blocked = {b.plan_id for b in state.blocked}
+        deps = self.context.get("dependencies", {})
         return [
             {
                 "id": plan.id,
                 "goal": plan.goal,
                 "queue_position": place,
+                "ready": plan.id not in blocked,
+                "depends_on": [d for d, _ in deps[plan.id].depends_on] if plan.id in deps else [],
+                "waiting_for_person": plan.waiting_for_person,
+                "attempts": plan.attempts,
                 "url": _url(self.context, "plan-detail", name=plan.session_id, plan_id=plan.id),
             }
             for place, plan in enumerate(state.queue, start=1)
@@ -160,12 +214,47 @@ class PlanDetailSerializer(serializers.Serializer):
     updated_at = serializers.DateTimeField(source="plan.updated_at")
     completed_at = serializers.DateTimeField(source="plan.completed_at", allow_null=True)
     discarded_at = serializers.DateTimeField(source="plan.discarded_at", allow_null=True)
+    worker = serializers.CharField(
+        source="plan.worker", allow_null=True, help_text="The worker holding it (active), or that finished it."
+    )
+    claimed_at = serializers.DateTimeField(source="plan.claimed_at", allow_null=True)
+    lease_expires_at = serializers.DateTimeField(
+        source="plan.lease_expires_at", allow_null=True, help_text="Until when the claim holds without a write."
+    )
+    attempts = serializers.IntegerField(source="plan.attempts", help_text="Claims of this plan that ran out.")
+    waiting_for_person = serializers.BooleanField(source="plan.waiting_for_person")
+    ready = serializers.BooleanField(
+        allow_null=True, help_text="Whether a pull may take it now; null unless queued."
+    )
+    depends_on = serializers.SerializerMethodField(help_text="The plans it waits for, with their status.")
+    dependents = serializers.SerializerMethodField(help_text="The plans that wait for it, with their status.")
+    late_writes = serializers.SerializerMethodField(
+        help_text="Text a worker sent after its claim on this plan was reclaimed: never applied, kept (newest first)."
+    )
     events = EventSerializer(many=True, help_text="The plan's first events, oldest first.")
     events_count = serializers.IntegerField(help_text="All the plan's events; see events_url when more than shown.")
     events_url = serializers.SerializerMethodField()
 
     def get_events_url(self, detail) -> str:
         return _url(self.context, "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
+
+    def _linked(self, detail, pairs) -> list[dict]:
+        return [
+            {"id": pid, "status": status, "url": _url(self.context, "plan-detail", name=detail.plan.session_id, plan_id=pid)}
+            for pid, status in pairs
+        ]
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_depends_on(self, detail) -> list[dict]:
+        return self._linked(detail, detail.dependencies.depends_on)
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_dependents(self, detail) -> list[dict]:
+        return self._linked(detail, detail.dependencies.dependents)
+
+    @extend_schema_field(serializers.ListField(child=serializers.DictField()))
+    def get_late_writes(self, detail) -> list[dict]:
+        return [{"worker": w.worker, "op": w.op, "text": w.text, "at": w.at.isoformat()} for w in detail.late_writes]
 
 
 def _page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
@@ -256,6 +345,8 @@ class ExportSessionSerializer(serializers.Serializer):
     name = serializers.CharField()
     task_description = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
+    lease_seconds = serializers.IntegerField()
+    max_attempts = serializers.IntegerField()
 
 
 class ExportPlanSerializer(serializers.Serializer):
@@ -279,6 +370,12 @@ class ExportPlanSerializer(serializers.Serializer):
     file_text = serializers.CharField(
         allow_null=True, allow_blank=True, help_text="The plan file as the agent left it (queued and active plans)."
     )
+    worker = serializers.CharField(allow_null=True)
+    claimed_at = serializers.DateTimeField(allow_null=True)
+    lease_expires_at = serializers.DateTimeField(allow_null=True)
+    attempts = serializers.IntegerField()
+    waiting_for_person = serializers.BooleanField()
+    depends_on = serializers.ListField(child=serializers.CharField())
 
 
 class ExportEventSerializer(serializers.Serializer):

@@ -138,11 +138,13 @@ class ReadOnlyView(APIView):
     def page_params(request) -> tuple[int, int]:
         return params.PAGE.parse(request), params.PAGE_SIZE.parse(request)
 
-    def page(self, request, qs, serializer, number: int, per_page: int) -> dict:
-        """One page of ``qs`` (two queries: the count and the rows)."""
+    def page(self, request, qs, serializer, number: int, per_page: int, with_rows=None) -> dict:
+        """One page of ``qs`` (two queries: the count and the rows; ``with_rows`` may add
+        what the serializer needs of the page's rows, in a fixed number more)."""
         count = qs.count()
         start = (number - 1) * per_page
         rows = list(qs[start : start + per_page]) if start < count else []
+        context = {"request": request, **(with_rows(rows) if with_rows and rows else {})}
         url = request.build_absolute_uri()
         return {
             "count": count,
@@ -156,10 +158,10 @@ class ReadOnlyView(APIView):
                 if number == 2
                 else replace_query_param(url, "page", number - 1)
             ),
-            "results": serializer(rows, many=True, context={"request": request}).data,
+            "results": serializer(rows, many=True, context=context).data,
         }
 
-    def conditional_page(self, request, name: str, qs, serializer) -> Response:
+    def conditional_page(self, request, name: str, qs, serializer, with_rows=None) -> Response:
         """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
         parameters are checked before the session is looked up: a bad one is a 400 whether
         or not the session exists."""
@@ -167,7 +169,7 @@ class ReadOnlyView(APIView):
         return self.conditional(
             request,
             api_reads.session_fingerprint(name),
-            lambda: Response(self.page(request, qs, serializer, number, per_page)),
+            lambda: Response(self.page(request, qs, serializer, number, per_page, with_rows)),
         )
 
 
@@ -269,7 +271,9 @@ class SessionDetailView(ReadOnlyView):
 
         def build():
             state = queries.session_state(name)
-            return Response(s.SessionStateSerializer(state, context={"request": request}).data)
+            dependencies = queries.dependencies_of([p.id for p in state.queue]) if state.queue else {}
+            context = {"request": request, "dependencies": dependencies}
+            return Response(s.SessionStateSerializer(state, context=context).data)
 
         return self.conditional(request, api_reads.session_fingerprint(name), build)
 
@@ -287,7 +291,13 @@ class SessionQueueView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        return self.conditional_page(request, name, api_reads.queue(name), s.QueuedPlanSerializer)
+        return self.conditional_page(
+            request,
+            name,
+            api_reads.queue(name),
+            s.QueuedPlanSerializer,
+            with_rows=lambda rows: {"dependencies": queries.dependencies_of([p.id for p in rows])},
+        )
 
 
 STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")

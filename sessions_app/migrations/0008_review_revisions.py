@@ -12,7 +12,7 @@ from django.db import migrations, models
 
 
 def restore_triggers(apps, schema_editor):
-    # The current definitions: they have not changed since 0006, on either side of this one.
+    # The current definitions: they have not changed since 0006.
     from sessions_app import plan_counts, search
 
     plan_counts.ensure_triggers(schema_editor.connection)
@@ -22,7 +22,7 @@ def restore_triggers(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0006_search_word_forms'),
+        ('sessions_app', '0007_workers_leases'),
     ]
 
     operations = [
@@ -67,7 +67,7 @@ class Migration(migrations.Migration):
         migrations.AlterField(
             model_name='event',
             name='kind',
-            field=models.CharField(choices=[('session_created', 'Session Created'), ('plan_created', 'Plan Created'), ('plan_pulled', 'Plan Pulled'), ('plan_deferred', 'Plan Deferred'), ('plan_note', 'Plan Note'), ('plan_completed', 'Plan Completed'), ('plan_discarded', 'Plan Discarded'), ('plan_moved', 'Plan Moved'), ('plan_requeued', 'Plan Requeued'), ('file_edits_kept', 'File Edits Kept'), ('plan_submitted', 'Plan Submitted'), ('plan_approved', 'Plan Approved'), ('plan_rejected', 'Plan Rejected'), ('plan_held', 'Plan Held'), ('plan_restored', 'Plan Restored'), ('session_changed', 'Session Changed'), ('repaired', 'Repaired')], max_length=32),
+            field=models.CharField(choices=[('session_created', 'Session Created'), ('plan_created', 'Plan Created'), ('plan_pulled', 'Plan Pulled'), ('plan_deferred', 'Plan Deferred'), ('plan_note', 'Plan Note'), ('plan_completed', 'Plan Completed'), ('plan_discarded', 'Plan Discarded'), ('plan_moved', 'Plan Moved'), ('plan_requeued', 'Plan Requeued'), ('plan_reclaimed', 'Plan Reclaimed'), ('late_write_kept', 'Late Write Kept'), ('dependency_dropped', 'Dependency Dropped'), ('file_edits_kept', 'File Edits Kept'), ('plan_submitted', 'Plan Submitted'), ('plan_approved', 'Plan Approved'), ('plan_rejected', 'Plan Rejected'), ('plan_held', 'Plan Held'), ('plan_restored', 'Plan Restored'), ('session_changed', 'Session Changed'), ('repaired', 'Repaired')], max_length=32),
         ),
         migrations.AlterField(
             model_name='plan',

@@ -45,11 +45,11 @@ def server_env(data_dir: Path, **extra: str) -> dict[str, str]:
     return server_environment(data_dir, log_level="info", **extra)
 
 
-def teed_server(data_dir: Path, stdout_copy: Path, stderr_log: Path) -> StdioServerParameters:
+def teed_server(data_dir: Path, stdout_copy: Path, stderr_log: Path, **env: str) -> StdioServerParameters:
     return StdioServerParameters(
         command=PYTHON,
         args=["-c", TEE, str(stdout_copy), str(stderr_log), PYTHON, MANAGE, "mcp"],
-        env=server_env(data_dir),
+        env=server_env(data_dir, **env),
         cwd=str(REPO),
     )
 
@@ -88,7 +88,7 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
     with anyio.fail_after(180):  # a hung server fails the test instead of the whole run
         async with Client(params) as client:
             assert "9plan_queue_pull" in client.instructions
-            assert len((await client.list_tools()).tools) == 14
+            assert len((await client.list_tools()).tools) == 15
 
             r = await client.call_tool("9plan_session_create", {"task_description": "Build a note keeper"})
             name = r.structured_content["session_name"]
@@ -189,3 +189,38 @@ def test_bad_configuration_stops_the_server_before_it_speaks(tmp_path, variable,
     assert "Traceback" not in message
     # Nothing was initialised from a configuration that was refused.
     assert not data_dir.exists()
+
+
+@pytest.mark.anyio
+async def test_the_server_reclaims_an_expired_claim_by_itself_and_stdout_stays_json_rpc(tmp_path):
+    data_dir = tmp_path / "data"
+    stdout_copy, stderr_log = tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
+    params = teed_server(data_dir, stdout_copy, stderr_log, NINEPLAN_RECLAIM_INTERVAL="1")
+
+    with anyio.fail_after(180):
+        async with Client(params) as client:
+            r = await client.call_tool("9plan_session_create", {"lease_seconds": 1})
+            name = r.structured_content["session_name"]
+            plan_id = ok(await client.call_tool("9plan_queue_add", plan_args(goal="Left by a crashed worker")), name)[
+                "plan_id"
+            ]
+            pulled = ok(await client.call_tool("9plan_queue_pull", {"worker": "crashes"}), name)
+            assert pulled["worker"] == "crashes" and pulled["attempt"] == 1
+            ok(await client.call_tool("9plan_plan_note", {"worker": "crashes", "text": "halfway"}), name)
+            # Nobody calls anything: the sweep alone returns the plan to the queue.
+            for _ in range(60):
+                await anyio.sleep(0.25)
+                state = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+                if state["queue_length"] == 1:
+                    break
+            assert [q["id"] for q in state["queue"]] == [plan_id] and "workers" not in state
+            refused = error(
+                await client.call_tool("9plan_plan_complete", {"worker": "crashes", "outcome": "done"}), "LEASE_LOST", name
+            )
+            assert plan_id in refused["message"]
+            again = ok(await client.call_tool("9plan_queue_pull", {"worker": "takes-over"}), name)
+            assert again["plan_id"] == plan_id and again["attempt"] == 2
+            assert [w["op"] for w in again["late_writes"]] == ["complete"]
+    assert_only_json_rpc(stdout_copy)
+    logs = assert_json_logs(stderr_log)
+    assert any(entry["msg"] == "expired claims reclaimed" for entry in logs)

@@ -31,6 +31,7 @@ WRITING = {
     "9plan_plan_complete",
     "9plan_plan_discard",
     "9plan_plan_note",
+    "9plan_plan_renew",
 }
 # Valid arguments for each tool, for calls that should get past argument checking.
 VALID_ARGS = {
@@ -41,6 +42,7 @@ VALID_ARGS = {
     "9plan_plan_complete": {"outcome": "done"},
     "9plan_plan_discard": {"reason": "obsolete"},
     "9plan_plan_note": {"text": "a finding"},
+    "9plan_plan_renew": {},
     "9plan_history_search": {"query": "invoice"},
     "9plan_history_get": {"plan_id": "abcde"},
     "9plan_admin_validate": {},
@@ -238,6 +240,7 @@ async def test_every_tool_acts_on_the_named_session_and_keeps_the_current_one(cl
         ("9plan_queue_add_batch", {"plans": [plan_args(goal="Third")], "position": "back"}),
         ("9plan_queue_pull", {}),
         ("9plan_plan_note", {"text": "note"}),
+        ("9plan_plan_renew", {}),
         ("9plan_plan_defer", {"reason": "later", "position": "back"}),
         ("9plan_queue_pull", {}),
         ("9plan_plan_complete", {"outcome": "invoice export done"}),
@@ -311,6 +314,7 @@ async def test_every_answer_stays_under_2_kb_in_a_big_session(client, transactio
     await call("9plan_queue_add_batch", {"plans": [plan_args(goal=LONG)] * 50, "position": "front"})
     await call("9plan_queue_pull", {}, capped=False)
     await call("9plan_plan_note", {"text": LONG * 5})
+    await call("9plan_plan_renew", {})
     await call("9plan_admin_state", {})
     await call("9plan_session_resume", {"session_name": name})
     await call("9plan_plan_defer", {"reason": LONG})

@@ -155,8 +155,20 @@ async def test_pull_with_a_plan_active_changes_nothing(client, sessions_dir):
     assert await in_thread(snapshot, sessions_dir) == before
 
 
-async def test_pull_on_an_empty_queue_says_the_task_is_complete(client, sessions_dir):
+async def test_pull_on_a_new_session_says_nothing_was_added_yet(client, sessions_dir):
     name = await create(client)
+    before = await in_thread(snapshot, sessions_dir)
+    data = error(await client.call_tool("9plan_queue_pull", {}), "QUEUE_EMPTY", name)
+    assert "no plan was added" in data["message"] and "Task complete" not in data["message"]
+    assert "9plan_queue_add" in data["suggestion"]
+    assert await in_thread(snapshot, sessions_dir) == before
+
+
+async def test_pull_once_every_plan_is_done_says_the_task_is_complete(client, sessions_dir):
+    name = await create(client)
+    ok(await client.call_tool("9plan_queue_add", plan_args()), name)
+    ok(await client.call_tool("9plan_queue_pull", {}), name)
+    ok(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), name)
     before = await in_thread(snapshot, sessions_dir)
     data = error(await client.call_tool("9plan_queue_pull", {}), "QUEUE_EMPTY", name)
     assert "Task complete! 🎉" in data["message"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 import traceback
 
 # The protocol owns the real stdout; anything else that prints goes to stderr.
@@ -28,10 +29,35 @@ django.setup()
 from django.db import connection  # noqa: E402
 
 from sessions_app import services  # noqa: E402
-from sessions_app.errors import NineplanError  # noqa: E402
+from sessions_app.errors import NineplanError, QueueBlocked, QueueEmpty  # noqa: E402
 from sessions_app.models import Plan  # noqa: E402
 
+
+def drain(*, session_name: str, worker: str, hold: float = 0.0, give_up_after: float = 120.0) -> dict:
+    """What an agent of a parallel team does: pull, note, complete, until the queue is empty;
+    a pull that finds every plan waiting for others is tried again shortly. Returns, in
+    order, the plans this worker completed."""
+    done: list[str] = []
+    deadline = time.monotonic() + give_up_after
+    while time.monotonic() < deadline:
+        try:
+            plan = services.plan_pull(session_name=session_name, worker=worker)
+        except QueueEmpty:
+            return {"done": done}
+        except QueueBlocked:
+            time.sleep(0.002)
+            continue
+        services.plan_note(session_name=session_name, worker=worker, text=f"[{worker}] worked on {plan.id}")
+        if hold:
+            time.sleep(hold)
+        services.plan_complete(session_name=session_name, worker=worker, outcome=f"{plan.id} done by {worker}")
+        done.append(plan.id)
+    raise RuntimeError(f"worker {worker} still draining after {give_up_after} s")
+
+
 OPS = {
+    "drain": drain,
+    "plan_renew": services.plan_renew,
     "plan_pull": services.plan_pull,
     "plan_note": services.plan_note,
     "plan_enqueue": services.plan_enqueue,
@@ -43,16 +69,18 @@ OPS = {
 
 def _plan(value: Plan | services.Written) -> dict:
     plan = value.plan if isinstance(value, services.Written) else value
-    return {"id": plan.id, "status": plan.status, "sort_key": plan.sort_key}
+    return {"id": plan.id, "status": plan.status, "sort_key": plan.sort_key, "attempts": plan.attempts}
 
 
 def run(op: str, kwargs: dict) -> dict:
     try:
         value = OPS[op](**kwargs)
     except NineplanError as exc:
-        return {"ok": False, "category": exc.category, "message": exc.message}
+        return {"ok": False, "category": exc.category, "message": exc.message, "reason": exc.reason}
     except Exception as exc:  # reported to the test, which fails on anything uncategorised
         return {"ok": False, "category": "EXCEPTION", "message": "".join(traceback.format_exception(exc))}
+    if isinstance(value, dict):
+        return {"ok": True, **value}
     if isinstance(value, list):
         return {"ok": True, "plans": [_plan(p) for p in value]}
     return {"ok": True, "plan": _plan(value)}

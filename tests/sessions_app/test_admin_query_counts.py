@@ -60,6 +60,9 @@ def add_plans(session: Session, count: int) -> None:
             updated_at=at,
             completed_at=at if status == "completed" else None,
             discarded_at=at if status == "discarded" else None,
+            worker="default" if status == "active" else None,
+            claimed_at=at if status == "active" else None,
+            lease_expires_at=at + timedelta(hours=1) if status == "active" else None,
         )
         plans.append(plan)
         events.append(Event(session=session, plan=plan, kind="plan_created", actor="agent", created_at=at))

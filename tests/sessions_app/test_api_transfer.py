@@ -250,10 +250,31 @@ def _mutations():
 
     yield "plans[2].revisions[1].number", revisions_out_of_order
 
-    def two_active(d):
+    def two_active_for_one_worker(d):
+        held = plan(d, "active")
+        plan(d, "queued").update(
+            status="active",
+            sort_key=None,
+            worker=held["worker"],
+            claimed_at=held["claimed_at"],
+            lease_expires_at=held["lease_expires_at"],
+        )
+
+    yield "plans[3].worker", two_active_for_one_worker
+
+    def active_without_a_claim(d):
         plan(d, "queued").update(status="active", sort_key=None)
 
-    yield "plans[3].status", two_active
+    yield "plans[3].worker", active_without_a_claim
+    yield "plans[0].worker", lambda d: d["plans"][0].update(worker="no spaces allowed")
+    yield "plans[0].depends_on[0]", lambda d: d["plans"][0].update(depends_on=["../x"])
+    yield "plans", lambda d: d["plans"][0].update(depends_on=[d["plans"][0]["id"]])
+
+    def cycle(d):
+        d["plans"][0]["depends_on"] = [d["plans"][1]["id"]]
+        d["plans"][1]["depends_on"] = [d["plans"][0]["id"]]
+
+    yield "plans", cycle
 
     def same_position(d):
         queued = [p for p in d["plans"] if p["status"] == "queued"]
@@ -347,8 +368,12 @@ def test_a_version_1_document_with_queue_position_imports(session, make_plan):
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
     document["version"] = 1
+    for key in ("lease_seconds", "max_attempts"):
+        del document["session"][key]
     for row in document["plans"]:
         row["queue_position"] = row.pop("sort_key")
+        for key in export_import.CLAIM_KEYS:
+            del row[key]
     export_import.session_import(document)
     keys = list(Plan.objects.filter(session_id=session.name).order_by("sort_key").values_list("sort_key", flat=True))
     assert keys == sorted(row["queue_position"] for row in document["plans"]) and len(keys) == 2
@@ -392,14 +417,39 @@ def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, 
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
     document["version"] = 2
-    del document["session"]["review"]
+    for key in ("review", "lease_seconds", "max_attempts"):
+        del document["session"][key]
     for row in document["plans"]:
-        for key in ("review", "rejections", "revisions"):
+        for key in ("review", "rejections", "revisions", *export_import.CLAIM_KEYS):
             del row[key]
     export_import.session_import(document, actor="operator")
     plan = Plan.objects.get(session_id=session.name)
     assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [(1, "import", "operator")]
     assert (plan.review, plan.rejections, Session.objects.get(name=session.name).review) == (False, 0, "none")
+
+
+def test_a_version_3_document_without_review_keys_imports_as_never_reviewed(sessions_dir):
+    """Version 3 documents written before the review gate carry claims and dependencies only."""
+    session = services.session_create(task_description="Workers only", lease_seconds=90, max_attempts=5)
+    first = services.plan_enqueue(session_name=session.name, **plan_fields(goal="First")).plan
+    services.plan_enqueue_many(session_name=session.name, plans=[{**plan_fields(goal="Second"), "depends_on": [first.id]}])
+    services.plan_pull(session_name=session.name, worker="w1")
+    document = export_import.export_session(session.name)
+    Session.objects.filter(name=session.name).delete()
+    shutil.rmtree(planfiles.session_dir(session.name))
+    del document["session"]["review"]
+    for row in document["plans"]:
+        for key in ("review", "rejections", "revisions"):
+            del row[key]
+    export_import.session_import(document, actor="operator")
+    imported = Session.objects.get(name=session.name)
+    assert (imported.review, imported.lease_seconds, imported.max_attempts) == ("none", 90, 5)
+    plans = {p.goal: p for p in Plan.objects.filter(session_id=session.name)}
+    assert (plans["First"].status, plans["First"].worker) == ("active", "w1")
+    assert list(plans["Second"].depends_on.values_list("id", flat=True)) == [first.id]
+    for plan in plans.values():
+        assert list(Revision.objects.filter(plan=plan).values_list("number", "kind")) == [(1, "import")]
+    assert queries.check_invariants(session.name).valid
 
 
 def test_the_export_gives_each_plan_of_a_batch_its_own_revisions(session):

@@ -276,7 +276,8 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
         "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version", "review", "rejections",
-        "created_at", "updated_at", "discarded_at",
+        "created_at", "updated_at", "discarded_at", "worker", "claimed_at", "lease_expires_at", "attempts",
+        "waiting_for_person",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}
     for hit in hits:
@@ -328,16 +329,18 @@ def test_migration_0006_rebuilds_the_index_for_word_forms_and_back():
             # triggers for columns it lacks.
             search.ensure_index()
             assert search.sqlite_triggers_present() == sorted(SQLITE_TRIGGERS)
-            # Written as a plan row of that schema (today's services write columns it lacks).
+            # A plan completed on the old schema (the services need the later migrations'
+            # columns, so it is written as the services of that time wrote it).
+            now = connection.ops.adapt_datetimefield_value(timezone.now())
             with connection.cursor() as cur:
                 cur.execute(
                     "INSERT INTO sessions_app_plan (id, session_name, status, sort_key, context, goal, inputs, "
                     "outputs, approach, success_criteria, notes, outcome, discard_reason, version, created_at, "
-                    "updated_at, completed_at) VALUES ('old00', %s, 'completed', NULL, 'c', 'Old shapes', '', '', "
-                    "'a', 's', '', 'done', '', 1, %s, %s, %s)",
-                    [session.name, *[statements.when(timezone.now())] * 3],
+                    "updated_at, completed_at, discarded_at) VALUES (%s, %s, 'completed', NULL, 'c', 'Old shapes', "
+                    "'', '', 'a', 's', '', 'done', '', 1, %s, %s, %s, NULL)",
+                    ["oldsh", session.name, now, now, now],
                 )
-            plans.append("old00")
+            plans.append("oldsh")
             assert "shapes" in stored_words(plans[2])
     finally:
         _migrate(None)

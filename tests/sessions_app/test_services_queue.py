@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from sessions_app import planfiles, services
+from sessions_app import errors, planfiles, services
 from sessions_app.identifiers import PLAN_ID_RE
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder, plan_fields
@@ -217,9 +217,30 @@ def test_pull_while_a_plan_is_active_gives_plan_already_active(session, active, 
 
 
 @pytest.mark.django_db
-def test_pull_from_an_empty_queue_gives_queue_empty(session, rejects):
-    with rejects("QUEUE_EMPTY", match="Task complete! 🎉"):
+def test_pull_from_a_new_session_says_nothing_was_added_yet(session, rejects):
+    with rejects("QUEUE_EMPTY", match="no plan was added") as info:
         services.plan_pull(session_name=session.name)
+    assert info.value.reason == errors.NOTHING_ADDED
+    assert "Task complete" not in info.value.message
+
+
+def test_pull_after_only_discards_says_nothing_was_completed(session, make_plan, rejects):
+    make_plan(session)
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="not needed")
+    with rejects("QUEUE_EMPTY", match="no plan") as info:
+        services.plan_pull(session_name=session.name)
+    assert info.value.reason == errors.NOTHING_COMPLETED
+    assert "Task complete" not in info.value.message
+
+
+def test_pull_once_the_work_is_done_says_the_task_is_complete(session, make_plan, rejects):
+    make_plan(session)
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="done")
+    with rejects("QUEUE_EMPTY", match="Task complete! 🎉") as info:
+        services.plan_pull(session_name=session.name)
+    assert info.value.reason is None
 
 
 @pytest.mark.django_db

@@ -27,7 +27,7 @@ class Command(BaseCommand):
     def handle(self, *args, transport=None, host=None, port=None, **options):
         import django
 
-        from mcp_bridge import readiness
+        from mcp_bridge import readiness, sweep
         from mcp_bridge.server import add_tools, build_server, new_server
 
         transport = transport or settings.NINEPLAN_TRANSPORT
@@ -43,11 +43,13 @@ class Command(BaseCommand):
                 add_tools(server)
 
             readiness.start(setup=setup)
+            sweep.start()
             log.info("9plan serving MCP over stdio", extra={"sessions_path": str(settings.NINEPLAN_SESSIONS_PATH)})
             server.run("stdio")
             return
         django.setup()
         readiness.start()
+        sweep.start()
         server = build_server()
         from mcp_bridge import http
 

@@ -1,0 +1,219 @@
+"""Many workers on one session against the same workers each on a session of its own.
+
+Eight processes loop pull -> note -> complete. In the first race all eight are workers of
+one session (each names its worker); in the second each has a session of its own. One
+session must not become the bottleneck: the shared race reaches at least 0.8x the cycles
+per second of the separate one, with every step's p99 within 100 ms and no errors
+(docs/design.md, "Speed targets"). On SQLite, and on PostgreSQL when DATABASE_URL names it
+(in a throw-away database beside it).
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from common import (
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    median,
+    percentile,
+    plan_ids,
+    plan_row,
+    PLAN_COLUMNS,
+    progress,
+    setup_django,
+    write_plan_files,
+)
+
+STEPS = ("pull", "note", "complete")
+RATIO_TARGET, P99_TARGET_MS = 0.8, 100.0
+RUNNER = str(Path(__file__).resolve().parent / "run.py")
+
+
+def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds: float) -> None:
+    """One worker process: wait for "go", loop pull -> note -> complete for ``seconds`` (or
+    until its queue is empty), print its figures as one JSON line."""
+    setup_django(data_dir, database_url if database_url != "-" else None, migrate=False)
+    from sessions_app import services
+    from sessions_app.errors import NineplanError, QueueEmpty
+
+    text = TextMaker(seed=sum(map(ord, worker)))
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    latencies: dict[str, list[float]] = {step: [] for step in STEPS}
+    errors: list[str] = []
+    cycles = 0
+    cpu_start = time.process_time()
+    start = time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        try:
+            t0 = time.perf_counter()
+            services.plan_pull(session_name=session, worker=worker)
+            t1 = time.perf_counter()
+            services.plan_note(session_name=session, worker=worker, text=text.chars(120))
+            t2 = time.perf_counter()
+            services.plan_complete(session_name=session, worker=worker, outcome=text.chars(200))
+            t3 = time.perf_counter()
+        except QueueEmpty:
+            break
+        except NineplanError as exc:
+            errors.append(f"{exc.category}: {exc.message}")
+            continue
+        latencies["pull"].append(t1 - t0)
+        latencies["note"].append(t2 - t1)
+        latencies["complete"].append(t3 - t2)
+        cycles += 1
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    sys.stdout.write(
+        json.dumps({"latencies": latencies, "cycles": cycles, "elapsed": elapsed, "cpu": cpu, "errors": errors}) + "\n"
+    )
+    sys.stdout.flush()
+
+
+def _race(data_dir: Path, database_url: str, assignments: list[tuple[str, str]], seconds: float) -> dict:
+    env = bench_env(data_dir, None if database_url == "-" else database_url)
+    procs = [
+        subprocess.Popen(
+            [PYTHON, RUNNER, "--drain", str(data_dir), database_url, session, worker, str(seconds)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+            cwd=str(REPO),
+            text=True,
+        )
+        for session, worker in assignments
+    ]
+    for p in procs:
+        if p.stdout.readline().strip() != "ready":
+            raise RuntimeError("a workers benchmark process failed to start")
+    for p in procs:
+        p.stdin.write("go\n")
+        p.stdin.flush()
+    results = [json.loads(p.stdout.readline()) for p in procs]
+    for p in procs:
+        p.stdin.close()
+        p.wait()
+    errors = [e for r in results for e in r["errors"]]
+    for e in errors[:5]:
+        progress(f"workers error: {e}")
+    cycles = sum(r["cycles"] for r in results)
+    elapsed = max(r["elapsed"] for r in results)
+    return {
+        "cycles_per_s": cycles / elapsed,
+        "cycles": cycles,
+        "latencies": {s: [x * 1000 for r in results for x in r["latencies"][s]] for s in STEPS},
+        "cpu_per_cycle": sum(r["cpu"] for r in results) / max(1, cycles) * 1000,
+        "errors": len(errors),
+        "busy_workers": sum(1 for r in results if r["cycles"]),
+    }
+
+
+def _seed(sessions: dict[str, int]) -> None:
+    """Queued plans, inserted directly: the set-up is not what is measured."""
+    text = TextMaker()
+    now = db_now()
+    taken: set[str] = set()
+    for name, count in sessions.items():
+        ids = plan_ids(count, taken=taken, seed=len(taken) + 11)
+        taken.update(ids)
+        rows, files = [], []
+        for i, pid in enumerate(ids):
+            sections = {
+                "context": text.chars(100),
+                "goal": text.chars(50),
+                "inputs": "",
+                "outputs": "",
+                "approach": text.chars(150),
+                "success_criteria": text.chars(40),
+            }
+            rows.append(plan_row(pid, name, "queued", i, sections, now))
+            files.append((pid, sections))
+        bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
+        write_plan_files(name, files)
+
+
+def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> list[dict]:
+    from django.db import connections
+
+    from sessions_app import services
+
+    workers, seconds, per_worker = params["workers_count"], params["workers_seconds"], params["workers_plans"]
+    shared = services.session_create(task_description="one session, many workers", actor="bench").name
+    own = [services.session_create(task_description=f"worker {i} alone", actor="bench").name for i in range(workers)]
+    _seed({shared: workers * per_worker, **{name: per_worker for name in own}})
+    connections.close_all()
+
+    together = _race(data_dir, database_url, [(shared, f"w{i}") for i in range(workers)], seconds)
+    apart = _race(data_dir, database_url, [(name, "default") for name in own], seconds)
+    progress(
+        f"workers ({label}): {together['cycles']:,} cycles on one session, {apart['cycles']:,} on {workers} sessions"
+    )
+    ratio = together["cycles_per_s"] / apart["cycles_per_s"] if apart["cycles_per_s"] else 0.0
+
+    def row(figure, value, unit, target, met, baseline=None, r=None):
+        return {"bench": f"workers ({label})", "figure": figure, "value": value, "baseline": baseline, "unit": unit,
+                "ratio": r, "target": target, "met": met}
+
+    rows = [
+        row(
+            f"{workers} workers on one session: pull-note-complete cycles/s (vs each on its own session)",
+            together["cycles_per_s"], "cycles/s", f">= {RATIO_TARGET:g}x", ratio >= RATIO_TARGET,
+            baseline=apart["cycles_per_s"], r=ratio,
+        ),
+    ]
+    for step in STEPS:
+        p99 = percentile(together["latencies"][step], 99)
+        rows.append(row(f"one session: {step} p99 (p50 {median(together['latencies'][step]):.1f} ms)", p99, "ms",
+                        f"<= {P99_TARGET_MS:g} ms", p99 <= P99_TARGET_MS,
+                        baseline=percentile(apart["latencies"][step], 99)))
+    rows += [
+        row("one session: errors", together["errors"], "count", "0", together["errors"] == 0),
+        row("own sessions: errors", apart["errors"], "count", "0", apart["errors"] == 0),
+        row("one session: workers that completed plans", together["busy_workers"], "count", f"{workers}",
+            together["busy_workers"] == workers),
+        row("one session: CPU per cycle", together["cpu_per_cycle"], "ms", "(shown)", None,
+            baseline=apart["cpu_per_cycle"]),
+    ]
+    return rows
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    setup_django(data_dir)
+    return {"rows": _measure(data_dir, "-", params, "SQLite")}
+
+
+def run_postgres(data_dir: Path, params: dict) -> dict:
+    url = params.get("postgres_url")
+    if not url:
+        return {"rows": [{"bench": "workers (PostgreSQL)", "figure": "skipped (DATABASE_URL does not name PostgreSQL)",
+                          "value": None, "baseline": None, "unit": "", "ratio": None, "target": "(optional)",
+                          "met": None}]}
+    import os
+    from urllib.parse import urlsplit, urlunsplit
+
+    from history import _pg_admin, _pg_drop
+
+    parts = urlsplit(url)
+    scratch = f"nineplan_bench_workers_{os.getpid()}"
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    bench_url = urlunsplit(parts._replace(path="/" + scratch))
+    _pg_admin(admin_url, f'CREATE DATABASE "{scratch}"')
+    try:
+        setup_django(data_dir, database_url=bench_url)
+        return {"rows": _measure(data_dir, bench_url, params, "PostgreSQL")}
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        _pg_drop(admin_url, scratch)

@@ -1,0 +1,32 @@
+"""`manage.py nineplan_reclaim`: return every claim whose lease ran out to its queue now."""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from nineplan.commands import PersonCommand
+from sessions_app import services
+from sessions_app.errors import NineplanError
+from sessions_app.identifiers import is_session_name
+
+
+class Command(PersonCommand):
+    help = (
+        "Reclaim every claim whose lease ran out: its plan goes back to the front of its queue with "
+        "everything its worker wrote (as the next pull in the session, or a server's periodic sweep, would do)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("--session", help="only this session (three-word name)")
+
+    def handle(self, *args, session=None, **options):
+        if session is not None and not is_session_name(session):
+            raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
+        try:
+            reclaimed = services.reclaim_expired(session_name=session)
+        except NineplanError as exc:
+            raise CommandError(f"{exc.category}: {exc.message}") from exc
+        for plan in reclaimed:
+            waits = " (it now waits for a person: no attempts left)" if plan.waiting_for_person else ""
+            self.stdout.write(f"reclaimed: {plan.session_id} plan {plan.id}, attempt {plan.attempts} lost{waits}")
+        self.stdout.write(f"{len(reclaimed)} claim(s) reclaimed." if reclaimed else "No claim has run out.")
