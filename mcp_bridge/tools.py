@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import excerpts, inputs, planfiles, queries, services
+from sessions_app import excerpts, inputs, planfiles, queries, review, services
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import DEFAULT_WORKER, Plan
@@ -220,6 +220,20 @@ def _with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
     return f"{summary} The plan file was not used: see plan_file_notice."
 
 
+ReviewArg = Annotated[
+    bool | None,
+    Field(description="true: when completed, the plan waits for a reviewer's approval before it counts as done."),
+]
+
+
+def _add_in_review(data: dict[str, Any], session_name: str) -> None:
+    """The plans waiting for a reviewer, when there are any."""
+    rows, total = review.waiting(session_name, limit=4)
+    if total:
+        data["in_review"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
+        data["in_review_count"] = total
+
+
 def _queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
 
@@ -231,6 +245,14 @@ def session_create(
     ctx: Context,
     task_description: Annotated[
         str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+    ] = None,
+    review: Annotated[
+        str | None,
+        Field(
+            description="'none' (default): a completed plan is done at once; 'required': every completed plan "
+            "waits for a reviewer's approval.",
+            json_schema_extra={"enum": ["none", "required"]},
+        ),
     ] = None,
     lease_seconds: Annotated[
         int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
@@ -244,7 +266,11 @@ def session_create(
 
     def body(_: str | None) -> CallToolResult:
         session = services.session_create(
-            task_description=task_description, lease_seconds=lease_seconds, max_attempts=max_attempts, actor=_actor(ctx)
+            task_description=task_description,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            review=review,
+            actor=_actor(ctx),
         )
         _state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
@@ -279,6 +305,7 @@ def session_resume(
             else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
             "completed_count": state.completed_count,
         }
+        _add_in_review(data, state.session.name)
         _parallel_view(state, data)
         # What a reviewer or an integration did to the session's plans since an agent last
         # acted here: a discarded or taken-back plan must not go unnoticed.
@@ -311,6 +338,7 @@ def queue_add(
     ] = None,
     outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
     position: PositionArg = None,
+    review: ReviewArg = None,
     depends_on: DependsArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
@@ -330,7 +358,9 @@ def queue_add(
             outputs=outputs,
             depends_on=depends_on,
         )
-        placed = services.plan_enqueue_many(session_name=name, plans=[fields], position=position, actor=_actor(ctx))[0]
+        placed = services.plan_enqueue_many(
+            session_name=name, plans=[fields], position=position, review=review, actor=_actor(ctx)
+        )[0]
         plan = placed.plan
         data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
         return responses.ok(name, "Plan added.", data)
@@ -355,6 +385,7 @@ def queue_add_batch(
     ctx: Context,
     plans: Annotated[list[PlanSpec], Field(description="Plans in the order they should be worked (1 to 50).")],
     position: PositionArg = None,
+    review: ReviewArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Add several plans in one call, keeping their order, at the front or the back; all are
@@ -368,6 +399,7 @@ def queue_add_batch(
             session_name=name,
             plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
             position=position,
+            review=review,
             actor=_actor(ctx),
         )
         data = {
@@ -408,6 +440,19 @@ def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg 
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
         text, notice = queries.plan_file_text(plan)
+        rejected = review.last_rejection(plan)
+        if rejected is not None:
+            # Shown first: the reviewer's notes say what the last attempt lacked.
+            data["review_notes"] = {
+                "by": rejected.actor,
+                "at": rejected.created_at.isoformat(timespec="seconds"),
+                "notes": excerpts.fit_json(rejected.detail.get("notes", ""), 700),
+                "rejections": plan.rejections,
+            }
+            summary = (
+                f"This plan was sent back in review by {rejected.actor}: read review_notes first (they are also at "
+                f"the end of its Notes). {summary}"
+            )
         summary = _with_file_notice(notice, summary, data)
         return responses.ok(name, summary, data, body=text)
 
@@ -477,8 +522,14 @@ def plan_complete(
             "completed_count": status.completed,
             "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
         }
-        hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
-        return responses.ok(name, _with_file_notice(written.file_notice, f"Plan completed. {hint}", data), data)
+        if plan.status == Plan.Status.IN_REVIEW:
+            data["status"] = plan.status
+            done = "Plan submitted for review: a reviewer approves it (then it is searchable) or sends it back."
+            hint = "Next: 9plan_queue_pull." if status.next_id else "Nothing else is queued."
+        else:
+            done = "Plan completed."
+            hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
+        return responses.ok(name, _with_file_notice(written.file_notice, f"{done} {hint}", data), data)
 
     return _call(ctx, session_name, body)
 
@@ -663,6 +714,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             "file_db_match": validation_result.invariants["files_match_database"]
             and validation_result.invariants["no_orphaned_files"],
         }
+        _add_in_review(data, name)
         _parallel_view(state, data)
         return responses.ok(name, "Session state.", data)
 

@@ -51,6 +51,9 @@ NINEPLAN_MAX_PLAN_CHARS = env_int("NINEPLAN_MAX_PLAN_CHARS", 262_144, minimum=1)
 NINEPLAN_MAX_QUEUE_LENGTH = env_int("NINEPLAN_MAX_QUEUE_LENGTH", 100_000, minimum=1)
 NINEPLAN_MAX_QUERY_CHARS = env_int("NINEPLAN_MAX_QUERY_CHARS", 1_000, minimum=1)
 NINEPLAN_MAX_BATCH = env_int("NINEPLAN_MAX_BATCH", 50, minimum=1)
+# How many times a reviewer may send a plan back before it waits for a person instead of
+# returning to the queue.
+NINEPLAN_MAX_REJECTIONS = env_int("NINEPLAN_MAX_REJECTIONS", 3, minimum=1)
 # How often a long-running MCP server reclaims expired claims, in seconds (0: never; the
 # next pull in a session, and nineplan_reclaim, still do).
 NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, maximum=86_400)

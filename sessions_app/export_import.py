@@ -1,8 +1,9 @@
 """Export a session as one JSON document, and import such a document into a database
 that does not hold the session yet.
 
-The export is lossless: the session, every plan in every state with every field, every
-event, and the text of each open plan's file as the agent left it. The import checks the
+The export is lossless: the session, every plan in every state with every field and every
+revision of its text, every event, and the text of each open plan's file as the agent left
+it. The import checks the
 whole document before it writes anything, then restores it in one transaction: the same
 session name, plan ids, fields and timestamps, the events in their order, and the plan
 files of the queued and active plans.
@@ -25,22 +26,24 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from nineplan.progress import Progress
-from sessions_app import event_feed, inputs, planfiles, queries, transactions
+from sessions_app import event_feed, inputs, planfiles, queries, revisions, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTIONS, Event, Plan, PlanDependency
-from sessions_app.models import Session
+from sessions_app.models import ReviewPolicy, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 
 FORMAT = "9plan-session-export"
 FORMAT_VERSION = 3
 # Version 1 named the queue's sort key "queue_position"; it is read as "sort_key". Versions
-# 1 and 2 had no workers, leases or dependencies: an active plan they hold is restored as
-# the default worker's, with a fresh lease.
+# 1 and 2 had no review, no revisions, no workers, leases or dependencies: their plans are
+# read as never reviewed, each gets one "import" revision holding its text as imported, and
+# an active plan is restored as the default worker's, with a fresh lease. A version 3
+# document written before review existed (no review keys) is read as never reviewed too.
 READABLE_VERSIONS = (1, 2, 3)
 
 SESSION_KEYS_V2 = ("name", "task_description", "created_at")
-SESSION_KEYS = (*SESSION_KEYS_V2, "lease_seconds", "max_attempts")
+SESSION_KEYS = (*SESSION_KEYS_V2, "review", "lease_seconds", "max_attempts")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
@@ -53,7 +56,11 @@ PLAN_KEYS = (
     "completed_at",
     "discarded_at",
     "file_text",
+    "review",
+    "rejections",
+    "revisions",
 )
+REVISION_KEYS = ("number", "kind", "actor", "sections", "undo", "created_at")
 CLAIM_KEYS = ("worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person", "depends_on")
 PLAN_KEYS_V3 = (*PLAN_KEYS, *CLAIM_KEYS)
 EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
@@ -122,6 +129,7 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
                 "name": session.name,
                 "task_description": session.task_description,
                 "created_at": _when(session.created_at),
+                "review": session.review,
                 "lease_seconds": session.lease_seconds,
                 "max_attempts": session.max_attempts,
             },
@@ -135,8 +143,9 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
     first = True
     columns = (
         "id", "status", "sort_key", *PLAN_TEXT, "version", "created_at", "updated_at", "completed_at", "discarded_at",
-        "worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person",
-    )
+        "review", "rejections", "worker", "claimed_at", "lease_expires_at", "attempts", "waiting_for_person",
+    )  # fmt: skip
+    kept = _revisions_in_plan_order(session)
     # Each plan's dependencies come with its row (a subquery), so the export reads no more
     # statements for them whatever the session holds.
     rows = (
@@ -147,6 +156,7 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
     )
     for row in rows:
         plan = dict(zip(columns, row))
+        plan_revisions = kept.take(plan["id"], plan["created_at"])
         for key in ("created_at", "updated_at", "completed_at", "discarded_at", "claimed_at", "lease_expires_at"):
             plan[key] = _when(plan[key])
         plan["depends_on"] = sorted(row[-1].split(",")) if row[-1] else []
@@ -154,6 +164,7 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
         # safely (a regular file, bounded, never blocking); null when it cannot be used.
         is_open = plan["status"] in (Plan.Status.QUEUED, Plan.Status.ACTIVE)
         plan["file_text"] = planfiles.read_plan(session.name, plan["id"]) if is_open else None
+        plan["revisions"] = plan_revisions
         yield ("\n  " if first else ",\n  ") + _dump(plan)
         first = False
         progress.advance()
@@ -179,6 +190,54 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
         progress.advance()
     yield "\n ]\n}\n" if not first else "]\n}\n"
     progress.finish()
+
+
+class _RevisionWalk:
+    """The session's revisions in one query, read alongside the plans in the same order
+    (the plan's creation time, then its id), handing each plan its own, oldest first.
+
+    Only creation times are compared here: plans added in one batch share theirs, and the
+    database may order their ids by a collation Python does not share, so the revisions of
+    plans created at the same time are held until their plan comes."""
+
+    def __init__(self, rows: Iterator[tuple]) -> None:
+        self._rows = rows
+        self._next = next(rows, None)
+        self._held: dict[str, tuple[datetime, list[dict]]] = {}
+
+    def _group(self) -> tuple[str, datetime, list[dict]]:
+        plan_id, created_at = self._next[0], self._next[1]
+        found = []
+        while self._next is not None and self._next[0] == plan_id:
+            _, _, number, kind, actor, sections, undo, at = self._next
+            found.append(
+                {"number": number, "kind": kind, "actor": actor, "sections": sections, "undo": undo, "created_at": _when(at)}
+            )
+            self._next = next(self._rows, None)
+        return plan_id, created_at, found
+
+    def take(self, plan_id: str, created_at: datetime) -> list[dict]:
+        # Held groups of plans created earlier belong to plans the plan query did not see.
+        self._held = {k: v for k, v in self._held.items() if v[0] >= created_at}
+        if plan_id in self._held:
+            return self._held.pop(plan_id)[1]
+        while self._next is not None and self._next[1] <= created_at:
+            group_plan, group_created, found = self._group()
+            if group_plan == plan_id:
+                return found
+            if group_created == created_at:
+                self._held[group_plan] = (group_created, found)
+        return []
+
+
+def _revisions_in_plan_order(session: Session) -> _RevisionWalk:
+    rows = (
+        Revision.objects.filter(plan__session=session)
+        .order_by("plan__created_at", "plan_id", "number")
+        .values_list("plan_id", "plan__created_at", "number", "kind", "actor", "sections", "undo", "created_at")
+        .iterator(chunk_size=EXPORT_CHUNK)
+    )
+    return _RevisionWalk(iter(rows))
 
 
 # --- import ------------------------------------------------------------------------------
@@ -237,12 +296,13 @@ def _text(
 
 
 def _check_session(data: object, version: int) -> Session:
-    data = _object("session", data, SESSION_KEYS if version >= 3 else SESSION_KEYS_V2)
+    data = _object("session", data, SESSION_KEYS if version >= 3 else (*SESSION_KEYS_V2, "review"))
     name = inputs.session_name(data["name"], field="session.name")
     session = Session(
         name=name,
         task_description=_text("session.task_description", data["task_description"], nullable=True),
         created_at=_datetime("session.created_at", data["created_at"], required=True),
+        review=_choice("session.review", data["review"], ReviewPolicy.values),
     )
     if version >= 3:
         session.lease_seconds = _integer("session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS)
@@ -250,9 +310,58 @@ def _check_session(data: object, version: int) -> Session:
     return session
 
 
+def _choice(field: str, value: object, choices) -> str:
+    if value not in choices:
+        raise _fail(field, f"must be one of {', '.join(choices)}; got {value!r}.")
+    return value
+
+
+def _check_revisions(at: str, plan_id: str, rows: object) -> list[Revision]:
+    found: list[Revision] = []
+    previous = 0
+    for i, row in enumerate(_list(at, rows)):
+        where = f"{at}[{i}]"
+        row = _object(where, row, REVISION_KEYS)
+        number = _integer(f"{where}.number", row["number"], minimum=1, maximum=2**31 - 1)
+        if number <= previous:
+            raise _fail(f"{where}.number", "revisions must be listed in increasing number order.")
+        previous = number
+        sections = _list(f"{where}.sections", row["sections"])
+        if any(name not in SECTIONS for name in sections):
+            raise _fail(f"{where}.sections", f"may name only {', '.join(SECTIONS)}.")
+        undo = row["undo"]
+        if not isinstance(undo, dict) or any(
+            name not in SECTIONS
+            or not isinstance(step, list)
+            or len(step) != 2
+            or isinstance(step[0], bool)
+            or not isinstance(step[0], int)
+            or step[0] < 0
+            or not isinstance(step[1], str)
+            for name, step in undo.items()
+        ):
+            raise _fail(f"{where}.undo", "must map section names to [kept prefix length, text].")
+        actor = _text(f"{where}.actor", row["actor"], required=True)
+        if len(actor) > ACTOR_CHARS:
+            raise _fail(f"{where}.actor", f"is {len(actor)} characters; at most {ACTOR_CHARS} are allowed.")
+        found.append(
+            Revision(
+                plan_id=plan_id,
+                number=number,
+                kind=_choice(f"{where}.kind", row["kind"], Revision.Kind.values),
+                actor=actor,
+                sections=sections,
+                undo=undo,
+                created_at=_datetime(f"{where}.created_at", row["created_at"], required=True),
+            )
+        )
+    return found
+
+
 def _check_plans(
     session: Session, rows: list, version: int, progress: Progress
-) -> tuple[list[Plan], dict[str, str], list[tuple[str, str]]]:
+) -> tuple[list[Plan], dict[str, str], list[tuple[str, str]], list[Revision]]:
+    kept: list[Revision] = []
     plans: list[Plan] = []
     files: dict[str, str] = {}
     seen: set[str] = set()
@@ -295,12 +404,17 @@ def _check_plans(
             if status not in (Plan.Status.QUEUED, Plan.Status.ACTIVE):
                 raise _fail(f"{at}.file_text", f"must be null for a {status} plan (it has no file).")
             files[plan_id] = file_text
+        if not isinstance(row["review"], bool):
+            raise _fail(f"{at}.review", "must be true or false.")
+        kept.extend(_check_revisions(f"{at}.revisions", plan_id, row["revisions"]))
         plans.append(
             Plan(
                 id=plan_id,
                 session=session,
                 status=status,
                 sort_key=position,
+                review=row["review"],
+                rejections=_integer(f"{at}.rejections", row["rejections"], minimum=0, maximum=2**31 - 1),
                 version=_integer(f"{at}.version", row["version"], minimum=1, maximum=2**31 - 1),
                 created_at=_datetime(f"{at}.created_at", row["created_at"], required=True),
                 updated_at=_datetime(f"{at}.updated_at", row["updated_at"], required=True),
@@ -319,7 +433,7 @@ def _check_plans(
         graph.setdefault(plan_id, []).append(dep)
     if queries._has_cycle(graph):
         raise _fail("plans", "the plans' dependencies form a cycle.")
-    return plans, files, sorted(set(links))
+    return plans, files, sorted(set(links)), kept
 
 
 def _check_claim(at: str, row: dict, status: str, version: int, session: Session) -> dict:
@@ -420,11 +534,19 @@ def session_import(data: object, *, actor: str = "import", progress: Progress | 
         raise _fail("format", f"must be '{FORMAT}'; got {data['format']!r}.")
     if data["version"] not in READABLE_VERSIONS or isinstance(data["version"], bool):
         raise _fail("version", f"must be 1, 2 or 3; this 9plan cannot read version {data['version']!r}.")
-    session = _check_session(data["session"], data["version"])
+    version = data["version"]
+    session_row = data["session"]
+    # Written before review existed: no review policy, flags or revisions.
+    old = version < 3 or (isinstance(session_row, dict) and "review" not in session_row)
+    if old and isinstance(session_row, dict):
+        session_row = {"review": ReviewPolicy.NONE, **session_row}
+    session = _check_session(session_row, version)
     rows = _list("plans", data["plans"])
-    if data["version"] == 1:
+    if version == 1:
         rows = [_renamed(row, "queue_position", "sort_key") for row in rows]
-    plans, files, links = _check_plans(session, rows, data["version"], progress)
+    if old:
+        rows = [{"review": False, "rejections": 0, "revisions": [], **r} if isinstance(r, dict) else r for r in rows]
+    plans, files, links, kept = _check_plans(session, rows, version, progress)
     events = _check_events(session, _list("events", data["events"]), {p.id for p in plans}, progress)
 
     try:
@@ -442,6 +564,12 @@ def session_import(data: object, *, actor: str = "import", progress: Progress | 
             for batch in _batches(events):
                 Event.objects.bulk_create(batch)
                 progress.advance(len(batch))
+            for batch in _batches(kept):
+                Revision.objects.bulk_create(batch)
+            if old:
+                # The text as imported is where these plans' recorded history begins.
+                for plan in plans:
+                    revisions.record(plan, kind=Revision.Kind.IMPORT, actor=actor, before=None)
             progress.stage("Writing plan files", sum(1 for plan in plans if plan.is_open))
             _restore_files(session, plans, files, undo, progress)
         progress.finish()

@@ -139,3 +139,12 @@ def plan_size(sections: dict[str, str], *, field: str = "plan") -> None:
             field=field,
             reason=PLAN_TOO_LARGE,
         )
+
+
+def flag(field: str, value: object) -> bool:
+    """A yes/no option: true or false (JSON booleans), absent meaning false."""
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise ValidationFailed(f"{field} must be true or false; got {shown(value)}.", field=field)
+    return value

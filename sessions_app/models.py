@@ -27,9 +27,17 @@ MAX_LEASE_SECONDS = 604_800
 MAX_ATTEMPTS = 3
 
 
+class ReviewPolicy(models.TextChoices):
+    NONE = "none", "No review"
+    REQUIRED = "required", "Every plan is reviewed"
+
+
 class Session(models.Model):
     name = models.CharField(primary_key=True, max_length=64)
     task_description = models.TextField(null=True, blank=True)
+    # Whether every completed plan waits for a reviewer's approval (a plan added with
+    # review=true waits in any session).
+    review = models.CharField(max_length=10, choices=ReviewPolicy.choices, default=ReviewPolicy.NONE, db_default="none")
     created_at = models.DateTimeField(default=timezone.now, db_index=True)
     # How long a pull's claim lasts without a write by its holder, and how many claims of a
     # plan may run out before it waits for a person instead of being handed out again.
@@ -62,6 +70,10 @@ class PlanStatus(models.TextChoices):
     ACTIVE = "active"
     COMPLETED = "completed"
     DISCARDED = "discarded"
+    # Completed by its agent, waiting for a reviewer's approval; not yet searchable.
+    IN_REVIEW = "in_review"
+    # Rejected in review too many times: nobody pulls it until a person decides.
+    HELD = "held"
 
 
 class Plan(models.Model):
@@ -82,6 +94,11 @@ class Plan(models.Model):
     notes = models.TextField(blank=True, default="")
     outcome = models.TextField(blank=True, default="")
     discard_reason = models.TextField(blank=True, default="")
+
+    # Review: whether this plan waits for approval when completed (whatever its session
+    # says), and how many times a reviewer has sent it back.
+    review = models.BooleanField(default=False, db_default=False)
+    rejections = models.PositiveIntegerField(default=0, db_default=0)
 
     version = models.PositiveIntegerField(default=1)
     created_at = models.DateTimeField(default=timezone.now)
@@ -134,6 +151,7 @@ class Plan(models.Model):
                 condition=Q(status="queued") | Q(waiting_for_person=False), name="plan_waits_only_while_queued"
             ),
         ]
+        permissions = [("review_plan", "Can review plan")]
         indexes = [
             models.Index(fields=["session", "status", "sort_key"], name="plan_session_status_pos"),
             models.Index(fields=["session", "status", "completed_at"], name="plan_session_status_done"),
@@ -199,6 +217,12 @@ class Event(models.Model):
         LATE_WRITE_KEPT = "late_write_kept"
         DEPENDENCY_DROPPED = "dependency_dropped"
         FILE_EDITS_KEPT = "file_edits_kept"
+        PLAN_SUBMITTED = "plan_submitted"
+        PLAN_APPROVED = "plan_approved"
+        PLAN_REJECTED = "plan_rejected"
+        PLAN_HELD = "plan_held"
+        PLAN_RESTORED = "plan_restored"
+        SESSION_CHANGED = "session_changed"
         REPAIRED = "repaired"
 
     id = models.BigAutoField(primary_key=True)
@@ -215,3 +239,40 @@ class Event(models.Model):
 
     def __str__(self) -> str:
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.kind}"
+
+
+class Revision(models.Model):
+    """One change to a plan's text: who, when, what kind, which sections, and how to get
+    the text before it back from the text after it (a reverse delta).
+
+    The plan row holds the latest text; each revision keeps, per changed section, the
+    length of the prefix the text before shared with the text after and the rest of the
+    text before. A note append shares everything but trailing whitespace, so its revision
+    stores a few characters, not the whole plan (docs/design.md, "Model and invariants").
+    """
+
+    class Kind(models.TextChoices):
+        ADD = "add"
+        NOTE = "note"
+        FILE_EDIT = "file_edit"
+        DEFER = "defer"
+        REVIEW = "review"
+        RESTORE = "restore"
+        IMPORT = "import"
+
+    id = models.BigAutoField(primary_key=True)
+    plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveIntegerField()
+    kind = models.CharField(max_length=16, choices=Kind.choices)
+    actor = models.CharField(max_length=150)
+    sections = models.JSONField(default=list)
+    # {section: [kept prefix length, rest of the text before]}; empty for the first revision.
+    undo = models.JSONField(default=dict)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["plan", "number"]
+        constraints = [models.UniqueConstraint(fields=["plan", "number"], name="revision_plan_number")]
+
+    def __str__(self) -> str:
+        return f"{self.plan_id} r{self.number} {self.kind}"

@@ -495,6 +495,10 @@ def _check_claims(session: Session, plans: list[Plan], result: InvariantReport) 
 ISSUES_PER_CHECK = 20
 
 
+# Statuses a plan reaches only once it was pulled, so only once its dependencies were completed.
+HANDED_OUT = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD, Plan.Status.COMPLETED)
+
+
 def _check_dependencies(session: Session, result: InvariantReport) -> None:
     """Dependencies stay within the session and form no cycle; no plan was handed out or
     completed before the plans it depends on were completed; no open plan waits for a
@@ -512,7 +516,7 @@ def _check_dependencies(session: Session, result: InvariantReport) -> None:
                 "dependencies_valid",
                 f"plan {plan_id} depends on {dep} of another session ({dep_session}); fix: remove the dependency.",
             )
-        elif status in (Plan.Status.ACTIVE, Plan.Status.COMPLETED) and dep_status != Plan.Status.COMPLETED:
+        elif status in HANDED_OUT and dep_status != Plan.Status.COMPLETED:
             result.fail(
                 "dependencies_valid",
                 f"plan {plan_id} is {status} though the plan it depends on, {dep}, is {dep_status}; fix: requeue "
@@ -614,7 +618,9 @@ def _check_files(session: Session, plans: list[Plan], result: Validation) -> Non
 
 # --- what others did to an agent's plans ----------------------------------------------
 
-INTERVENTION_KINDS = ("plan_discarded", "plan_requeued", "plan_moved")
+INTERVENTION_KINDS = (
+    "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
+)
 INTERVENTIONS_SHOWN = 3
 
 
@@ -643,6 +649,10 @@ class Intervention:
             "plan_discarded": "was discarded",
             "plan_requeued": "was taken back and returned to the queue",
             "plan_moved": "was moved in the queue",
+            "plan_approved": "was approved in review",
+            "plan_rejected": "was sent back in review to the front of the queue",
+            "plan_held": "was rejected too often and is held for a person",
+            "plan_restored": "had its text restored to an earlier revision",
         }[self.kind]
         why = f": {self.reason}" if self.reason else ""
         return f"Plan {self.plan_id} {what} by {self.actor} at {self.at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC{why}."
@@ -650,7 +660,12 @@ class Intervention:
 
 def _intervention(event: Event) -> Intervention:
     detail = event.detail if isinstance(event.detail, dict) else {}
-    reason = detail.get("reason") or (f"to the {detail['position']}" if detail.get("position") else "")
+    reason = (
+        detail.get("reason")
+        or detail.get("notes")
+        or (f"to the {detail['position']}" if detail.get("position") else "")
+        or (f"revision {detail['revision']}" if detail.get("revision") else "")
+    )
     return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
 
 

@@ -24,13 +24,13 @@ from datetime import timezone as dt_timezone
 
 from django.db import DatabaseError, IntegrityError
 
-from sessions_app import clock, errors, excerpts, inputs, planfiles, queries, statements, transactions
+from sessions_app import clock, errors, excerpts, inputs, planfiles, queries, revisions, statements, transactions
 from sessions_app.errors import DatabaseFailed, FileSystemFailed, LeaseLost, NineplanError, NoActivePlan
 from sessions_app.errors import PlanAlreadyActive, PlanNotFound, QueueBlocked, QueueEmpty, SessionNotFound
 from sessions_app.errors import ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name, new_plan_id, new_session_name
 from sessions_app.models import DEFAULT_WORKER, LEASE_SECONDS, MAX_ATTEMPTS, MAX_LEASE_SECONDS, SECTIONS
-from sessions_app.models import Event, Plan, PlanDependency, Session
+from sessions_app.models import Event, Plan, PlanDependency, ReviewPolicy, Revision, Session
 
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 
@@ -260,8 +260,10 @@ def _absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bo
     reason = _oversize(plan, new)
     if reason:
         return _refuse_file(plan, path, reason, strict)
+    before = plan.sections()
     for name in SECTIONS:
         setattr(plan, name, new[name])
+    revisions.record(plan, kind=Revision.Kind.FILE_EDIT, actor=actor, before=before)
     _event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
     return _TAKEN_IN
 
@@ -335,17 +337,20 @@ def session_create(
     task_description: str | None = None,
     lease_seconds: int | None = None,
     max_attempts: int | None = None,
+    review: str | None = None,
     actor: str = "agent",
 ) -> Session:
     """Creates a session with a fresh three-word name and its plans folder. ``lease_seconds``:
     how long a pull's claim lasts without a write by its worker; ``max_attempts``: how many
-    claims of a plan may run out before it waits for a person."""
+    claims of a plan may run out before it waits for a person; ``review``: whether its
+    completed plans wait for a reviewer (``required``) or only those added with ``review``."""
     if task_description is not None:
         task_description = inputs.text("task_description", task_description, required=False) or None
     lease_seconds = inputs.bounded_int(
         "lease_seconds", lease_seconds, default=LEASE_SECONDS, minimum=1, maximum=MAX_LEASE_SECONDS
     )
     max_attempts = inputs.bounded_int("max_attempts", max_attempts, default=MAX_ATTEMPTS, minimum=1, maximum=100)
+    review = inputs.choice("review", review, ReviewPolicy.values, default=ReviewPolicy.NONE)
     with transactions.write():
         for _ in range(ID_ATTEMPTS):
             name = new_session_name()
@@ -355,10 +360,14 @@ def session_create(
         else:
             raise DatabaseFailed("Could not find a free session name after several attempts.")
         session = Session.objects.create(
-            name=name, task_description=task_description, lease_seconds=lease_seconds, max_attempts=max_attempts
+            name=name,
+            task_description=task_description,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            review=review,
         )
         planfiles.ensure_session_dir(name)
-        detail = {"task_description": task_description}
+        detail = {"task_description": task_description, "review": review}
         if (lease_seconds, max_attempts) != (LEASE_SECONDS, MAX_ATTEMPTS):
             detail.update(lease_seconds=lease_seconds, max_attempts=max_attempts)
         _event(name, Event.Kind.SESSION_CREATED, actor, **detail)
@@ -379,13 +388,14 @@ def plan_enqueue(
     inputs: str | None = None,
     outputs: str | None = None,
     position: str | None = None,
+    review: bool | None = None,
     actor: str = "agent",
 ) -> Written:
     """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
     fields = dict(
         context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
     )
-    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, actor=actor)[0]
+    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, review=review, actor=actor)[0]
 
 
 def plan_enqueue_many(
@@ -393,16 +403,19 @@ def plan_enqueue_many(
     session_name: str,
     plans: list[dict] | list[PlanInput],
     position: str | None = None,
+    review: bool | None = None,
     actor: str = "agent",
 ) -> list[Written]:
     """Adds several plans that keep the given order, at the front or the back; all or none.
 
     A plan (a dict) may name ``depends_on``: ids of plans of the session, or (in a batch)
     the index of an earlier plan of the same call. It is handed out only once every plan
-    it depends on is completed."""
+    it depends on is completed. With ``review``, each waits for a reviewer's approval when
+    completed."""
     from django.conf import settings
 
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    review = inputs.flag("review", review)
     if not isinstance(plans, list) or not plans:
         raise ValidationFailed("plans must be a non-empty list of plans.", field="plans")
     if len(plans) > settings.NINEPLAN_MAX_BATCH:
@@ -443,9 +456,11 @@ def plan_enqueue_many(
                 sort_key=_next_position(session, position),
                 created_at=now,
                 updated_at=now,
+                review=review,
                 **vars(checked[i]),
             )
             statements.insert_plan(plan)
+            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now)
             by_index[i] = plan
         pairs = []
         for i, deps in enumerate(wanted):
@@ -735,6 +750,7 @@ def plan_defer(
             # when it was added, and refusing would leave the agent unable to set it aside.
             # The queue can so exceed the limit by at most the session's active plans.
             now = clock.now()
+            before = plan.sections()
             plan.notes = compose_append(plan.notes, f"Deferred {_stamp(now)}: {reason}")
             inputs.plan_size(plan.sections(), field="reason")
             _back_to_queue(plan)
@@ -742,6 +758,7 @@ def plan_defer(
             place = _place(session, position)
             _touch(plan)
             statements.update_plan(plan, (*SECTIONS, *RETURNED, *TOUCHED))
+            revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
             _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
             _write_file(undo, plan, previous)
     if held.lost is not None:
@@ -761,7 +778,9 @@ def _back_to_queue(plan: Plan) -> None:
 
 def plan_complete(*, session_name: str, outcome: str, worker: str | None = None, actor: str = "agent") -> Written:
     """Completes the worker's plan: keeps the file's edits, stores the outcome, indexes it
-    for search, then deletes the file. Plans that depend on it may then be pulled."""
+    for search, then deletes the file. Plans that depend on it may then be pulled. A plan
+    that needs review goes to ``in_review`` instead (the worker's claim ends all the same);
+    it is indexed, and its dependents freed, once approved (sessions_app/review.py)."""
     outcome = inputs.text("outcome", outcome, required=True)
     worker = inputs.worker(worker)
     name = inputs.session_name(session_name)
@@ -774,12 +793,14 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
             absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
             plan.outcome = outcome
             inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-            plan.status = Plan.Status.COMPLETED
-            plan.completed_at = clock.now()
+            session = statements.session_for_write(name, lock=False)
+            reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+            plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
+            plan.completed_at = None if reviewed else clock.now()
             plan.lease_expires_at = None
             _touch(plan)
             statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
-            _event(name, Event.Kind.PLAN_COMPLETED, actor, plan)
+            _event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, actor, plan)
     if held.lost is not None:
         raise held.lost
     written = _retire_file(plan, absorbed)
@@ -848,10 +869,12 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
             f"discarded ({excerpts.one_line(reason, 200)}); this plan no longer waits for it."
         )
         notes = compose_append(dependent.notes, note)
+        before = dependent.sections()
         if len(notes) <= _max_field() and sum(len(v) for v in {**dependent.sections(), "notes": notes}.values()) <= _max_plan():
             dependent.notes = notes
         _touch(dependent)
         statements.update_plan(dependent, (*SECTIONS, *TOUCHED))
+        revisions.record(dependent, kind=Revision.Kind.NOTE, actor=actor, before=before)
         _event(session_name, Event.Kind.DEPENDENCY_DROPPED, actor, dependent, depends_on=plan.id, reason=reason)
         _write_file(undo, dependent, previous)
     PlanDependency.objects.filter(id__in=[link_id for link_id, _ in links]).delete()
@@ -892,10 +915,12 @@ def plan_note(
             # not slip a plan past its limit.
             inputs.text("notes", notes, required=False)
             inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
+            before = plan.sections()
             plan.notes = notes
             _touch(plan)
             _renew(plan, held.lease_seconds, plan.updated_at)
             statements.update_plan(plan, (*SECTIONS, *LEASE, *TOUCHED))
+            revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before)
             _event(name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
             _write_file(undo, plan, previous)
     if held.lost is not None:
@@ -939,6 +964,7 @@ def _reclaim(session: Session, plan: Plan, now, undo, *, actor: str, why: str, c
     if waits:
         note += " It is not handed out again until a person requeues or discards it."
     notes = compose_append(plan.notes, note)
+    before = plan.sections()
     if len(notes) <= _max_field() and sum(len(v) for v in {**plan.sections(), "notes": notes}.values()) <= _max_plan():
         plan.notes = notes
     _back_to_queue(plan)
@@ -947,6 +973,7 @@ def _reclaim(session: Session, plan: Plan, now, undo, *, actor: str, why: str, c
     _touch(plan)
     plan.updated_at = now
     statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+    revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
     statements.record_lost_claim(session.name, worker, plan.id, now)
     _event(
         session.name,
@@ -1059,12 +1086,12 @@ def plan_reclaim(*, session_name: str, plan_id: str, actor: str) -> Written:
 
 
 def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Written:
-    """Discards a queued or active plan chosen by id (staff action)."""
+    """Discards a queued, active or held plan chosen by id (staff action)."""
     reason = inputs.text("reason", reason, required=True)
     ahead = _read_ahead(session_name, plan_id)
     with transactions.write() as undo:
         name, plan = _plan_of(session_name, plan_id)
-        if not plan.is_open:
+        if not plan.is_open and plan.status != Plan.Status.HELD:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
         absorbed = _discard(name, plan, reason, actor, ahead, undo)
     return _retire_file(plan, absorbed)

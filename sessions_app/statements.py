@@ -37,7 +37,7 @@ _PLAN_FIELDS = tuple(
 _PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
 _LOCKED_SESSION_FIELDS = tuple(
     Session._meta.get_field(name)
-    for name in ("name", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts")
+    for name in ("name", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review")
 )
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
 _INSERT_PLAN = (

@@ -25,7 +25,7 @@ from django.utils.text import smart_split, unescape_string_literal
 
 from sessions_app import excerpts, queries, services
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin import render
+from sessions_app.admin import render, review_pages
 from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError, PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
@@ -248,6 +248,7 @@ class SessionAdmin(NineplanAdmin):
             invariants=invariants,
             can_intervene=can_intervene(request.user),
             here=request.get_full_path(),
+            review_choices=review_pages.POLICY_CHOICES,
         )
         return TemplateResponse(request, "admin/sessions_app/session_page.html", context)
 
@@ -315,7 +316,11 @@ class PlanAdmin(NineplanAdmin):
 
     def get_urls(self):
         act = self.admin_site.admin_view(self.action_view)
-        return [path("<path:object_id>/act/<str:action>/", act, name="sessions_app_plan_act"), *super().get_urls()]
+        return [
+            *review_pages.urls(self),
+            path("<path:object_id>/act/<str:action>/", act, name="sessions_app_plan_act"),
+            *super().get_urls(),
+        ]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         self.check_page_request(request)
@@ -343,6 +348,7 @@ class PlanAdmin(NineplanAdmin):
             timeline=render.timeline(page.events),
             event_count=page.event_count,
             can_intervene=can_intervene(request.user),
+            **review_pages.plan_context(request, plan),
         )
         return TemplateResponse(request, "admin/sessions_app/plan_page.html", context)
 

@@ -15,6 +15,8 @@ from sessions_app.models import Event, Plan, Session
 
 REVIEWERS_GROUP = "reviewers"
 INTERVENE_PERMISSION = "sessions_app.change_plan"
+# Approving or rejecting a plan in review; plain reviewers only read.
+REVIEW_PERMISSION = "sessions_app.review_plan"
 VIEWED_MODELS = (Session, Plan, Event)
 
 
@@ -35,6 +37,10 @@ def ensure_reviewers_group() -> Group:
 
 def can_intervene(user) -> bool:
     return bool(user.is_active and user.is_staff and user.has_perm(INTERVENE_PERMISSION))
+
+
+def can_review(user) -> bool:
+    return bool(user.is_active and user.is_staff and user.has_perm(REVIEW_PERMISSION))
 
 
 def actor_for(user) -> str:

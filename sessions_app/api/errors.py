@@ -33,6 +33,8 @@ METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
 NOT_ACCEPTABLE = "NOT_ACCEPTABLE"
 UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
 THROTTLED = "THROTTLED"
+PRECONDITION_FAILED = "PRECONDITION_FAILED"
+PRECONDITION_REQUIRED = "PRECONDITION_REQUIRED"
 
 DOMAIN_STATUS = {
     "SESSION_NOT_FOUND": status.HTTP_404_NOT_FOUND,
@@ -66,12 +68,35 @@ API_SUGGESTIONS_BY_REASON = {
     errors.BAD_DOCUMENT: "Import a document written by nineplan_export or GET /api/sessions/{name}/export/.",
     errors.COLLIDED: "Repeat the request: nothing of it was saved.",
     errors.BUSY: "Repeat the request in a moment: nothing of it was saved.",
+    errors.NOT_IN_REVIEW: "Read the plan at /api/sessions/{name}/plans/{plan_id}/: only a plan in review is decided.",
     errors.NOTHING_ADDED: "No plan was added to this session yet; read its state at /api/sessions/{name}/.",
     errors.NOTHING_COMPLETED: "Read the session's discarded plans at /api/sessions/{name}/plans/?status=discarded.",
     errors.WAITING_FOR_PERSON: "A person requeues or discards the waiting plans in the admin's session page.",
 }
 
+class PreconditionRequired(exceptions.APIException):
+    status_code = status.HTTP_428_PRECONDITION_REQUIRED
+    default_detail = "This request must be conditional: send the plan's ETag in If-Match."
+    default_code = "precondition_required"
+
+
+class PreconditionFailed(exceptions.APIException):
+    status_code = status.HTTP_412_PRECONDITION_FAILED
+    default_detail = "The plan changed since the ETag sent in If-Match was issued; nothing was decided."
+    default_code = "precondition_failed"
+
+
 HTTP_CATEGORIES = (
+    (
+        PreconditionRequired,
+        PRECONDITION_REQUIRED,
+        "GET /api/sessions/{name}/plans/{plan_id}/, then repeat the request with its ETag in If-Match.",
+    ),
+    (
+        PreconditionFailed,
+        PRECONDITION_FAILED,
+        "GET /api/sessions/{name}/plans/{plan_id}/ again, check what changed, and decide with its new ETag.",
+    ),
     (exceptions.NotAuthenticated, AUTHENTICATION_REQUIRED, "Send 'Authorization: Token <key>' (see /api/docs/)."),
     (
         exceptions.AuthenticationFailed,
@@ -84,7 +109,11 @@ HTTP_CATEGORIES = (
         "Ask an administrator for the view permissions on sessions, plans and events.",
     ),
     (exceptions.NotFound, NOT_FOUND, "See /api/docs/ for the endpoints and their parameters."),
-    (exceptions.MethodNotAllowed, METHOD_NOT_ALLOWED, "The API is read-only: use GET."),
+    (
+        exceptions.MethodNotAllowed,
+        METHOD_NOT_ALLOWED,
+        "The API is read-only but for POST .../plans/{plan_id}/review/: use GET.",
+    ),
     (exceptions.NotAcceptable, NOT_ACCEPTABLE, "Accept application/json."),
     (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "The API is read-only: use GET without a body."),
     (exceptions.Throttled, THROTTLED, "Wait for the time given in Retry-After, then repeat the request."),

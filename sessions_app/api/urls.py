@@ -3,7 +3,7 @@
 from django.urls import path, re_path
 from drf_spectacular.views import SpectacularAPIView
 
-from sessions_app.api import views
+from sessions_app.api import review_views, views
 
 app_name = "api"
 
@@ -14,6 +14,17 @@ urlpatterns = [
     path("sessions/<str:name>/queue/", views.SessionQueueView.as_view(), name="session-queue"),
     path("sessions/<str:name>/plans/", views.SessionPlansView.as_view(), name="session-plans"),
     path("sessions/<str:name>/plans/<str:plan_id>/", views.PlanDetailView.as_view(), name="plan-detail"),
+    path("sessions/<str:name>/plans/<str:plan_id>/review/", review_views.PlanReviewView.as_view(), name="plan-review"),
+    path(
+        "sessions/<str:name>/plans/<str:plan_id>/revisions/",
+        review_views.PlanRevisionsView.as_view(),
+        name="plan-revisions",
+    ),
+    path(
+        "sessions/<str:name>/plans/<str:plan_id>/revisions/<str:number>/",
+        review_views.PlanRevisionView.as_view(),
+        name="plan-revision",
+    ),
     path("sessions/<str:name>/validation/", views.SessionValidationView.as_view(), name="session-validation"),
     path("sessions/<str:name>/export/", views.SessionExportView.as_view(), name="session-export"),
     path("history/", views.HistorySearchView.as_view(), name="history-search"),

@@ -1,5 +1,6 @@
 """REST views: each checks its parameters, calls the reads of sessions_app it needs, and
-formats the result. The API is read-only; a write method gets 405.
+formats the result. The API is read-only but for one write, the review decision
+(api/review_views.py); any other write method gets 405.
 
 Names and ids in the path are checked against their exact formats before any lookup, and
 a malformed one is simply not found (404): it could name nothing, and a path-traversal
@@ -182,6 +183,9 @@ ROOT_ENTRIES = (
     ("session_queue", "session-queue", ("name",)),
     ("session_plans", "session-plans", ("name",)),
     ("plan", "plan-detail", ("name", "plan_id")),
+    ("plan_review", "plan-review", ("name", "plan_id")),
+    ("plan_revisions", "plan-revisions", ("name", "plan_id")),
+    ("plan_revision", "plan-revision", ("name", "plan_id", "number")),
     ("session_validation", "session-validation", ("name",)),
     ("session_export", "session-export", ("name",)),
     ("history", "history-search", ()),
@@ -209,7 +213,7 @@ class ApiRootView(ReadOnlyView):
         summary="List the endpoints",
         description=(
             "Where each endpoint is, as an absolute URL. Parts in braces are filled in (RFC 6570): "
-            "{name} with a session's name, {plan_id} with a plan's id."
+            "{name} with a session's name, {plan_id} with a plan's id, {number} with a revision's number."
         ),
         tags=["api"],
         responses={200: s.ApiRootSerializer, **_problems(401, 403)},

@@ -145,6 +145,8 @@ def from_schema(name: str, schema: dict[str, Any], defs: dict[str, Any], pools: 
         return st.none()
     if kind == "string":
         return string_strategy(name, schema, pools)
+    if kind == "boolean":
+        return st.booleans()
     if kind == "integer":
         if pools.clean:
             return st.integers(min_value=1, max_value=8)

@@ -124,3 +124,12 @@ def plan_url(plan_id: str) -> str:
 
 def act_url(plan_id: str, action: str) -> str:
     return reverse("admin:sessions_app_plan_act", args=[plan_id, action])
+
+
+@pytest.fixture
+def approver(db, monkeypatch, settings):
+    """Ada, a reviewer made with `create_reviewer --can-approve`."""
+    fast_hashing(settings)
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
+    call_command("create_reviewer", "ada", "--can-approve", stdout=io.StringIO())
+    return get_user_model().objects.get(username="ada")

@@ -11,7 +11,7 @@ from django.db import connection
 
 from sessions_app import services
 from sessions_app.errors import NineplanError
-from sessions_app.models import Event, Plan, Session
+from sessions_app.models import Event, Plan, Revision, Session
 from sessions_app.search import FTS_TABLE
 from tests.conftest import plan_fields
 
@@ -34,6 +34,7 @@ def db_rows() -> dict[str, list]:
         "sessions": list(Session.objects.order_by("name").values()),
         "plans": list(Plan.objects.order_by("id").values()),
         "events": list(Event.objects.order_by("id").values()),
+        "revisions": list(Revision.objects.order_by("id").values()),
     }
     if connection.vendor == "sqlite":
         with connection.cursor() as cur:

@@ -409,7 +409,10 @@ def test_markdown_images_show_their_alt_text_and_load_nothing(session, reviewer_
     html = text_of(reviewer_client.get(plan_url(plan.id)))
     assert '[image: the "architecture" &lt;diagram&gt;]' in html
     assert "[image]" in html
-    assert "<img" not in html and "evil.example" not in html
+    # The rendered sections drop the address; the revisions' diffs show the raw text, escaped.
+    rendered, diffs = html.split('id="np-revisions"')
+    assert "<img" not in html and "evil.example" not in rendered
+    assert "+See ![the &quot;architecture&quot; &lt;diagram&gt;](https://evil.example/p.png) here." in diffs
     assert str(render.markdown("![a *b*](x.png)")) == "<p>[image: a b]</p>\n"
 
 

@@ -69,4 +69,6 @@ def test_query_counts_do_not_grow_with_the_data(api, full_session):
     big = query_counts(api, full_session, plan)
     assert big == small
     # And the counts are small: authentication, permissions and a handful of reads.
-    assert max(small.values()) <= 10, small
+    # The export reads one more: the plans' revisions, in one query beside the plans.
+    assert max(v for k, v in small.items() if not k.endswith("/export/")) <= 10, small
+    assert max(v for k, v in small.items() if k.endswith("/export/")) <= 11, small

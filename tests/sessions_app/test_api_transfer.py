@@ -14,8 +14,8 @@ from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from sessions_app import planfiles, queries, services, export_import
-from sessions_app.models import Event, Plan, Session
+from sessions_app import planfiles, queries, review, revisions, services, export_import
+from sessions_app.models import Event, Plan, Revision, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     api,
@@ -28,6 +28,7 @@ pytestmark = pytest.mark.django_db
 
 PLAN_COLUMNS = [f.attname for f in Plan._meta.concrete_fields]
 EVENT_COLUMNS = ["session_id", "plan_id", "kind", "actor", "detail", "created_at"]
+REVISION_COLUMNS = ["plan_id", "number", "kind", "actor", "sections", "undo", "created_at"]
 
 
 def snapshot(session_name: str) -> dict:
@@ -36,6 +37,9 @@ def snapshot(session_name: str) -> dict:
         "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
         # Ids are re-drawn on import (see export_import.py); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
+        "revisions": list(
+            Revision.objects.filter(plan__session_id=session_name).order_by("plan_id", "number").values_list(*REVISION_COLUMNS)
+        ),
         "files": {
             pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)
         },
@@ -232,6 +236,19 @@ def _mutations():
     yield "events[1].plan", lambda d: d["events"][1].update(plan="zzzzz")
     yield "events[0].detail", lambda d: d["events"][0].update(detail=[1])
     yield "events[1].id", lambda d: d["events"][1].update(id=d["events"][0]["id"])
+    yield "session.review", lambda d: d["session"].update(review="sometimes")
+    yield "plans[0].review", lambda d: d["plans"][0].update(review="yes")
+    yield "plans[0].rejections", lambda d: d["plans"][0].update(rejections=-1)
+    yield "plans[0].revisions[0].kind", lambda d: d["plans"][0]["revisions"][0].update(kind="hacked")
+    yield "plans[0].revisions[0].undo", lambda d: d["plans"][0]["revisions"][0].update(undo={"notes": [-1, "x"]})
+    yield "plans[0].revisions[0].sections", lambda d: d["plans"][0]["revisions"][0].update(sections=["../x"])
+    yield "plans[0].revisions[0]", lambda d: d["plans"][0]["revisions"][0].pop("actor")
+
+    def revisions_out_of_order(d):
+        rows = next(p for p in d["plans"] if len(p["revisions"]) > 1)["revisions"]
+        rows[1]["number"] = rows[0]["number"]
+
+    yield "plans[2].revisions[1].number", revisions_out_of_order
 
     def two_active_for_one_worker(d):
         held = plan(d, "active")
@@ -360,3 +377,89 @@ def test_a_version_1_document_with_queue_position_imports(session, make_plan):
     export_import.session_import(document)
     keys = list(Plan.objects.filter(session_id=session.name).order_by("sort_key").values_list("sort_key", flat=True))
     assert keys == sorted(row["queue_position"] for row in document["plans"]) and len(keys) == 2
+
+
+def test_a_reviewed_revised_session_round_trips_to_an_equal_one(sessions_dir):
+    session = services.session_create(task_description="Reviewed", review="required")
+    name = session.name
+    for goal in ("Approved one", "Rejected one", "Waiting one"):
+        services.plan_enqueue(session_name=name, **plan_fields(goal=goal))
+    services.plan_pull(session_name=name)
+    services.plan_note(session_name=name, text="Found the cause")
+    approved = services.plan_complete(session_name=name, outcome="Fixed").plan
+    review.plan_review(session_name=name, plan_id=approved.id, decision="approve", actor="user:ada")
+    services.plan_pull(session_name=name)
+    rejected = services.plan_complete(session_name=name, outcome="Half").plan
+    review.plan_review(session_name=name, plan_id=rejected.id, decision="reject", notes="Finish it", actor="user:ada")
+    services.plan_pull(session_name=name)
+    services.plan_note(session_name=name, text="second try")
+    services.plan_defer(session_name=name, reason="waiting on review of the other")
+    services.plan_pull(session_name=name)
+    services.plan_complete(session_name=name, outcome="Waiting")
+    before = snapshot(name)
+    texts = {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)}
+    document = export_import.export_session(name)
+    assert sum(len(p["revisions"]) for p in document["plans"]) == Revision.objects.count() > 3
+
+    wipe(name, sessions_dir)
+    export_import.session_import(json.loads(json.dumps(document)))
+
+    assert snapshot(name) == before
+    assert {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)} == texts
+    assert Session.objects.get(name=name).review == "required"
+    assert queries.check_invariants(name).valid
+    assert [h.plan.id for h in queries.history_search("fixed", session_name=name)] == [approved.id]
+
+
+def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, make_plan):
+    make_plan(session)
+    document = export_import.export_session(session.name)
+    Session.objects.filter(name=session.name).delete()
+    shutil.rmtree(planfiles.session_dir(session.name))
+    document["version"] = 2
+    for key in ("review", "lease_seconds", "max_attempts"):
+        del document["session"][key]
+    for row in document["plans"]:
+        for key in ("review", "rejections", "revisions", *export_import.CLAIM_KEYS):
+            del row[key]
+    export_import.session_import(document, actor="operator")
+    plan = Plan.objects.get(session_id=session.name)
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [(1, "import", "operator")]
+    assert (plan.review, plan.rejections, Session.objects.get(name=session.name).review) == (False, 0, "none")
+
+
+def test_a_version_3_document_without_review_keys_imports_as_never_reviewed(sessions_dir):
+    """Version 3 documents written before the review gate carry claims and dependencies only."""
+    session = services.session_create(task_description="Workers only", lease_seconds=90, max_attempts=5)
+    first = services.plan_enqueue(session_name=session.name, **plan_fields(goal="First")).plan
+    services.plan_enqueue_many(session_name=session.name, plans=[{**plan_fields(goal="Second"), "depends_on": [first.id]}])
+    services.plan_pull(session_name=session.name, worker="w1")
+    document = export_import.export_session(session.name)
+    Session.objects.filter(name=session.name).delete()
+    shutil.rmtree(planfiles.session_dir(session.name))
+    del document["session"]["review"]
+    for row in document["plans"]:
+        for key in ("review", "rejections", "revisions"):
+            del row[key]
+    export_import.session_import(document, actor="operator")
+    imported = Session.objects.get(name=session.name)
+    assert (imported.review, imported.lease_seconds, imported.max_attempts) == ("none", 90, 5)
+    plans = {p.goal: p for p in Plan.objects.filter(session_id=session.name)}
+    assert (plans["First"].status, plans["First"].worker) == ("active", "w1")
+    assert list(plans["Second"].depends_on.values_list("id", flat=True)) == [first.id]
+    for plan in plans.values():
+        assert list(Revision.objects.filter(plan=plan).values_list("number", "kind")) == [(1, "import")]
+    assert queries.check_invariants(session.name).valid
+
+
+def test_the_export_gives_each_plan_of_a_batch_its_own_revisions(session):
+    # A batch shares one creation time: the export must not rely on the order of their ids.
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Batch {i}") for i in range(6)])
+    for _ in range(6):
+        services.plan_pull(session_name=session.name)
+        services.plan_note(session_name=session.name, text="noted")
+        services.plan_defer(session_name=session.name, reason="later")
+    document = export_import.export_session(session.name)
+    for row in document["plans"]:
+        stored = list(Revision.objects.filter(plan_id=row["id"]).order_by("number").values_list("number", "kind"))
+        assert [(r["number"], r["kind"]) for r in row["revisions"]] == stored == [(1, "add"), (2, "note"), (3, "defer")]

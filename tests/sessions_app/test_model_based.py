@@ -4,7 +4,9 @@ reclaimed), run against the real services (SQLite or PostgreSQL, plan files on d
 against a plain in-memory model of what 9plan promises. After every step the two must
 agree on the queue order, each worker's plan and lease, lost claims, attempts, the
 dependencies, the history, every plan's text and every plan file, and check_invariants
-must be clean.
+must be clean. The review gate is part of the model: plans in review, approved, rejected
+back to the front of the queue (unclaimed), held after too many rejections and released;
+and every plan's revisions must lead back from its text now to its text as added.
 """
 
 from __future__ import annotations
@@ -22,13 +24,15 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from sessions_app import clock, planfiles, queries, services
+from sessions_app import clock, planfiles, queries, review, revisions, services
 from sessions_app.errors import NineplanError
-from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, Session
+from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, Revision, Session
 
 REAL_NOW = clock.now
 
 STAMP = r"Deferred \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC: "
+REJECTED = r"### Rejected in review by user:rita, \d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2} UTC\n\n"
+MAX_REJECTIONS = 3
 
 
 def _no_heading_line(text: str) -> bool:
@@ -70,6 +74,9 @@ def compose(stored: str, fragment: str) -> str:
 @dataclass
 class ModelPlan:
     sections: dict[str, str]
+    first: dict[str, str] = field(default_factory=dict)  # the text as added
+    review: bool = False
+    rejections: int = 0
     status: str = "queued"
     outcome: str = ""
     discard_reason: str = ""
@@ -94,6 +101,10 @@ class Model:
     plans: dict[str, ModelPlan] = field(default_factory=dict)
     completed: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
+    in_review: list[str] = field(default_factory=list)
+    # Plans rejected too many times (status "held"), waiting for a person to release them.
+    held_in_review: list[str] = field(default_factory=list)
+    review_required: bool = False
     # What the agent wrote into a held plan's file and 9plan has not read back yet.
     file_notes: dict[str, tuple[str, str]] = field(default_factory=dict)
     now: float = 0.0
@@ -126,14 +137,18 @@ class NineplanMachine(RuleBasedStateMachine):
         self.name = ""
         self.start = timezone.now()
 
-    @initialize()
-    def new_session(self) -> None:
+    @initialize(review_required=st.booleans())
+    def new_session(self, review_required) -> None:
         # A fresh session for every example: examples share the test's database. The clock
         # is the model's: leases run out when the model says time has passed.
         clock.now = lambda: self.start + timedelta(seconds=self.model.now)
         self.name = services.session_create(
-            task_description="model-based", lease_seconds=LEASE, max_attempts=MAX_ATTEMPTS
+            task_description="model-based",
+            lease_seconds=LEASE,
+            max_attempts=MAX_ATTEMPTS,
+            review="required" if review_required else "none",
         ).name
+        self.model.review_required = review_required
 
     def teardown(self) -> None:
         clock.now = REAL_NOW
@@ -143,11 +158,13 @@ class NineplanMachine(RuleBasedStateMachine):
     def expect_error(self, category: str, call) -> None:
         plans = list(Plan.objects.filter(session_id=self.name).order_by("id").values())
         event_count = Event.objects.filter(session_id=self.name).count()
+        revision_count = Revision.objects.filter(plan__session_id=self.name).count()
         with pytest.raises(NineplanError) as info:
             call()
         assert info.value.category == category, info.value.message
         assert list(Plan.objects.filter(session_id=self.name).order_by("id").values()) == plans
         assert Event.objects.filter(session_id=self.name).count() == event_count
+        assert Revision.objects.filter(plan__session_id=self.name).count() == revision_count
 
     def stored_notes(self, plan_id: str, before: str, marker: str) -> str:
         """The plan's stored notes, checked to be ``before`` plus one note starting with
@@ -159,14 +176,18 @@ class NineplanMachine(RuleBasedStateMachine):
 
     # --- rules ----------------------------------------------------------------------------
 
-    @rule(fields=PLAN, position=POSITION, data=st.data())
-    def add(self, fields, position, data):
+    @rule(fields=PLAN, position=POSITION, needs_review=st.sampled_from([None, False, True]), data=st.data())
+    def add(self, fields, position, needs_review, data):
         possible = sorted(pid for pid, mp in self.model.plans.items() if mp.status != "discarded")
         deps = data.draw(st.lists(st.sampled_from(possible), max_size=2, unique=True)) if possible else []
         placed = services.plan_enqueue_many(
-            session_name=self.name, plans=[{**fields, "depends_on": deps or None}], position=position
+            session_name=self.name,
+            plans=[{**fields, "depends_on": deps or None}],
+            position=position,
+            review=needs_review,
         )
         self._added(placed, [fields], position, [set(deps)])
+        self.model.plans[placed[0].plan.id].review = bool(needs_review)
 
     @rule(batch=st.lists(PLAN, min_size=1, max_size=4), position=POSITION, data=st.data())
     def add_batch(self, batch, position, data):
@@ -183,7 +204,7 @@ class NineplanMachine(RuleBasedStateMachine):
         assert len(set(ids)) == len(ids) and not set(ids) & set(self.model.plans)
         for plan_id, fields, needs in zip(ids, batch, deps, strict=True):
             sections = {name: fields.get(name) or "" for name in SECTIONS}
-            self.model.plans[plan_id] = ModelPlan(sections, deps=needs)
+            self.model.plans[plan_id] = ModelPlan(sections, dict(sections), deps=needs)
         # A batch keeps its order at either end: [A, B] at the front is worked A, then B.
         if position == "front":
             self.model.queue[:0] = ids
@@ -355,12 +376,73 @@ class NineplanMachine(RuleBasedStateMachine):
         self.model.absorb(plan_id)
         mp = self.model.plans[plan_id]
         mp.lease_until = None
-        if "outcome" in text:
+        if "outcome" in text and (mp.review or self.model.review_required):
+            mp.status, mp.outcome = "in_review", text["outcome"]
+            self.model.in_review.append(plan_id)
+        elif "outcome" in text:
             mp.status, mp.outcome = "completed", text["outcome"]
             self.model.completed.append(plan_id)
         else:
             mp.status, mp.discard_reason = "discarded", text["discard_reason"]
             self.model.discarded.append(plan_id)
+
+    @precondition(lambda self: self.model.in_review)
+    @rule(data=st.data())
+    def approve(self, data):
+        plan_id = data.draw(st.sampled_from(self.model.in_review))
+        review.plan_review(session_name=self.name, plan_id=plan_id, decision="approve", actor="user:rita")
+        self.model.in_review.remove(plan_id)
+        self.model.completed.append(plan_id)
+        self.model.plans[plan_id].status = "completed"
+
+    @precondition(lambda self: self.model.in_review)
+    @rule(data=st.data(), notes=SOME_TEXT)
+    def reject(self, data, notes):
+        plan_id = data.draw(st.sampled_from(self.model.in_review))
+        written = review.plan_review(
+            session_name=self.name, plan_id=plan_id, decision="reject", notes=notes, actor="user:rita"
+        )
+        self.model.in_review.remove(plan_id)
+        mp = self.model.plans[plan_id]
+        pattern = re.escape(compose(mp.sections["notes"], "\x00")).replace("\x00", REJECTED) + re.escape(notes)
+        stored = Plan.objects.get(id=plan_id).notes
+        assert re.fullmatch(pattern, stored), (stored, pattern)
+        mp.sections["notes"] = stored
+        mp.rejections += 1
+        # Unclaimed either way: no worker, no lease; its attempts stand.
+        row = Plan.objects.get(id=plan_id)
+        assert (row.worker, row.claimed_at, row.lease_expires_at) == (None, None, None)
+        if mp.rejections >= MAX_REJECTIONS:
+            mp.status = "held"
+            self.model.held_in_review.append(plan_id)
+            assert written.place is None
+        else:
+            mp.status = "queued"
+            self.model.queue.insert(0, plan_id)
+            assert written.place == 1
+
+    @precondition(lambda self: self.model.held_in_review)
+    @rule(data=st.data())
+    def release(self, data):
+        plan_id = data.draw(st.sampled_from(self.model.held_in_review))
+        review.plan_release(session_name=self.name, plan_id=plan_id, actor="user:sam")
+        self.model.held_in_review.remove(plan_id)
+        self.model.plans[plan_id].status, self.model.plans[plan_id].rejections = "queued", 0
+        self.model.queue.insert(0, plan_id)
+
+    @rule(data=st.data(), decision=st.sampled_from(["approve", "reject"]))
+    def review_refused_outside_review(self, data, decision):
+        """Only a plan in review is decided; anything else is refused and changes nothing."""
+        others = [i for i in self.model.plans if i not in self.model.in_review]
+        if not others:
+            return
+        plan_id = data.draw(st.sampled_from(others))
+        self.expect_error(
+            "VALIDATION_ERROR",
+            lambda: review.plan_review(
+                session_name=self.name, plan_id=plan_id, decision=decision, notes="x", actor="user:rita"
+            ),
+        )
 
     @precondition(lambda self: any(self.model.plans[p].waiting for p in self.model.queue))
     @rule(data=st.data(), position=POSITION)
@@ -446,6 +528,18 @@ class NineplanMachine(RuleBasedStateMachine):
         kept = Session.objects.values_list("count_queued", "count_completed", "count_discarded").get(name=self.name)
         statuses = [mp.status for mp in self.model.plans.values()]
         assert kept == (statuses.count("queued"), statuses.count("completed"), statuses.count("discarded"))
+        assert sorted(p.id for p in rows.values() if p.status == "in_review") == sorted(self.model.in_review)
+        assert sorted(p.id for p in rows.values() if p.status == "held") == sorted(self.model.held_in_review)
+        assert {i: rows[i].rejections for i in rows} == {i: mp.rejections for i, mp in self.model.plans.items()}
+
+    @invariant()
+    def revisions_lead_back_to_the_text_as_added(self):
+        if not self.name:
+            return
+        for plan in Plan.objects.filter(session_id=self.name):
+            assert revisions.text_at(plan, 1) == self.model.plans[plan.id].first, plan.id
+            latest = Revision.objects.filter(plan=plan).order_by("-number").first()
+            assert revisions.text_at(plan, latest.number) == plan.sections()
 
     @invariant()
     def files_match_the_model(self):

@@ -1,4 +1,5 @@
-"""`manage.py create_reviewer NAME`: a login that can read every 9plan page and change nothing."""
+"""`manage.py create_reviewer NAME [--can-approve]`: a login that can read every 9plan page and
+change nothing, or (with --can-approve) also approve and reject plans in review."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ from django.core.management.base import CommandError
 from django.db import transaction
 
 from nineplan.commands import PersonCommand
+from django.contrib.auth.models import Permission
+
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 
 PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
@@ -28,8 +31,13 @@ class Command(PersonCommand):
     def add_arguments(self, parser):
         parser.add_argument("name", help="the reviewer's username")
         parser.add_argument("--email", default="", help="optional e-mail address")
+        parser.add_argument(
+            "--can-approve",
+            action="store_true",
+            help="also grant 'Can review plan': approve or reject plans in review (admin and REST API)",
+        )
 
-    def handle(self, *args, name: str, email: str, **options):
+    def handle(self, *args, name: str, email: str, can_approve: bool = False, **options):
         User = get_user_model()
         name = name.strip()
         if not name:
@@ -49,7 +57,13 @@ class Command(PersonCommand):
             user.set_password(password)
             user.save()
             user.groups.add(group)
-        self.stdout.write(f"Created reviewer '{name}' (group '{REVIEWERS_GROUP}': view only). Log in at /admin/.")
+            if can_approve:
+                # Granted to the user, not the group: the group stays read-only for everyone else.
+                user.user_permissions.add(
+                    Permission.objects.get(content_type__app_label="sessions_app", codename="review_plan")
+                )
+        role = "view only, may approve and reject plans in review" if can_approve else "view only"
+        self.stdout.write(f"Created reviewer '{name}' (group '{REVIEWERS_GROUP}': {role}). Log in at /admin/.")
 
     def _password(self, user) -> str:
         from_env = os.environ.get(PASSWORD_ENV)

@@ -1,0 +1,182 @@
+"""The API's one write, the review decision, and the reads of a plan's revisions.
+
+The decision goes through the service (sessions_app/review.py) like the admin's buttons.
+It is conditional: the client sends the plan's ETag (from GET .../plans/ID/) in If-Match,
+so a decision is never taken on a plan that changed since the reviewer (or the CI bot)
+looked at it: 428 without the header, 412 when the plan changed. The ETag is checked
+inside the decision's write transaction, so nothing can change in between. ETags here are
+compared by their opaque part (they are weak, as every ETag of this API).
+
+Session-cookie clients must send the CSRF token (DRF's SessionAuthentication checks it on
+every unsafe method); integrations use token authentication, which needs none.
+"""
+
+from __future__ import annotations
+
+from django.utils.http import parse_etags
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import serializers
+from rest_framework.response import Response
+
+from sessions_app import inputs, review, revisions
+from sessions_app.admin.roles import REVIEW_PERMISSION, actor_for
+from sessions_app.api import reads as api_reads
+from sessions_app.api import serializers as s
+from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
+from sessions_app.api.views import (
+    PLAN_IN_PATH,
+    SESSION_IN_PATH,
+    VIEW_EVENT,
+    VIEW_PLAN,
+    VIEW_SESSION,
+    HasViewPermission,
+    ReadOnlyView,
+    _etag,
+    _plan_id,
+    _problems,
+    _session_name,
+)
+from sessions_app.errors import PlanNotFound
+
+TAG_REVIEW = ["review"]
+
+
+class HasReviewPermission(HasViewPermission):
+    message = "You need the permission to review plans (sessions_app | plan | Can review plan) for this endpoint."
+
+
+class ReviewDecisionSerializer(serializers.Serializer):
+    decision = serializers.ChoiceField(choices=review.DECISIONS, help_text="'approve' or 'reject'.")
+    notes = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        help_text="Why; required to reject. Appended to the plan's Notes under a heading naming the reviewer.",
+    )
+
+
+IF_MATCH = OpenApiParameter(
+    "If-Match",
+    type=str,
+    location=OpenApiParameter.HEADER,
+    required=True,
+    description="The plan's ETag, from GET /api/sessions/{name}/plans/{plan_id}/.",
+)
+
+
+def _matches(header: str, etag: str) -> bool:
+    wanted = etag.removeprefix("W/")
+    return any(tag == "*" or tag.removeprefix("W/") == wanted for tag in parse_etags(header))
+
+
+class PlanReviewView(ReadOnlyView):
+    permission_classes = [HasReviewPermission]
+    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT, REVIEW_PERMISSION)
+
+    @extend_schema(
+        operation_id="plans_review",
+        summary="Approve or reject a plan in review",
+        description=(
+            "The reviewer's decision on a plan in review: `approve` completes it (it becomes searchable); "
+            "`reject` returns it to the front of the queue with the notes appended to its Notes (after too many "
+            "rejections it is held for a person). Needs the review permission and the plan's ETag in If-Match: "
+            "428 without it, 412 if the plan changed since. Answers with the plan as it now is and its new ETag."
+        ),
+        tags=TAG_REVIEW,
+        parameters=[SESSION_IN_PATH, PLAN_IN_PATH, IF_MATCH],
+        request=ReviewDecisionSerializer,
+        examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
+        responses={
+            200: s.PlanDetailSerializer,
+            412: OpenApiResponse(s.ProblemSerializer, description="The plan changed since the ETag was issued."),
+            428: OpenApiResponse(s.ProblemSerializer, description="If-Match is missing."),
+            **_problems(400, 401, 403, 404, 503),
+        },
+    )
+    def post(self, request, name: str, plan_id: str):
+        name, plan_id = _session_name(name), _plan_id(plan_id)
+        header = request.headers.get("If-Match")
+        if not header:
+            raise PreconditionRequired()
+        body = ReviewDecisionSerializer(data=request.data)
+        body.is_valid(raise_exception=True)
+
+        def unchanged(plan) -> None:
+            if not _matches(header, _etag(api_reads.plan_detail(name, plan.id).fingerprint)):
+                raise PreconditionFailed()
+
+        review.plan_review(
+            session_name=name,
+            plan_id=plan_id,
+            decision=body.validated_data["decision"],
+            notes=body.validated_data.get("notes"),
+            actor=actor_for(request.user),
+            precondition=unchanged,
+        )
+        detail = api_reads.plan_detail(name, plan_id)
+        response = Response(s.PlanDetailSerializer(detail, context={"request": request}).data)
+        response["ETag"] = _etag(detail.fingerprint)
+        return response
+
+
+class RevisionSerializer(serializers.Serializer):
+    number = serializers.IntegerField(source="revision.number")
+    kind = serializers.CharField(source="revision.kind", help_text="add, note, file_edit, defer, review, restore or import.")
+    actor = serializers.CharField(source="revision.actor")
+    created_at = serializers.DateTimeField(source="revision.created_at")
+    sections = serializers.ListField(source="revision.sections", child=serializers.CharField())
+
+
+class RevisionDetailSerializer(RevisionSerializer):
+    before = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), help_text="The changed sections as they were before."
+    )
+    text = serializers.DictField(
+        source="after", child=serializers.CharField(allow_blank=True), help_text="Every section right after it."
+    )
+
+
+def _plan(name: str, plan_id: str):
+    detail = api_reads.plan_detail(name, plan_id)
+    return detail
+
+
+class PlanRevisionsView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="plans_revisions_list",
+        summary="A plan's revisions",
+        description="Every change to the plan's text, newest first: who, when, which kind of change, which sections.",
+        tags=TAG_REVIEW,
+        parameters=[SESSION_IN_PATH, PLAN_IN_PATH],
+        responses={200: RevisionSerializer(many=True), **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str, plan_id: str):
+        name, plan_id = _session_name(name), _plan_id(plan_id)
+        plan = _plan(name, plan_id).plan
+        rows = [revisions.Version(r) for r in plan.revisions.order_by("-number")]
+        return Response(RevisionSerializer(rows, many=True).data)
+
+
+class PlanRevisionView(ReadOnlyView):
+    required_perms = (VIEW_SESSION, VIEW_PLAN)
+
+    @extend_schema(
+        operation_id="plans_revisions_retrieve",
+        summary="One revision of a plan",
+        description="The revision with the whole text right after it and the changed sections before it.",
+        tags=TAG_REVIEW,
+        parameters=[
+            SESSION_IN_PATH,
+            PLAN_IN_PATH,
+            OpenApiParameter("number", type=int, location=OpenApiParameter.PATH, description="The revision's number."),
+        ],
+        responses={200: RevisionDetailSerializer, **_problems(401, 403, 404, 503)},
+    )
+    def get(self, request, name: str, plan_id: str, number: str):
+        name, plan_id = _session_name(name), _plan_id(plan_id)
+        plan = _plan(name, plan_id).plan
+        found = revisions.revision(plan, int(number)) if number.isascii() and number.isdigit() and len(number) < 10 else None
+        if found is None:
+            raise PlanNotFound(f"Plan {plan_id} has no revision {inputs.shown(number)}.")
+        return Response(RevisionDetailSerializer(found).data)

@@ -1,0 +1,123 @@
+"""The review inbox, approve and reject, revisions and restore in the admin (Django's test client)."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from django.core.management import call_command
+
+from sessions_app import services
+from sessions_app.models import Event, Plan, Revision, Session
+from tests.conftest import plan_fields
+from tests.sessions_app.admin_fixtures import (  # noqa: F401  (fixtures)
+    approver,
+    client_for,
+    reviewer,
+    reviewer_client,
+    staff,
+    staff_client,
+)
+from tests.sessions_app.conftest import db_rows
+
+pytestmark = pytest.mark.django_db
+INBOX = "/admin/sessions_app/plan/review/"
+
+
+def submitted(goal: str = "Parse the config", outcome: str = "Parser in config.py") -> Plan:
+    session = services.session_create(review="required")
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal=goal))
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Tried <script>alert(1)</script> as input")
+    return services.plan_complete(session_name=session.name, outcome=outcome).plan
+
+
+def test_create_reviewer_can_approve_grants_only_the_review_permission(approver, reviewer):
+    assert approver.has_perm("sessions_app.review_plan") and not approver.has_perm("sessions_app.change_plan")
+    assert not reviewer.has_perm("sessions_app.review_plan")
+
+
+def test_the_inbox_lists_plans_in_review_oldest_first_with_what_changed(approver):
+    first, second = submitted("First goal"), submitted("Second goal", outcome="Done <b>bold</b>")
+    page = client_for(approver).get(INBOX)
+    html = page.content.decode()
+    assert page.status_code == 200
+    assert html.index("First goal") < html.index("Second goal")
+    assert "Done &lt;b&gt;bold&lt;/b&gt;" in html
+    assert "note by agent: Notes" in html
+    assert html.count('class="button np-approve"') == 2
+
+
+def test_a_plain_reviewer_sees_the_inbox_without_buttons_and_gets_403(reviewer_client):
+    plan = submitted()
+    html = reviewer_client.get(INBOX).content.decode()
+    assert plan.id in html and "np-approve" not in html
+    assert 'id="np-approve"' not in reviewer_client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
+    before = db_rows()
+    response = reviewer_client.post(f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "approve"})
+    assert response.status_code == 403
+    assert reviewer_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "1"}).status_code == 403
+    assert db_rows() == before
+
+
+def test_approve_and_reject_from_the_plan_page(approver):
+    client = client_for(approver)
+    plan = submitted()
+    page = client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
+    assert 'id="np-approve"' in page and "&lt;script&gt;" in page and "<script>alert" not in page
+    response = client.post(f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "reject", "notes": "Add tests"})
+    assert response.status_code == 302
+    stored = Plan.objects.get(id=plan.id)
+    assert stored.status == "queued" and "Add tests" in stored.notes
+    services.plan_pull(session_name=plan.session_id)
+    services.plan_complete(session_name=plan.session_id, outcome="With tests")
+    client.post(f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "approve"})
+    assert Plan.objects.get(id=plan.id).status == "completed"
+    assert list(Event.objects.filter(plan=plan, kind__in=["plan_rejected", "plan_approved"]).values_list("kind", "actor")) == [
+        ("plan_rejected", "user:ada"), ("plan_approved", "user:ada")
+    ]
+
+
+def test_a_failed_decision_is_shown_and_changes_nothing(approver):
+    plan = submitted()
+    before = db_rows()
+    response = client_for(approver).post(
+        f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "reject", "notes": ""}, follow=True
+    )
+    assert "VALIDATION_ERROR" in response.content.decode()
+    assert db_rows() == before
+
+
+def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client, session):
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs"))
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="<img src=x onerror=alert(1)>")
+    services.plan_note(session_name=session.name, text="Wiped", mode="replace")
+    plan = Plan.objects.get(session=session)
+    html = staff_client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
+    assert "Revisions (3)" in html
+    assert "+&lt;img src=x onerror=alert(1)&gt;" in html and "<img src=x" not in html
+    assert 'id="np-restore-2"' in html and 'id="np-restore-3"' not in html
+
+    response = staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"})
+    assert response.status_code == 302
+    stored = Plan.objects.get(id=plan.id)
+    assert stored.notes == "<img src=x onerror=alert(1)>"
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [
+        (1, "add", "agent"), (2, "note", "agent"), (3, "note", "agent"), (4, "restore", "user:sam")
+    ]
+    # The restore is a revision too: the replaced text is one more restore away.
+    staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "3"})
+    assert Plan.objects.get(id=plan.id).notes == "Wiped"
+
+
+def test_staff_set_the_session_review_policy(staff_client, reviewer_client, session):
+    page = staff_client.get(f"/admin/sessions_app/session/{session.name}/change/").content.decode()
+    assert 'id="np-review-select"' in page
+    assert 'id="np-review-select"' not in reviewer_client.get(f"/admin/sessions_app/session/{session.name}/change/").content.decode()
+    staff_client.post(f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "required"})
+    assert Session.objects.get(name=session.name).review == "required"
+    assert reviewer_client.post(
+        f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "none"}
+    ).status_code == 403
+    assert Session.objects.get(name=session.name).review == "required"

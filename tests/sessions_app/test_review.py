@@ -1,0 +1,172 @@
+"""The review gate: completing a plan that needs review, approving and rejecting it."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sessions_app import planfiles, queries, review, services
+from sessions_app.models import Event, Plan, Revision, Session
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import events, plan_file
+
+HEADING = r"### Rejected in review by user:rita, \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC"
+
+
+def reviewed_session() -> Session:
+    return services.session_create(task_description="Reviewed work", review="required")
+
+
+def submit(session: Session, outcome: str = "Built the parser.", **overrides) -> Plan:
+    services.plan_enqueue(session_name=session.name, position="front", **plan_fields(**overrides))
+    services.plan_pull(session_name=session.name)
+    return services.plan_complete(session_name=session.name, outcome=outcome).plan
+
+
+def hits(session: Session, words: str) -> list[str]:
+    return [h.plan.id for h in queries.history_search(words, session_name=session.name)]
+
+
+@pytest.mark.django_db
+def test_completing_in_a_reviewed_session_puts_the_plan_in_review_unsearchable(sessions_dir):
+    session = reviewed_session()
+    plan = submit(session, goal="Write the tokenizer", outcome="Tokenizer written")
+
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.status, stored.outcome, stored.completed_at) == ("in_review", "Tokenizer written", None)
+    assert events(plan)[-1] == ("plan_submitted", "agent")
+    assert not plan_file(sessions_dir, plan).exists()
+    assert hits(session, "tokenizer") == []
+    counts = Session.objects.get(name=session.name)
+    assert (counts.count_queued, counts.count_completed) == (0, 0)
+    # Its worker is free: the next plan can be pulled.
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Next"))
+    assert services.plan_pull(session_name=session.name).goal == "Next"
+    assert queries.check_invariants(session.name).valid
+
+
+@pytest.mark.django_db
+def test_a_plan_added_with_review_waits_in_any_session(session):
+    services.plan_enqueue(session_name=session.name, review=True, **plan_fields(goal="Careful"))
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Plain"))
+    services.plan_pull(session_name=session.name)
+    first = services.plan_complete(session_name=session.name, outcome="done").plan
+    services.plan_pull(session_name=session.name)
+    second = services.plan_complete(session_name=session.name, outcome="done").plan
+    assert (first.status, second.status) == ("in_review", "completed")
+
+
+@pytest.mark.django_db
+def test_approve_completes_and_indexes_the_plan():
+    session = reviewed_session()
+    plan = submit(session, goal="Write the tokenizer", outcome="Tokenizer written")
+
+    approved = review.plan_review(
+        session_name=session.name, plan_id=plan.id, decision="approve", notes="Looks right", actor="user:rita"
+    ).plan
+
+    stored = Plan.objects.get(id=plan.id)
+    assert approved.status == stored.status == "completed"
+    assert stored.completed_at is not None
+    assert hits(session, "tokenizer") == [plan.id]
+    assert Session.objects.get(name=session.name).count_completed == 1
+    assert Event.objects.filter(plan=plan).last().detail == {"decision": "approve", "notes": "Looks right"}
+    assert events(plan)[-1] == ("plan_approved", "user:rita")
+    assert queries.check_invariants(session.name).valid
+
+
+@pytest.mark.django_db
+def test_reject_returns_the_plan_to_the_front_with_the_notes(sessions_dir):
+    session = reviewed_session()
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Waiting"))
+    services.plan_enqueue(session_name=session.name, position="front", **plan_fields(goal="Write the tokenizer"))
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Started from the grammar.")
+    plan = services.plan_complete(session_name=session.name, outcome="Built it").plan
+
+    written = review.plan_review(
+        session_name=session.name, plan_id=plan.id, decision="reject", notes="Unicode input fails.", actor="user:rita"
+    )
+
+    stored = Plan.objects.get(id=plan.id)
+    assert written.place == 1
+    assert (stored.status, stored.rejections) == ("queued", 1)
+    assert re.fullmatch(r"Started from the grammar\.\n\n" + HEADING + r"\n\nUnicode input fails\.", stored.notes)
+    assert plan_file(sessions_dir, plan).read_text() == planfiles.render(stored.sections())
+    assert services.plan_pull(session_name=session.name).id == plan.id
+    assert Event.objects.get(plan=plan, kind="plan_rejected").detail == {
+        "decision": "reject",
+        "notes": "Unicode input fails.",
+        "rejections": 1,
+    }
+    assert Revision.objects.filter(plan=plan).last().kind == "review"
+    assert hits(session, "tokenizer") == []
+    assert queries.check_invariants(session.name).valid
+
+
+@pytest.mark.django_db
+def test_after_the_last_allowed_rejection_the_plan_is_held(settings, sessions_dir):
+    settings.NINEPLAN_MAX_REJECTIONS = 2
+    session = reviewed_session()
+    plan = submit(session)
+    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="Again")
+    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="Still no.", actor="user:rita")
+
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.status, stored.sort_key, stored.rejections) == ("held", None, 2)
+    assert [k for k, _ in events(plan)][-2:] == ["plan_rejected", "plan_held"]
+    assert not plan_file(sessions_dir, plan).exists()
+    assert queries.check_invariants(session.name).valid
+
+    review.plan_release(session_name=session.name, plan_id=plan.id, actor="user:pat")
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.status, stored.rejections) == ("queued", 0)
+    assert plan_file(sessions_dir, plan).exists()
+
+
+@pytest.mark.django_db
+def test_a_held_plan_can_be_discarded_by_staff(settings):
+    settings.NINEPLAN_MAX_REJECTIONS = 1
+    session = reviewed_session()
+    plan = submit(session)
+    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="Not worth it", actor="user:pat")
+    assert Plan.objects.get(id=plan.id).status == "discarded"
+
+
+@pytest.mark.django_db
+def test_review_refuses_bad_calls_and_changes_nothing(rejects):
+    session = reviewed_session()
+    plan = submit(session)
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Queued"))
+    queued = Plan.objects.get(session=session, status="queued")
+    call = dict(session_name=session.name, actor="user:rita")
+    with rejects("VALIDATION_ERROR", field="decision"):
+        review.plan_review(plan_id=plan.id, decision="maybe", **call)
+    with rejects("VALIDATION_ERROR", field="decision"):
+        review.plan_review(plan_id=plan.id, decision=None, **call)
+    with rejects("VALIDATION_ERROR", field="notes"):
+        review.plan_review(plan_id=plan.id, decision="reject", notes="  ", **call)
+    with rejects("VALIDATION_ERROR", field="plan_id") as info:
+        review.plan_review(plan_id=queued.id, decision="approve", **call)
+    assert info.value.reason == "not_in_review"
+    with rejects("PLAN_NOT_FOUND"):
+        review.plan_review(plan_id="zzzzz", decision="approve", **call)
+    with rejects("SESSION_NOT_FOUND"):
+        review.plan_review(session_name="no-such-name", plan_id=plan.id, decision="approve", actor="x")
+    with rejects("VALIDATION_ERROR", field="review"):
+        services.session_create(review="always")
+    with rejects("VALIDATION_ERROR", field="review"):
+        services.plan_enqueue(session_name=session.name, review="yes", **plan_fields())
+
+
+@pytest.mark.django_db
+def test_staff_change_the_session_policy_with_an_event(session):
+    review.session_set_review(session_name=session.name, review="required", actor="user:pat")
+    assert Session.objects.get(name=session.name).review == "required"
+    assert Event.objects.filter(session=session).last().detail == {"review": "required"}
+    plan = submit(session)
+    assert plan.status == "in_review"
