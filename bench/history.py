@@ -27,6 +27,9 @@ FTS = "sessions_app_plan_fts"
 SELECTIVE_MS, COMMON_MS, RATIO = 10.0, 200.0, 1.2
 SMALL_PLANS, REPEATS_OF_WORD = 4, 500
 SMALL_MS = 10.0
+# The small session's search is its own size's cost: beside the big session it may cost
+# only what a deeper B-tree and a colder cache add to the same search alone.
+SMALL_RATIO = 1.5
 # label -> query of the small-session cases.
 SMALL_QUERIES = {
     "a word of every plan": COMMON_WORDS[0],
@@ -105,8 +108,8 @@ def _small_rows(engine: str, total: int, session: str, alone: dict, hand, repeat
                 "baseline": base,
                 "unit": "ms",
                 "ratio": med / base if base else None,
-                "target": f"<= {SMALL_MS:g} ms",
-                "met": med <= SMALL_MS,
+                "target": f"<= {SMALL_MS:g} ms; <= {SMALL_RATIO:g}x",
+                "met": med <= SMALL_MS and med <= SMALL_RATIO * base,
             }
         )
         if query != SMALL_QUERIES["a word of every plan"]:
