@@ -165,13 +165,14 @@ def shorter_stems(word: str) -> list[str]:
 # Even through its key, a search reads more than its session's entries in two places:
 # FTS5 gathers every stored word that begins with the query's last word (a prefix) in the
 # whole index, and BM25 counts how many plans of the whole index hold each word. So a
-# small session (SMALL_SESSION completed plans or fewer) is searched in an index of its
-# own, made for the search in the connection's temporary database from its plans' rows:
-# its cost is the session's size alone, whatever other sessions hold, and BM25 weighs a
-# word by how common it is in that session.
+# small session (at most SMALL_SESSION completed plans holding at most SMALL_SESSION_CHARS
+# of text) is searched in an index of its own, made for the search in the connection's
+# temporary database from its plans' rows: its cost is the session's size alone, whatever
+# other sessions hold, and BM25 weighs a word by how common it is in that session.
 
 SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
-SMALL_SESSION = 64
+SMALL_SESSION = 64  # completed plans
+SMALL_SESSION_CHARS = 131_072  # of searched text in them
 SCOPE_TABLE = "nineplan_session_scope"
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
@@ -301,10 +302,20 @@ def _fts_query(words: list[str], joiner: str, session_name: str | None = None) -
 
 
 def _small_session(session_name: str) -> bool:
+    """Whether the session is small enough to index for one search: few completed plans,
+    and little text in them (indexing is the path's cost). Its text is summed only when
+    the count is small, so a large session costs one row read here."""
     with connection.cursor() as cur:
-        cur.execute("SELECT count_completed FROM sessions_app_session WHERE name = %s", [session_name])
+        cur.execute(
+            f"""SELECT CASE WHEN count_completed > %s THEN 0 ELSE (
+                SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs)
+                                    + length(outcome)), 0)
+                FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s END
+            FROM sessions_app_session WHERE name = %s""",
+            [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, session_name],
+        )
         row = cur.fetchone()
-    return row is not None and row[0] <= SMALL_SESSION
+    return bool(row and row[0])
 
 
 def _fill_scope(session_name: str) -> None:
