@@ -13,6 +13,7 @@ from django.core.management import call_command
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
+from tests.sessions_app.conftest import revised_plan
 from tests.sessions_app.test_admin_browser import LAPTOP, PASSWORD, browser, follow, shot  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -112,11 +113,7 @@ def test_approve_and_reject_on_the_plan_page(browser, live_server, in_review):
 
 
 def test_staff_restore_a_revision(browser, live_server, people, session):
-    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs"))
-    services.plan_pull(session_name=session.name)
-    services.plan_note(session_name=session.name, text="Long careful findings")
-    services.plan_note(session_name=session.name, text="oops", mode="replace")
-    plan = Plan.objects.get(session=session)
+    plan = revised_plan(session, "Long careful findings", "oops", goal="Write docs")
     page = login(browser, live_server, "sam")
     page.goto(plan_page(live_server, plan.id))
     assert page.inner_text("#np-revisions h2").startswith("Revisions (3)")
