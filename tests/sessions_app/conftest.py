@@ -20,6 +20,16 @@ def plan_file(sessions_dir: Path, plan: Plan) -> Path:
     return sessions_dir / plan.session_id / "plans" / f"{plan.id}.txt"
 
 
+def revised_plan(session: Session, note: str, replacement: str, **fields) -> Plan:
+    """The session's active plan with three revisions: as added, with ``note`` appended
+    to its notes, and with its notes replaced by ``replacement``."""
+    added = services.plan_enqueue(session_name=session.name, **plan_fields(**fields)).plan
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text=note)
+    services.plan_note(session_name=session.name, text=replacement, mode="replace")
+    return Plan.objects.get(id=added.id)
+
+
 def tree(root: Path) -> dict[str, bytes | None]:
     """Every path under root with its bytes (None for a directory)."""
     found: dict[str, bytes | None] = {}

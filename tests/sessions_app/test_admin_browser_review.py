@@ -13,6 +13,7 @@ from django.core.management import call_command
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
+from tests.sessions_app.conftest import revised_plan
 from tests.sessions_app.test_admin_browser import LAPTOP, PASSWORD, browser, follow, shot  # noqa: F401  (fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
@@ -52,6 +53,16 @@ def submitted(session_name: str, goal: str) -> Plan:
     return services.plan_complete(session_name=session_name, outcome=f"Done {SCRIPT}").plan
 
 
+@pytest.fixture
+def in_review(people) -> Plan:
+    """A plan waiting for review, alone in a session that requires it."""
+    return submitted(services.session_create(review="required").name, "Parse the config")
+
+
+def plan_page(live_server, plan_id: str) -> str:
+    return f"{live_server.url}/admin/sessions_app/plan/{plan_id}/change/"
+
+
 def test_approver_works_the_inbox(browser, live_server, people):
     session = services.session_create(review="required")
     first, second = submitted(session.name, "Parse the config"), submitted(session.name, "Write the docs")
@@ -78,24 +89,22 @@ def test_approver_works_the_inbox(browser, live_server, people):
     assert Event.objects.filter(kind="plan_rejected", actor="user:ada").count() == 1
 
     # The plan page of the rejected plan: its revisions include the review note.
-    page.goto(f"{live_server.url}/admin/sessions_app/plan/{first.id}/change/")
+    page.goto(plan_page(live_server, first.id))
     assert "review · user:ada" in page.inner_text("#np-revisions")
     assert "+Handle an empty file" in page.inner_text(f"#np-revision-{Revision.objects.filter(plan=first).count()}")
     page.context.close()
 
 
-def test_approve_and_reject_on_the_plan_page(browser, live_server, people):
-    session = services.session_create(review="required")
-    plan = submitted(session.name, "Parse the config")
+def test_approve_and_reject_on_the_plan_page(browser, live_server, in_review):
     page = login(browser, live_server, "ada")
-    page.goto(f"{live_server.url}/admin/sessions_app/plan/{plan.id}/change/")
+    page.goto(plan_page(live_server, in_review.id))
     assert page.inner_text("#np-status") == "in_review"
     assert "note by agent: Notes" in page.inner_text("#np-changed-since-pulled")
     page.fill("#np-reject-notes", "Missing tests")
     follow(page, page.locator("#np-reject"))
     assert page.inner_text("#np-status") == "queued"
-    services.plan_pull(session_name=session.name)
-    services.plan_complete(session_name=session.name, outcome="With tests")
+    services.plan_pull(session_name=in_review.session_id)
+    services.plan_complete(session_name=in_review.session_id, outcome="With tests")
     page.reload()
     follow(page, page.locator("#np-approve"))
     assert page.inner_text("#np-status") == "completed"
@@ -104,13 +113,9 @@ def test_approve_and_reject_on_the_plan_page(browser, live_server, people):
 
 
 def test_staff_restore_a_revision(browser, live_server, people, session):
-    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs"))
-    services.plan_pull(session_name=session.name)
-    services.plan_note(session_name=session.name, text="Long careful findings")
-    services.plan_note(session_name=session.name, text="oops", mode="replace")
-    plan = Plan.objects.get(session=session)
+    plan = revised_plan(session, "Long careful findings", "oops", goal="Write docs")
     page = login(browser, live_server, "sam")
-    page.goto(f"{live_server.url}/admin/sessions_app/plan/{plan.id}/change/")
+    page.goto(plan_page(live_server, plan.id))
     assert page.inner_text("#np-revisions h2").startswith("Revisions (3)")
     page.locator("#np-revision-2 summary").click()
     assert "+Long careful findings" in page.inner_text("#np-revision-2")
@@ -123,22 +128,20 @@ def test_staff_restore_a_revision(browser, live_server, people, session):
     page.context.close()
 
 
-def test_a_plain_reviewer_sees_no_buttons_and_is_refused(browser, live_server, people):
-    session = services.session_create(review="required")
-    plan = submitted(session.name, "Parse the config")
+def test_a_plain_reviewer_sees_no_buttons_and_is_refused(browser, live_server, in_review):
     page = login(browser, live_server, "rita")
     page.goto(f"{live_server.url}/admin/sessions_app/plan/review/")
     assert "Parse the config" in page.inner_text("#content-main")
     assert page.locator(".np-approve, .np-reject").count() == 0
-    page.goto(f"{live_server.url}/admin/sessions_app/plan/{plan.id}/change/")
+    page.goto(plan_page(live_server, in_review.id))
     assert page.locator("#np-approve, #np-reject, [id^=np-restore-]").count() == 0
     # A hand-made POST, with the CSRF token, is refused by the permission check.
     token = next(c["value"] for c in page.context.cookies() if c["name"] == "csrftoken")
     response = page.request.post(
-        f"{live_server.url}/admin/sessions_app/plan/{plan.id}/review/",
+        f"{live_server.url}/admin/sessions_app/plan/{in_review.id}/review/",
         form={"decision": "approve", "csrfmiddlewaretoken": token},
         headers={"Referer": page.url, "X-CSRFToken": token},
     )
     assert response.status == 403 and "CSRF" not in response.text()
-    assert Plan.objects.get(id=plan.id).status == "in_review"
+    assert Plan.objects.get(id=in_review.id).status == "in_review"
     page.context.close()

@@ -18,7 +18,7 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401  (fixtures)
     staff,
     staff_client,
 )
-from tests.sessions_app.conftest import db_rows
+from tests.sessions_app.conftest import db_rows, revised_plan
 
 pytestmark = pytest.mark.django_db
 INBOX = "/admin/sessions_app/plan/review/"
@@ -89,11 +89,7 @@ def test_a_failed_decision_is_shown_and_changes_nothing(approver):
 
 
 def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client, session):
-    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs"))
-    services.plan_pull(session_name=session.name)
-    services.plan_note(session_name=session.name, text="<img src=x onerror=alert(1)>")
-    services.plan_note(session_name=session.name, text="Wiped", mode="replace")
-    plan = Plan.objects.get(session=session)
+    plan = revised_plan(session, "<img src=x onerror=alert(1)>", "Wiped", goal="Write docs")
     html = staff_client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
     assert "Revisions (3)" in html
     assert "+&lt;img src=x onerror=alert(1)&gt;" in html and "<img src=x" not in html

@@ -483,20 +483,29 @@ def test_history_search_pages(api, session, complete_plan):
     assert [h["rank"] for page in (first, second, third) for h in page["results"]] == [1, 2, 3, 4, 5]
 
 
-@pytest.mark.parametrize(
-    "query, status, category, parameter",
-    [
-        ("", 400, "VALIDATION_ERROR", "q"),
-        ("q=", 400, "VALIDATION_ERROR", "q"),
-        ("q=%E2%80%83%C2%85", 400, "VALIDATION_ERROR", "q"),
-        ("q=a%00", 400, "VALIDATION_ERROR", "q"),
-        ("q=x&session=..%2Fetc", 400, "VALIDATION_ERROR", "session"),
-        ("q=x&page_size=51", 400, "VALIDATION_ERROR", "page_size"),
-        ("q=x&session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
-    ],
-)
-def test_history_search_rejects_bad_parameters(api, session, query, status, category, parameter):
-    assert_problem(api.get(f"/api/history/?{query}"), status, category, parameter)
+# The reads that take query parameters, a bad query each, and the problem it gets: a 400
+# names the parameter, a 404 names none.
+BAD_QUERIES = [
+    ("/api/history/", "", 400, "VALIDATION_ERROR", "q"),
+    ("/api/history/", "q=", 400, "VALIDATION_ERROR", "q"),
+    ("/api/history/", "q=%E2%80%83%C2%85", 400, "VALIDATION_ERROR", "q"),
+    ("/api/history/", "q=a%00", 400, "VALIDATION_ERROR", "q"),
+    ("/api/history/", "q=x&session=..%2Fetc", 400, "VALIDATION_ERROR", "session"),
+    ("/api/history/", "q=x&page_size=51", 400, "VALIDATION_ERROR", "page_size"),
+    ("/api/history/", "q=x&session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
+    ("/api/events/", "limit=0", 400, "VALIDATION_ERROR", "limit"),
+    ("/api/events/", "limit=501", 400, "VALIDATION_ERROR", "limit"),
+    ("/api/events/", "session=../../etc", 400, "VALIDATION_ERROR", "session"),
+    ("/api/events/", "plan=ABCDE", 400, "VALIDATION_ERROR", "plan"),
+    ("/api/events/", "session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
+    ("/api/events/", "plan=zzzzz", 404, "PLAN_NOT_FOUND", None),
+]
+
+
+@pytest.mark.parametrize("path, query, status, category, parameter", BAD_QUERIES)
+def test_reads_reject_bad_parameters(api, full_session, path, query, status, category, parameter):
+    body = assert_problem(api.get(f"{path}?{query}"), status, category, parameter)
+    assert body.get("parameter") == parameter
 
 
 @pytest.mark.parametrize("q", ['"foo', "foo AND", "NEAR(", "*", "-x", "col:val", "(", "it's", "c++", "🙂"])

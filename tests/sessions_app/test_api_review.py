@@ -17,7 +17,7 @@ from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     reader,
     token_client,
 )
-from tests.sessions_app.conftest import db_rows
+from tests.sessions_app.conftest import db_rows, revised_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -161,11 +161,7 @@ def test_the_endpoint_is_in_the_schema(anonymous):
 
 
 def test_revisions_list_and_one(api, session):
-    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs"))
-    services.plan_pull(session_name=session.name)
-    services.plan_note(session_name=session.name, text="First finding")
-    services.plan_note(session_name=session.name, text="Replaced", mode="replace")
-    plan = Plan.objects.get(session=session)
+    plan = revised_plan(session, "First finding", "Replaced", goal="Write docs")
     listed = api.get(url(plan, "revisions/")).json()
     assert [(r["number"], r["kind"], r["sections"]) for r in listed] == [
         (3, "note", ["notes"]), (2, "note", ["notes"]), (1, "add", ["context", "goal", "approach", "success_criteria"])

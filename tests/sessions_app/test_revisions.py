@@ -11,7 +11,7 @@ from hypothesis import given, settings as hsettings, strategies as st
 from sessions_app import planfiles, review, revisions, services
 from sessions_app.models import SECTIONS, Plan, Revision
 from tests.conftest import plan_fields
-from tests.sessions_app.conftest import plan_file
+from tests.sessions_app.conftest import plan_file, revised_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -82,10 +82,7 @@ def test_storage_grows_with_the_text_written_not_with_copies(session, settings):
 
 
 def test_restore_of_a_queued_plan_rewrites_its_file_and_refuses_what_it_cannot(session, sessions_dir, rejects):
-    services.plan_enqueue(session_name=session.name, **plan_fields())
-    services.plan_pull(session_name=session.name)
-    services.plan_note(session_name=session.name, text="kept")
-    services.plan_note(session_name=session.name, text="gone", mode="replace")
+    revised_plan(session, "kept", "gone")
     plan = services.plan_defer(session_name=session.name, reason="x").plan
     review.plan_restore(session_name=session.name, plan_id=plan.id, number=2, actor="user:sam")
     stored = Plan.objects.get(id=plan.id)

@@ -216,31 +216,34 @@ def test_pull_while_a_plan_is_active_gives_plan_already_active(session, active, 
         services.plan_pull(session_name=session.name)
 
 
+def _discard(session_name: str) -> None:
+    services.plan_discard(session_name=session_name, reason="not needed")
+
+
+def _complete(session_name: str) -> None:
+    services.plan_complete(session_name=session_name, outcome="done")
+
+
+# How the only plan ended (None: no plan was added), what the refusal says, its reason.
+EMPTY_QUEUES = [
+    pytest.param(None, "no plan was added", errors.NOTHING_ADDED, id="nothing-added-yet"),
+    pytest.param(_discard, "no plan", errors.NOTHING_COMPLETED, id="only-discards"),
+    pytest.param(_complete, "Task complete! 🎉", None, id="work-done"),
+]
+
+
 @pytest.mark.django_db
-def test_pull_from_a_new_session_says_nothing_was_added_yet(session, rejects):
-    with rejects("QUEUE_EMPTY", match="no plan was added") as info:
+@pytest.mark.parametrize("finish,match,reason", EMPTY_QUEUES)
+def test_pull_from_an_empty_queue_says_why(session, make_plan, rejects, finish, match, reason):
+    if finish is not None:
+        make_plan(session)
         services.plan_pull(session_name=session.name)
-    assert info.value.reason == errors.NOTHING_ADDED
-    assert "Task complete" not in info.value.message
-
-
-def test_pull_after_only_discards_says_nothing_was_completed(session, make_plan, rejects):
-    make_plan(session)
-    services.plan_pull(session_name=session.name)
-    services.plan_discard(session_name=session.name, reason="not needed")
-    with rejects("QUEUE_EMPTY", match="no plan") as info:
+        finish(session.name)
+    with rejects("QUEUE_EMPTY", match=match) as info:
         services.plan_pull(session_name=session.name)
-    assert info.value.reason == errors.NOTHING_COMPLETED
-    assert "Task complete" not in info.value.message
-
-
-def test_pull_once_the_work_is_done_says_the_task_is_complete(session, make_plan, rejects):
-    make_plan(session)
-    services.plan_pull(session_name=session.name)
-    services.plan_complete(session_name=session.name, outcome="done")
-    with rejects("QUEUE_EMPTY", match="Task complete! 🎉") as info:
-        services.plan_pull(session_name=session.name)
-    assert info.value.reason is None
+    assert info.value.reason == reason
+    # Only a session whose work was done is told the task is complete.
+    assert ("Task complete" in info.value.message) == (finish is _complete)
 
 
 @pytest.mark.django_db
