@@ -229,12 +229,14 @@ def assert_found_in_tiers(query: str, session, expected: list[set[str]], ids: di
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 @pytest.mark.parametrize("corpus,query,expected", KNOWN_CASES, ids=[f"{c}-{q}" for c, q, _ in KNOWN_CASES])
 def test_known_answers(request, session, corpus, query, expected):
     assert_found_in_tiers(query, session, expected, request.getfixturevalue(corpus))
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 def test_hostile_queries_return_plans_of_the_session_and_change_nothing(session, basics):
     before = list(Plan.objects.order_by("id").values_list("id", "status", "goal", "outcome"))
     for query in HOSTILE:
@@ -256,6 +258,7 @@ def test_search_without_a_session_searches_every_session(session, basics):
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 def test_relevance_is_bigger_for_better_hits_and_agrees_with_rank(session, basics):
     hits = search.search("invoice pagination cursor", session_name=session.name, limit=10)
     assert [h.plan_id for h in hits] == [basics["api"], basics["invoices"]]
@@ -392,6 +395,7 @@ def crowd(complete_plan, copies: int = 5) -> None:
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 def test_word_forms_are_found_the_same_beside_a_bigger_session(session, forms, complete_plan):
     crowd(complete_plan)
     for query, expected in KNOWN["forms"]:
@@ -399,6 +403,7 @@ def test_word_forms_are_found_the_same_beside_a_bigger_session(session, forms, c
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 def test_a_word_typed_in_part_is_a_prefix_but_whole_words_are_not(session, forms):
     # Only the last word is a prefix: "configura" in the middle is a word of its own.
     assert found("configura zebra", session) == []
@@ -409,6 +414,7 @@ def test_a_word_typed_in_part_is_a_prefix_but_whole_words_are_not(session, forms
 
 
 @pytest.mark.django_db
+@pytest.mark.usefixtures("search_path")
 def test_relevance_agrees_with_rank_across_both_halves(session, forms):
     hits = queries.history_search("migrated ledger balances invoice caches", session_name=session.name, max_results=10)
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
