@@ -228,7 +228,7 @@ ReviewArg = Annotated[
 
 def _add_in_review(data: dict[str, Any], session_name: str) -> None:
     """The plans waiting for a reviewer, when there are any."""
-    rows, total = review.waiting(session_name, limit=4)
+    rows, total = queries.plans_in(session_name, Plan.Status.IN_REVIEW, limit=4)
     if total:
         data["in_review"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
         data["in_review_count"] = total

@@ -159,6 +159,14 @@ BLOCKED_SCAN = 50
 _DEPS = PlanDependency._meta.db_table
 
 
+def plans_in(session_name: str, status: str, *, limit: int | None = 8) -> tuple[list[Plan], int]:
+    """The session's plans in ``status`` (in review, held), the longest waiting first: the
+    first ``limit`` of them, and how many there are."""
+    rows = Plan.objects.filter(session_id=session_name, status=status).order_by("updated_at", "id")
+    total = rows.count()
+    return list(rows.only("id", "session_id", "goal", "status", "updated_at")[:limit] if limit else rows), total
+
+
 def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
     """The first ``limit`` plans among the first BLOCKED_SCAN of the queue that are not
     ready, in queue order, with what each waits for: one statement."""

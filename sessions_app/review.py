@@ -180,13 +180,6 @@ def session_set_review(*, session_name: str, review: str, actor: str) -> Session
 # --- reads for the edges ------------------------------------------------------------------
 
 
-def waiting(session_name: str, *, limit: int | None = 8) -> tuple[list[Plan], int]:
-    """The session's plans in review, oldest first (the first ``limit``), and how many there are."""
-    rows = Plan.objects.filter(session_id=session_name, status=Plan.Status.IN_REVIEW).order_by("updated_at", "id")
-    total = rows.count()
-    return list(rows.only("id", "session_id", "goal", "updated_at")[:limit] if limit else rows), total
-
-
 def last_rejection(plan: Plan) -> Event | None:
     """The latest rejection of the plan, if it was ever sent back."""
     if not plan.rejections:

@@ -673,19 +673,14 @@ BLOCKED_SHOWN = 5
 def _awaiting_review(session_name: str) -> QueueBlocked | None:
     """The refusal when nothing is queued or active but plans wait for a reviewer (in
     review) or for a person (held after their last rejection): the task is not done."""
-    waiting = list(
-        Plan.objects.filter(session_id=session_name, status__in=(Plan.Status.IN_REVIEW, Plan.Status.HELD))
-        .order_by("updated_at", "id")
-        .values_list("id", "status")
-    )
-    if not waiting:
-        return None
     parts = []
     for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held for a person")):
-        ids = [pid for pid, s in waiting if s == status]
-        if ids:
-            shown = ", ".join(ids[:BLOCKED_SHOWN]) + (f" and {len(ids) - BLOCKED_SHOWN} more" if len(ids) > BLOCKED_SHOWN else "")
-            parts.append(f"{len(ids)} plan(s) {what} ({shown})")
+        rows, total = queries.plans_in(session_name, status, limit=BLOCKED_SHOWN)
+        if total:
+            more = f" and {total - len(rows)} more" if total > len(rows) else ""
+            parts.append(f"{total} plan(s) {what} ({', '.join(p.id for p in rows)}{more})")
+    if not parts:
+        return None
     return QueueBlocked(
         "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". An approval "
         "completes a plan; a rejection puts it back at the front of the queue with the reviewer's notes.",

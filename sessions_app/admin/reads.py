@@ -53,6 +53,8 @@ class SessionPage:
     series: list[tuple[datetime, int, int]]
     validation: queries.InvariantReport
     now: datetime
+    in_review: tuple[list[Plan], int]  # the first plans waiting for a reviewer, and how many
+    held: tuple[list[Plan], int]  # the first plans held after their last rejection, and how many
 
 
 def _latest(session: Session, status: str, stamp: str) -> list[Plan]:
@@ -74,12 +76,20 @@ def session_page(name: object) -> SessionPage:
         series=session_series(session),
         validation=queries.check_invariants(session.name),
         now=clock.now(),
+        in_review=queries.plans_in(session.name, Plan.Status.IN_REVIEW, limit=QUEUE_SHOWN),
+        held=queries.plans_in(session.name, Plan.Status.HELD, limit=QUEUE_SHOWN),
     )
 
 
-# Queue membership changes by event kind: entering the queue, leaving it.
-_ENTERS_QUEUE = {Event.Kind.PLAN_CREATED, Event.Kind.PLAN_DEFERRED, Event.Kind.PLAN_REQUEUED}
-_LEAVES_QUEUE = {Event.Kind.PLAN_PULLED, Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_DISCARDED}
+# Queue membership changes by event kind: entering the queue (a reclaimed claim and a
+# rejection in review put the plan back at the front), leaving it (a held plan waits for a
+# person outside the queue); and the kinds that make a plan done.
+_ENTERS_QUEUE = {
+    Event.Kind.PLAN_CREATED, Event.Kind.PLAN_DEFERRED, Event.Kind.PLAN_REQUEUED, Event.Kind.PLAN_RECLAIMED,
+    Event.Kind.PLAN_REJECTED,
+}
+_COMPLETES = {Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_APPROVED}
+_LEAVES_QUEUE = {Event.Kind.PLAN_PULLED, Event.Kind.PLAN_DISCARDED, Event.Kind.PLAN_HELD, *_COMPLETES}
 
 
 def session_series(session: Session) -> list[tuple[datetime, int, int]]:
@@ -101,7 +111,7 @@ def session_series(session: Session) -> list[tuple[datetime, int, int]]:
             queued.add(plan_id)
         else:
             queued.discard(plan_id)
-            if kind == Event.Kind.PLAN_COMPLETED:
+            if kind in _COMPLETES:
                 done += 1
         series.append((at, len(queued), done))
     return series

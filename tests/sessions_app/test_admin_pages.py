@@ -550,3 +550,14 @@ def test_event_list_names_who_did_it_once(busy, reviewer_client):
     html = text_of(reviewer_client.get(reverse("admin:sessions_app_event_changelist")))
     assert '<td class="field-who">staff: sam</td>' in html
     assert '<td class="field-who">agent (MCP)</td>' in html
+
+
+def test_session_series_counts_a_reclaimed_plan_back_in_the_queue(session, make_plan):
+    plan = make_plan(session)
+    services.plan_pull(session_name=session.name, worker="w1")
+    services.plan_reclaim(session_name=session.name, plan_id=plan.id, actor="user:sam")
+    services.plan_pull(session_name=session.name, worker="w2")
+    services.plan_complete(session_name=session.name, worker="w2", outcome="ok")
+    series = [(q, d) for _, q, d in admin_reads.session_series(session)]
+    # created, pulled by w1, reclaimed (back at the front), pulled by w2, completed
+    assert series == [(1, 0), (0, 0), (1, 0), (0, 0), (0, 1)]

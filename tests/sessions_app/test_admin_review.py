@@ -117,3 +117,42 @@ def test_staff_set_the_session_review_policy(staff_client, reviewer_client, sess
         f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "none"}
     ).status_code == 403
     assert Session.objects.get(name=session.name).review == "required"
+
+
+def _session_page(client, name: str) -> str:
+    return client.get(f"/admin/sessions_app/session/{name}/change/").content.decode()
+
+
+def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(reviewer_client, settings):
+    from sessions_app import review
+    from sessions_app.admin import reads as admin_reads
+
+    settings.NINEPLAN_MAX_REJECTIONS = 1
+    first = submitted(goal="Parse the config")
+    name = first.session_id
+    html = _session_page(reviewer_client, name)
+    card = html[html.index('id="np-awaiting"') :].split("</section>")[0]
+    assert f'data-plan="{first.id}" data-status="in_review"' in card and "Parse the config" in card
+    queue = html[html.index('id="np-queue"') :].split("</section>")[0]
+    assert "but the task is not done: 1 plan awaits a decision." in queue and "Task complete" not in queue
+    assert '<dd id="np-in-review-count">1</dd>' in html
+
+    review.plan_review(session_name=name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_enqueue(session_name=name, **plan_fields(goal="Second"))
+    services.plan_pull(session_name=name)
+    second = services.plan_complete(session_name=name, outcome="done").plan
+    html = _session_page(reviewer_client, name)
+    card = html[html.index('id="np-awaiting"') :].split("</section>")[0]
+    assert f'data-plan="{first.id}" data-status="held"' in card and f'data-plan="{second.id}" data-status="in_review"' in card
+    assert "2 plans await a decision." in html and '<dd id="np-in-review-count">1, 1 held</dd>' in html
+
+    # The chart's replay: a rejection puts the plan back in the queue, the hold takes it out.
+    series = [(q, d) for _, q, d in admin_reads.session_series(Session.objects.get(name=name))]
+    # created, pulled, (submitted), rejected -> queued, held -> out, created, pulled, (submitted)
+    assert series == [(1, 0), (0, 0), (1, 0), (0, 0), (1, 0), (0, 0)]
+
+    review.plan_review(session_name=name, plan_id=second.id, decision="approve", actor="user:rita")
+    services.plan_discard_any(session_name=name, plan_id=first.id, reason="Not needed", actor="user:pat")
+    html = _session_page(reviewer_client, name)
+    assert 'id="np-awaiting"' not in html and "Task complete! 🎉" in html
+    assert [d for _, _, d in admin_reads.session_series(Session.objects.get(name=name))][-2:] == [1, 1]
