@@ -441,6 +441,9 @@ class EventAdmin(NineplanAdmin):
     search_fields = ("=session__name", "=plan__id", "actor", "detail")
     ordering = ("-id",)
     list_per_page = 100
+    # The event's page in the order the step reads (the model lists its inherited who and
+    # when first).
+    fields = ("session", "plan", "kind", "actor", "detail", "created_at")
 
     @admin.display(description="session", ordering="session")
     def session_link(self, obj):
