@@ -27,6 +27,12 @@ FTS = "sessions_app_plan_fts"
 SELECTIVE_MS, COMMON_MS, RATIO = 10.0, 200.0, 1.2
 SMALL_PLANS, REPEATS_OF_WORD = 4, 500
 SMALL_MS = 10.0
+# The small session's search is its own size's cost: beside the big session it may cost
+# only what a deeper B-tree and a colder cache add to the same search alone.
+SMALL_RATIO = 1.5
+# A small session's search takes well under a millisecond: many more runs than the big
+# session's searches, so that the median is not one run's noise.
+SMALL_RUNS_PER_REPEAT = 20
 # label -> query of the small-session cases.
 SMALL_QUERIES = {
     "a word of every plan": COMMON_WORDS[0],
@@ -78,24 +84,26 @@ def _time(call, repeats: int) -> list[float]:
     return times
 
 
-def _small_alone(session: str, repeats: int) -> dict[str, list[float]]:
+def _small_times(session: str, query: str, repeats: int) -> list[float]:
     from sessions_app import queries as reads
 
-    return {
-        label: _time(lambda q=query: reads.history_search(q, session_name=session, max_results=LIMIT), repeats)
-        for label, query in SMALL_QUERIES.items()
-    }
+    return _time(
+        lambda: reads.history_search(query, session_name=session, max_results=LIMIT),
+        repeats * SMALL_RUNS_PER_REPEAT,
+    )
+
+
+def _small_alone(session: str, repeats: int) -> dict[str, list[float]]:
+    return {label: _small_times(session, query, repeats) for label, query in SMALL_QUERIES.items()}
 
 
 def _small_rows(engine: str, total: int, session: str, alone: dict, hand, repeats: int) -> list[dict]:
     """The small session searched beside ``total`` plans of another session, against the
     same search before those plans were there (the baseline); then the hand-written search
     of the same, which matches every session's plans before it keeps this one's."""
-    from sessions_app import queries as reads
-
     rows = []
     for label, query in SMALL_QUERIES.items():
-        beside = _time(lambda q=query: reads.history_search(q, session_name=session, max_results=LIMIT), repeats)
+        beside = _small_times(session, query, repeats)
         med, base = median(beside), median(alone[label])
         rows.append(
             {
@@ -105,8 +113,8 @@ def _small_rows(engine: str, total: int, session: str, alone: dict, hand, repeat
                 "baseline": base,
                 "unit": "ms",
                 "ratio": med / base if base else None,
-                "target": f"<= {SMALL_MS:g} ms",
-                "met": med <= SMALL_MS,
+                "target": f"<= {SMALL_MS:g} ms; <= {SMALL_RATIO:g}x",
+                "met": med <= SMALL_MS and med <= SMALL_RATIO * base,
             }
         )
         if query != SMALL_QUERIES["a word of every plan"]:

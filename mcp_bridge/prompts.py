@@ -32,7 +32,7 @@ A lead gives each one the session name and its own worker name (e.g. 'tests-1');
 passes worker=<its name> to pull, note, defer, complete and discard, and holds one plan
 at a time. Queue a merge step with depends_on (in a batch, the indexes of earlier plans:
 A, B, then C with depends_on [0, 1]); it is pulled only once A and B are completed.
-QUEUE_BLOCKED means plans wait for others' work: pull again later. A pulled plan is
+QUEUE_BLOCKED means plans wait for others' work or for a reviewer: pull again later. A pulled plan is
 leased (default 30 minutes): every write renews it, 9plan_plan_renew renews it without
 writing; a worker silent longer loses the plan to the queue (LEASE_LOST on its next write).
 

@@ -63,6 +63,10 @@ BY_REASON = {
         "The named plans ran out of attempts and wait for a person to requeue or discard them in the admin; "
         "tell the user."
     ),
+    errors.AWAITING_REVIEW: (
+        "A reviewer decides the named plans in the admin: tell the user, and call 9plan_queue_pull again later "
+        "(a rejected plan comes back to the front of the queue)."
+    ),
     errors.UNSAFE_FOLDER: "Replace the folder named in the message with a real folder (or remove it), then call again.",
     UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",
     UNKNOWN_ARGUMENT: "Remove or correct the named argument(s) and call again; nothing was changed.",

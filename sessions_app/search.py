@@ -161,8 +161,19 @@ def shorter_stems(word: str) -> list[str]:
 # A session holding a good share of the index (SESSION_SHARE or more) is searched without
 # the key: its entries are most of what a word matches, and keeping them by name is
 # cheaper than merging the key's long list of entries with the word's.
+#
+# Even through its key, a search reads more than its session's entries in two places:
+# FTS5 gathers every stored word that begins with the query's last word (a prefix) in the
+# whole index, and BM25 counts how many plans of the whole index hold each word. So a
+# small session (at most SMALL_SESSION completed plans holding at most SMALL_SESSION_CHARS
+# of text) is searched in an index of its own, made for the search in the connection's
+# temporary database from its plans' rows: its cost is the session's size alone, whatever
+# other sessions hold, and BM25 weighs a word by how common it is in that session.
 
 SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
+SMALL_SESSION = 64  # completed plans
+SMALL_SESSION_CHARS = 131_072  # of searched text in them
+SCOPE_TABLE = "nineplan_session_scope"
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, session_key,
@@ -199,6 +210,11 @@ SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
 # sections. Given as the query's rank function, so that FTS5 sorts by it itself (sorting
 # by a bm25() column outside FTS5 cost twice as much on a word in every plan).
 RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1)"
+# The session's own index: plan_id, then the searched sections.
+SCOPE_SCHEMA = f"""CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SCOPE_TABLE} USING fts5(
+    plan_id UNINDEXED, goal, context, inputs, outputs, outcome,
+    tokenize='porter unicode61 remove_diacritics 2')"""
+SCOPE_RANK = "bm25(0, 1, 1, 1, 1, 1)"
 
 
 def session_key(session_name: str) -> str:
@@ -285,27 +301,66 @@ def _fts_query(words: list[str], joiner: str, session_name: str | None = None) -
     return query
 
 
+def _small_session(session_name: str) -> bool:
+    """Whether the session is small enough to index for one search: few completed plans,
+    and little text in them (indexing is the path's cost). Its text is summed only when
+    the count is small, so a large session costs one row read here."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""SELECT CASE WHEN count_completed > %s THEN 0 ELSE (
+                SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs)
+                                    + length(outcome)), 0)
+                FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s END
+            FROM sessions_app_session WHERE name = %s""",
+            [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, session_name],
+        )
+        row = cur.fetchone()
+    return bool(row and row[0])
+
+
+def _fill_scope(session_name: str) -> None:
+    """The session's completed plans, alone in the connection's temporary index. The
+    temporary database is the connection's own: nothing is written to the database file,
+    and no other connection waits."""
+    with connection.cursor() as cur:
+        cur.execute(SCOPE_SCHEMA)
+        cur.execute(f"DELETE FROM temp.{SCOPE_TABLE}")
+        cur.execute(
+            f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, goal, context, inputs, outputs, outcome)
+            SELECT id, goal, context, inputs, outputs, outcome
+            FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed'""",
+            [session_name],
+        )
+
+
 def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> list[tuple]:
     """(plan, relevance) of the best matches; the plan rows come in the same statement as
     the matches (a second query for them cost as much as the match on a selective search)."""
     from sessions_app import statements
 
+    scoped = session_name is not None and _small_session(session_name)
+    if scoped:
+        _fill_scope(session_name)
     found: list[tuple] = []
     seen: set[str] = set()
     joiners = ["AND", "OR"] if len(words) > 1 else ["AND"]
     for joiner in joiners:
-        if session_name is None:
-            match, params = "%s", [_fts_query(words, joiner)]
+        if scoped:
+            table, rank, match, params = f"temp.{SCOPE_TABLE}", SCOPE_RANK, "%s", [_fts_query(words, joiner)]
+        elif session_name is None:
+            table, rank, match, params = FTS_TABLE, RANK, "%s", [_fts_query(words, joiner)]
         else:
             # Whether to match on the session's key is decided in the statement, from the
             # session's count of completed plans and the index's size (both cheap reads).
+            table, rank = FTS_TABLE, RANK
             match = (
                 f"CASE WHEN (SELECT count_completed FROM sessions_app_session WHERE name = %s) * {SESSION_SHARE}"
                 f" < (SELECT count(*) FROM {FTS_TABLE}_docsize) THEN %s ELSE %s END"
             )
             params = [session_name, _fts_query(words, joiner, session_name), _fts_query(words, joiner)]
-        matches = f"SELECT plan_id, rank FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH {match} AND rank MATCH '{RANK}'"
-        if session_name is not None:
+        name = table.rpartition(".")[2]
+        matches = f"SELECT plan_id, rank FROM {table} WHERE {name} MATCH {match} AND rank MATCH '{rank}'"
+        if session_name is not None and not scoped:
             matches += " AND session_name = %s"
             params.append(session_name)
         matches += " ORDER BY rank LIMIT %s"

@@ -713,6 +713,29 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
 BLOCKED_SHOWN = 5
 
 
+def _awaiting_review(session_name: str) -> QueueBlocked | None:
+    """The refusal when nothing is queued or active but plans wait for a reviewer (in
+    review) or for a person (held after their last rejection): the task is not done."""
+    waiting = list(
+        Plan.objects.filter(session_id=session_name, status__in=(Plan.Status.IN_REVIEW, Plan.Status.HELD))
+        .order_by("updated_at", "id")
+        .values_list("id", "status")
+    )
+    if not waiting:
+        return None
+    parts = []
+    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held for a person")):
+        ids = [pid for pid, s in waiting if s == status]
+        if ids:
+            shown = ", ".join(ids[:BLOCKED_SHOWN]) + (f" and {len(ids) - BLOCKED_SHOWN} more" if len(ids) > BLOCKED_SHOWN else "")
+            parts.append(f"{len(ids)} plan(s) {what} ({shown})")
+    return QueueBlocked(
+        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". An approval "
+        "completes a plan; a rejection puts it back at the front of the queue with the reviewer's notes.",
+        reason=errors.AWAITING_REVIEW,
+    )
+
+
 def _nothing_ready(session_name: str) -> NineplanError:
     """Why a pull found nothing to hand out: the task is done, nothing was added yet, or
     plans wait (for other plans, for the workers holding those, or for a person)."""
@@ -723,6 +746,8 @@ def _nothing_ready(session_name: str) -> NineplanError:
         .values_list("id", "worker", "lease_expires_at")
     )
     if not counts["count_queued"] and not active:
+        if reviewed := _awaiting_review(session_name):
+            return reviewed
         if counts["count_completed"]:
             return QueueEmpty("Task complete! 🎉 The queue is empty.")
         if not counts["count_discarded"]:

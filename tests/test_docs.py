@@ -90,3 +90,60 @@ def test_every_cited_section_of_the_design_exists():
                 number = text.count("\n", 0, match.start()) + 1
                 wrong.append(f"{path.relative_to(REPO)}:{number}: {title!r}")
     assert not wrong, "these citations name no section of docs/design.md:\n" + "\n".join(wrong)
+
+
+# `module.name` in the documents, where module is one of 9plan's own (by its last part).
+CODE_REFERENCE = re.compile(r"`([A-Za-z_][\w/]*)\.([A-Za-z_]\w*)(?:\(\))?`")
+DOCUMENTS = ("README.md", "docs/design.md", "docs/deployment.md", "docs/benchmarks.md")
+
+
+def _own_modules() -> dict[str, list[str]]:
+    """Each module's last name -> the dotted names of 9plan's modules and packages so named
+    (migrations aside: the documents name them by number)."""
+    found: dict[str, list[str]] = {}
+    for package in ("sessions_app", "mcp_bridge", "nineplan"):
+        for path in (REPO / package).rglob("*.py"):
+            parts = path.relative_to(REPO).with_suffix("").parts
+            if "migrations" in parts:
+                continue
+            if parts[-1] == "__init__":
+                parts = parts[:-1]
+            found.setdefault(parts[-1], []).append(".".join(parts))
+    return found
+
+
+def test_every_name_of_the_code_the_documents_cite_exists():
+    import importlib
+
+    modules = _own_modules()
+    stale = []
+    for document in DOCUMENTS:
+        text = (REPO / document).read_text(encoding="utf-8")
+        for match in CODE_REFERENCE.finditer(text):
+            module, name = match.group(1).replace("/", "."), match.group(2)
+            candidates = modules.get(module.split(".")[-1])
+            if not candidates or name == "py":
+                continue  # not one of 9plan's modules, or a file name ("services.py")
+            if not any(hasattr(importlib.import_module(full), name) for full in candidates):
+                number = text.count("\n", 0, match.start()) + 1
+                stale.append(f"{document}:{number}: {match.group(0)}")
+    assert not stale, "the documents name code that is not there:\n" + "\n".join(stale)
+
+
+def test_the_reference_check_sees_a_stale_name():
+    modules = _own_modules()
+    assert "sessions_app.services" in modules["services"] and "sessions_app.api" in modules["api"]
+    match = CODE_REFERENCE.search("runs inside `services._write()`: a writer turn")
+    assert match.groups() == ("services", "_write")
+
+
+def test_every_file_of_the_project_the_documents_name_exists():
+    missing = []
+    for document in DOCUMENTS:
+        text = (REPO / document).read_text(encoding="utf-8")
+        for match in re.finditer(r"`([\w.-]+/[\w./-]*)`", text):
+            path = match.group(1).rstrip("/")
+            if (REPO / path.split("/")[0]).is_dir() and not (REPO / path).exists():
+                number = text.count("\n", 0, match.start()) + 1
+                missing.append(f"{document}:{number}: {path}")
+    assert not missing, "the documents name files that are not there:\n" + "\n".join(missing)

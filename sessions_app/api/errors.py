@@ -72,6 +72,7 @@ API_SUGGESTIONS_BY_REASON = {
     errors.NOTHING_ADDED: "No plan was added to this session yet; read its state at /api/sessions/{name}/.",
     errors.NOTHING_COMPLETED: "Read the session's discarded plans at /api/sessions/{name}/plans/?status=discarded.",
     errors.WAITING_FOR_PERSON: "A person requeues or discards the waiting plans in the admin's session page.",
+    errors.AWAITING_REVIEW: "Decide the plans in review with POST /api/sessions/{name}/plans/{plan_id}/review/.",
 }
 
 class PreconditionRequired(exceptions.APIException):

@@ -21,18 +21,23 @@ def _words(columns: str) -> str:
     return f"to_tsvector('simple'::regconfig, regexp_replace({columns}, '[^[:alnum:]]', ' ', 'g'))"
 
 
-FORWARD = [
-    f"""ALTER TABLE sessions_app_plan ADD COLUMN IF NOT EXISTS search_vector tsvector
+def search_column(words) -> str:
+    """The generated column, each section's text made a vector by ``words`` (migration
+    0006 builds the column again with stemmed words)."""
+    return f"""ALTER TABLE sessions_app_plan ADD COLUMN IF NOT EXISTS search_vector tsvector
         GENERATED ALWAYS AS (
-            setweight({_words("goal")}, 'A')
-            || setweight({_words("outputs || ' ' || outcome")}, 'B')
-            || setweight({_words("context || ' ' || inputs")}, 'C')
-        ) STORED""",
-    # Only completed plans are searchable, so only they are indexed: queued, active and
-    # discarded plans never cost the index anything.
-    """CREATE INDEX IF NOT EXISTS sessions_app_plan_search_gin ON sessions_app_plan
-        USING gin (search_vector) WHERE status = 'completed'""",
-]
+            setweight({words("goal")}, 'A')
+            || setweight({words("outputs || ' ' || outcome")}, 'B')
+            || setweight({words("context || ' ' || inputs")}, 'C')
+        ) STORED"""
+
+
+# Only completed plans are searchable, so only they are indexed: queued, active and
+# discarded plans never cost the index anything.
+SEARCH_INDEX = """CREATE INDEX IF NOT EXISTS sessions_app_plan_search_gin ON sessions_app_plan
+        USING gin (search_vector) WHERE status = 'completed'"""
+
+FORWARD = [search_column(_words), SEARCH_INDEX]
 
 BACKWARD = [
     "DROP INDEX IF EXISTS sessions_app_plan_search_gin",

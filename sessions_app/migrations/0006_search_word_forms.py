@@ -14,23 +14,29 @@ over a fixed table, the letters FTS5's remove_diacritics 2 folds, in an IMMUTABL
 function (a generated column takes nothing less): unlike the unaccent extension it needs no
 extension installed, so it works for any role that may create tables in its database.
 
-The SQL is written out here, not imported, so that this migration keeps meaning what it
-meant when it was applied.
+The SQL is written out here, not imported from the live modules, so that this migration
+keeps meaning what it meant when it was applied. The way back restores what 0002 and 0003
+made, with their own (as frozen) statements.
 """
+
+from importlib import import_module
 
 from django.db import migrations
 
+_0002 = import_module("sessions_app.migrations.0002_history_search")
+_0003 = import_module("sessions_app.migrations.0003_postgres_search")
+
 FTS_TABLE = "sessions_app_plan_fts"
-TRIGGERS = ("sessions_app_plan_fts_ai", "sessions_app_plan_fts_au", "sessions_app_plan_fts_ad")
+TRIGGER_NAMES = ("sessions_app_plan_fts_ai", "sessions_app_plan_fts_au", "sessions_app_plan_fts_ad")
 SECTIONS = "goal, context, inputs, outputs, outcome"
 
-SQLITE_FORWARD = [
-    *(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS),
-    f"DROP TABLE IF EXISTS {FTS_TABLE}",
-    f"""CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(
+SQLITE_TABLE = f"""CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, session_key,
         goal, context, inputs, outputs, outcome,
-        tokenize='porter unicode61 remove_diacritics 2')""",
+        tokenize='porter unicode61 remove_diacritics 2')"""
+# The triggers of the new table (migrations 0007 and 0008 put them back after rebuilding
+# the plan table, which drops them).
+SQLITE_TRIGGERS = [
     f"""CREATE TRIGGER {FTS_TABLE}_ai AFTER INSERT ON sessions_app_plan
         WHEN new.status = 'completed' BEGIN
         INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
@@ -53,34 +59,21 @@ SQLITE_FORWARD = [
         WHERE {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
             AND plan_id = old.id;
         END""",
+]
+SQLITE_DROP = [*(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGER_NAMES), f"DROP TABLE IF EXISTS {FTS_TABLE}"]
+
+SQLITE_FORWARD = [
+    *SQLITE_DROP,
+    SQLITE_TABLE,
+    *SQLITE_TRIGGERS,
     f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, {SECTIONS})
         SELECT id, session_name, char(57344) || replace(session_name, '-', '0'), {SECTIONS}
         FROM sessions_app_plan WHERE status = 'completed'""",
 ]
 
-# The table and triggers of 0002, as they were.
 SQLITE_BACKWARD = [
-    *(f"DROP TRIGGER IF EXISTS {name}" for name in TRIGGERS),
-    f"DROP TABLE IF EXISTS {FTS_TABLE}",
-    f"""CREATE VIRTUAL TABLE {FTS_TABLE} USING fts5(
-        plan_id UNINDEXED, session_name UNINDEXED, goal, context, inputs, outputs, outcome,
-        tokenize='unicode61 remove_diacritics 2')""",
-    f"""CREATE TRIGGER {FTS_TABLE}_ai AFTER INSERT ON sessions_app_plan
-        WHEN new.status = 'completed' BEGIN
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, {SECTIONS})
-        VALUES (new.id, new.session_name, new.goal, new.context, new.inputs, new.outputs, new.outcome);
-        END""",
-    f"""CREATE TRIGGER {FTS_TABLE}_au AFTER UPDATE ON sessions_app_plan
-        WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE} WHERE old.status = 'completed' AND plan_id = old.id;
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, {SECTIONS})
-        SELECT new.id, new.session_name, new.goal, new.context, new.inputs, new.outputs, new.outcome
-        WHERE new.status = 'completed';
-        END""",
-    f"""CREATE TRIGGER {FTS_TABLE}_ad AFTER DELETE ON sessions_app_plan
-        WHEN old.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE} WHERE plan_id = old.id;
-        END""",
+    *SQLITE_DROP,
+    *_0002.SQLITE_SCHEMA,
     f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, {SECTIONS})
         SELECT id, session_name, {SECTIONS} FROM sessions_app_plan WHERE status = 'completed'""",
 ]
@@ -117,6 +110,11 @@ def _words(columns: str) -> str:
     )
 
 
+POSTGRES_DROP = [
+    "DROP INDEX IF EXISTS sessions_app_plan_search_gin",
+    "ALTER TABLE sessions_app_plan DROP COLUMN IF EXISTS search_vector",
+]
+
 POSTGRES_FORWARD = [
     f"""CREATE OR REPLACE FUNCTION nineplan_fold(text) RETURNS text
         LANGUAGE sql IMMUTABLE PARALLEL SAFE
@@ -126,38 +124,17 @@ POSTGRES_FORWARD = [
     """ALTER TEXT SEARCH CONFIGURATION nineplan_search
         ALTER MAPPING FOR asciiword, word, asciihword, hword, hword_asciipart, hword_part
         WITH nineplan_english_stem""",
-    "DROP INDEX IF EXISTS sessions_app_plan_search_gin",
-    "ALTER TABLE sessions_app_plan DROP COLUMN IF EXISTS search_vector",
-    f"""ALTER TABLE sessions_app_plan ADD COLUMN search_vector tsvector
-        GENERATED ALWAYS AS (
-            setweight({_words("goal")}, 'A')
-            || setweight({_words("outputs || ' ' || outcome")}, 'B')
-            || setweight({_words("context || ' ' || inputs")}, 'C')
-        ) STORED""",
-    """CREATE INDEX sessions_app_plan_search_gin ON sessions_app_plan
-        USING gin (search_vector) WHERE status = 'completed'""",
+    *POSTGRES_DROP,
+    _0003.search_column(_words),
+    _0003.SEARCH_INDEX,
 ]
 
-
-def _simple_words(columns: str) -> str:
-    return f"to_tsvector('simple'::regconfig, regexp_replace({columns}, '[^[:alnum:]]', ' ', 'g'))"
-
-
-# The column and index of 0003, as they were.
 POSTGRES_BACKWARD = [
-    "DROP INDEX IF EXISTS sessions_app_plan_search_gin",
-    "ALTER TABLE sessions_app_plan DROP COLUMN IF EXISTS search_vector",
+    *POSTGRES_DROP,
     "DROP TEXT SEARCH CONFIGURATION IF EXISTS nineplan_search",
     "DROP TEXT SEARCH DICTIONARY IF EXISTS nineplan_english_stem",
     "DROP FUNCTION IF EXISTS nineplan_fold(text)",
-    f"""ALTER TABLE sessions_app_plan ADD COLUMN search_vector tsvector
-        GENERATED ALWAYS AS (
-            setweight({_simple_words("goal")}, 'A')
-            || setweight({_simple_words("outputs || ' ' || outcome")}, 'B')
-            || setweight({_simple_words("context || ' ' || inputs")}, 'C')
-        ) STORED""",
-    """CREATE INDEX sessions_app_plan_search_gin ON sessions_app_plan
-        USING gin (search_vector) WHERE status = 'completed'""",
+    *_0003.FORWARD,
 ]
 
 

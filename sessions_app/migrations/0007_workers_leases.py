@@ -6,6 +6,7 @@ written, with a fresh lease of the default length: the agent holding it sees no 
 """
 
 from datetime import timedelta
+from importlib import import_module
 
 import django.db.models.deletion
 import django.utils.timezone
@@ -17,13 +18,23 @@ LEASE_SECONDS = 1800
 
 
 def restore_triggers(apps, schema_editor):
-    # On SQLite the constraints above rebuild the plan table, which drops its triggers; the
-    # counting and search triggers are put back now (as after every migrate), so that a
-    # database migrated step by step never runs without them.
-    from sessions_app import plan_counts, search
+    """Put back the counting triggers of 0004 and the search triggers of 0006, with those
+    migrations' own statements (never the live modules', which may have moved on).
 
-    plan_counts.ensure_triggers(schema_editor.connection)
-    search.ensure_index(schema_editor.connection)
+    On SQLite the constraints here rebuild the plan table, which drops its triggers; they
+    are put back at once (and again after every migrate), so that a database migrated step
+    by step never runs without them."""
+    counts = import_module("sessions_app.migrations.0004_plan_counters")
+    index = import_module("sessions_app.migrations.0006_search_word_forms")
+    vendor = schema_editor.connection.vendor
+    if vendor == "sqlite":
+        for name in index.TRIGGER_NAMES:
+            schema_editor.execute(f"DROP TRIGGER IF EXISTS {name}")
+        for statement in [*counts.SQLITE_TRIGGERS, *index.SQLITE_TRIGGERS]:
+            schema_editor.execute(statement)
+    elif vendor == "postgresql":
+        for statement in counts.POSTGRES_SCHEMA:
+            schema_editor.execute(statement)
 
 
 def claim_active_plans(apps, schema_editor):

@@ -6,17 +6,14 @@ Widening the status check rebuilds the plan table on SQLite, which drops the tab
 triggers: the counting and search-index triggers are put back at the end (either way).
 """
 
+from importlib import import_module
+
 import django.db.models.deletion
 import django.utils.timezone
 from django.db import migrations, models
 
-
-def restore_triggers(apps, schema_editor):
-    # The current definitions: they have not changed since 0006.
-    from sessions_app import plan_counts, search
-
-    plan_counts.ensure_triggers(schema_editor.connection)
-    search.ensure_index(schema_editor.connection)
+# The triggers of 0004 and 0006, put back as 0007 puts them back.
+restore_triggers = import_module("sessions_app.migrations.0007_workers_leases").restore_triggers
 
 
 class Migration(migrations.Migration):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from sessions_app import services
+from sessions_app import search, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan, Revision, Session
 from sessions_app.search import FTS_TABLE
@@ -98,3 +98,12 @@ def complete_plan(db):
         return services.plan_complete(session_name=session.name, outcome=outcome).plan
 
     return run
+
+
+@pytest.fixture(params=["own index", "shared index"] if connection.vendor == "sqlite" else ["shared index"])
+def search_path(request, monkeypatch):
+    """Each test runs on both SQLite paths: a small session's own temporary index, and the
+    shared index that larger sessions (and searches of every session) read."""
+    if request.param == "shared index":
+        monkeypatch.setattr(search, "SMALL_SESSION", -1)
+    return request.param

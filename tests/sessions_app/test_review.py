@@ -170,3 +170,32 @@ def test_staff_change_the_session_policy_with_an_event(session):
     assert Event.objects.filter(session=session).last().detail == {"review": "required"}
     plan = submit(session)
     assert plan.status == "in_review"
+
+
+@pytest.mark.django_db
+def test_a_pull_with_only_plans_in_review_left_says_the_task_waits_for_review(settings, rejects):
+    from sessions_app import errors
+
+    settings.NINEPLAN_MAX_REJECTIONS = 1
+    session = reviewed_session()
+    first = submit(session, goal="First")
+    with rejects("QUEUE_BLOCKED", match=f"1 plan(s) await review ({first.id})") as info:
+        services.plan_pull(session_name=session.name)
+    assert info.value.reason == errors.AWAITING_REVIEW
+    assert "Task complete" not in info.value.message
+
+    second = submit(session, goal="Second")
+    review.plan_review(session_name=session.name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
+    assert Plan.objects.get(id=first.id).status == "held"
+    with rejects("QUEUE_BLOCKED") as info:
+        services.plan_pull(session_name=session.name)
+    assert info.value.message.startswith(
+        f"No plan is queued or active, but the task is not done: 1 plan(s) await review ({second.id}) "
+        f"and 1 plan(s) are held for a person ({first.id})."
+    )
+
+    # Once every plan is decided, the task is complete.
+    review.plan_review(session_name=session.name, plan_id=second.id, decision="approve", actor="user:rita")
+    services.plan_discard_any(session_name=session.name, plan_id=first.id, reason="Not needed", actor="user:pat")
+    with rejects("QUEUE_EMPTY", match="Task complete"):
+        services.plan_pull(session_name=session.name)

@@ -11,6 +11,7 @@ from sessions_app.models import Plan
 from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS
 
 sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="FTS5 is the SQLite backend")
+pytestmark = pytest.mark.usefixtures("search_path")
 
 FILLER = " ".join(f"word{i}" for i in range(60))
 
@@ -269,7 +270,7 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     from django.test.utils import CaptureQueriesContext
 
     with CaptureQueriesContext(connection) as captured:
-        hits = queries.history_search("sqlite", session_name=session.name)
+        hits = queries.history_search("sqlite", session_name=None)
     # One statement: the matches and their plan rows together.
     assert len(captured.captured_queries) == 1
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
@@ -360,3 +361,42 @@ def test_migration_0006_folds_the_accents_fts5_folds():
     migration = importlib.import_module("sessions_app.migrations.0006_search_word_forms")
     assert dict(zip(migration.ACCENTED, migration.UNACCENTED, strict=True)) == search.ACCENTS
     assert search.fold("Crème Brûlée, Ångström, Łódź") == "Creme Brulee, Angstrom, Łodz"
+
+
+@pytest.mark.django_db
+@sqlite_only
+def test_a_small_session_is_searched_in_an_index_of_its_own(session, corpus, complete_plan, monkeypatch):
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(search, "SMALL_SESSION", 64)
+    other = services.session_create()
+    complete_plan(other, goal="SQLite elsewhere", outcome="sqlite sqlite sqlite")
+    with CaptureQueriesContext(connection) as captured:
+        hits = queries.history_search("sqlite", session_name=session.name)
+    assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
+    sqls = [q["sql"] for q in captured.captured_queries]
+    # The shared index is never read: its cost grows with every other session's plans.
+    assert not [sql for sql in sqls if FTS_TABLE in sql]
+    assert search.SCOPE_TABLE in sqls[-1]
+
+    # Past SMALL_SESSION completed plans, the shared index is searched, with the same hits.
+    monkeypatch.setattr(search, "SMALL_SESSION", 1)
+    with CaptureQueriesContext(connection) as captured:
+        shared = queries.history_search("sqlite", session_name=session.name)
+    assert [h.plan.id for h in shared] == [h.plan.id for h in hits]
+    assert FTS_TABLE in captured.captured_queries[-1]["sql"]
+    assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
+
+
+@pytest.mark.django_db
+@sqlite_only
+def test_a_session_with_much_text_is_searched_in_the_shared_index(session, corpus, complete_plan, monkeypatch):
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(search, "SMALL_SESSION", 64)
+    monkeypatch.setattr(search, "SMALL_SESSION_CHARS", 100)
+    with CaptureQueriesContext(connection) as captured:
+        hits = queries.history_search("sqlite", session_name=session.name)
+    assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
+    assert FTS_TABLE in captured.captured_queries[-1]["sql"]
+    assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
