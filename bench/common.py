@@ -132,20 +132,25 @@ class TextMaker:
         }
 
 
+def _distinct(count: int, draw, valid, taken: set[str] | None) -> list[str]:
+    """``count`` values of ``draw()`` that are ``valid`` and not ``taken`` (which they join)."""
+    taken = set() if taken is None else taken
+    out = []
+    while len(out) < count:
+        value = draw()
+        if value not in taken and valid(value):
+            taken.add(value)
+            out.append(value)
+    return out
+
+
 def plan_ids(count: int, seed: int = SEED, taken: set[str] | None = None) -> list[str]:
     """``count`` distinct plan ids in the real id format, reproducible from a seed."""
     from sessions_app.identifiers import is_plan_id
 
     rng = random.Random(seed * 7919 + count)
     alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-    taken = set() if taken is None else taken
-    out = []
-    while len(out) < count:
-        candidate = "".join(rng.choice(alphabet) for _ in range(5))
-        if candidate not in taken and is_plan_id(candidate):
-            taken.add(candidate)
-            out.append(candidate)
-    return out
+    return _distinct(count, lambda: "".join(rng.choice(alphabet) for _ in range(5)), is_plan_id, taken)
 
 
 def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -> list[str]:
@@ -154,14 +159,11 @@ def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -
 
     rng = random.Random(seed * 104729 + count)
     letters = "abcdefghijklmnopqrstuvwxyz"
-    taken = set() if taken is None else taken
-    out = []
-    while len(out) < count:
-        name = "-".join("".join(rng.choice(letters) for _ in range(rng.randint(4, 7))) for _ in range(3))
-        if name not in taken and is_session_name(name):
-            taken.add(name)
-            out.append(name)
-    return out
+
+    def draw() -> str:
+        return "-".join("".join(rng.choice(letters) for _ in range(rng.randint(4, 7))) for _ in range(3))
+
+    return _distinct(count, draw, is_session_name, taken)
 
 
 # --- bulk seeding ---------------------------------------------------------------------------

@@ -220,6 +220,13 @@ def _with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
     return f"{summary} The plan file was not used: see plan_file_notice."
 
 
+def _plan_written(name: str, written: services.Written, summary: str, **data: Any) -> CallToolResult:
+    """The answer to a write of the worker's plan: its id, then ``data``, and a notice when
+    the service could not use the plan file."""
+    data = {"plan_id": written.plan.id, **data}
+    return responses.ok(name, _with_file_notice(written.file_notice, summary, data), data)
+
+
 ReviewArg = Annotated[
     bool | None,
     Field(description="true: when completed, the plan waits for a reviewer's approval before it counts as done."),
@@ -491,9 +498,9 @@ def plan_defer(
         placed = services.plan_defer(
             session_name=name, reason=reason, position=position, worker=worker, actor=_actor(ctx)
         )
-        plan = placed.plan
-        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
-        return responses.ok(name, _with_file_notice(placed.file_notice, "Plan deferred.", data), data)
+        return _plan_written(
+            name, placed, "Plan deferred.", plan_path=queries.plan_path(placed.plan), queue_position=placed.place
+        )
 
     return _call(ctx, session_name, body)
 
@@ -517,7 +524,6 @@ def plan_complete(
         plan = written.plan
         status = queries.queue_status(name)
         data = {
-            "plan_id": plan.id,
             "queue_length": status.length,
             "completed_count": status.completed,
             "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
@@ -529,7 +535,7 @@ def plan_complete(
         else:
             done = "Plan completed."
             hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
-        return responses.ok(name, _with_file_notice(written.file_notice, f"{done} {hint}", data), data)
+        return _plan_written(name, written, f"{done} {hint}", **data)
 
     return _call(ctx, session_name, body)
 
@@ -547,9 +553,7 @@ def plan_discard(
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=_actor(ctx))
-        plan = written.plan
-        data = {"plan_id": plan.id, "queue_length": queries.queue_length(name)}
-        return responses.ok(name, _with_file_notice(written.file_notice, "Plan discarded.", data), data)
+        return _plan_written(name, written, "Plan discarded.", queue_length=queries.queue_length(name))
 
     return _call(ctx, session_name, body)
 
@@ -575,14 +579,14 @@ def plan_note(
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=_actor(ctx))
-        plan = written.plan
-        data = {
-            "plan_id": plan.id,
-            "mode": mode or "append",
-            "notes_chars": len(plan.notes),
-            "plan_path": queries.plan_path(plan),
-        }
-        return responses.ok(name, _with_file_notice(written.file_notice, "Notes written.", data), data)
+        return _plan_written(
+            name,
+            written,
+            "Notes written.",
+            mode=mode or "append",
+            notes_chars=len(written.plan.notes),
+            plan_path=queries.plan_path(written.plan),
+        )
 
     return _call(ctx, session_name, body)
 

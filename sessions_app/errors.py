@@ -98,20 +98,6 @@ OTHERS_ACTIVE = "others_active"
 WAITING_FOR_PERSON = "waiting_for_person"
 AWAITING_REVIEW = "awaiting_review"
 
-# Every category an edge may answer with, for the edges' tables and their tests.
-CATEGORIES = tuple(
-    cls.category
-    for cls in (
-        SessionNotFound,
-        PlanNotFound,
-        NoActivePlan,
-        PlanAlreadyActive,
-        QueueEmpty,
-        QueueBlocked,
-        LeaseLost,
-        ValidationFailed,
-        FileSystemFailed,
-        DatabaseFailed,
-        NoSessionSelected,
-    )
-)
+# Every category an edge may answer with, for the edges' tables and their tests: one for
+# each error above, so that a new error cannot be left out.
+CATEGORIES = tuple(cls.category for cls in NineplanError.__subclasses__())

@@ -202,7 +202,19 @@ class LostClaim(models.Model):
         return f"{self.worker} lost {self.plan_id}"
 
 
-class Event(models.Model):
+class Record(models.Model):
+    """What the event log and a plan's revisions both keep of a change: who made it (a
+    person's username, or an agent or worker name) and when. Abstract: no table of its own."""
+
+    id = models.BigAutoField(primary_key=True)
+    actor = models.CharField(max_length=150)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        abstract = True
+
+
+class Event(Record):
     class Kind(models.TextChoices):
         SESSION_CREATED = "session_created"
         PLAN_CREATED = "plan_created"
@@ -225,13 +237,10 @@ class Event(models.Model):
         SESSION_CHANGED = "session_changed"
         REPAIRED = "repaired"
 
-    id = models.BigAutoField(primary_key=True)
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="events", db_column="session_name")
     plan = models.ForeignKey(Plan, null=True, blank=True, on_delete=models.CASCADE, related_name="events")
     kind = models.CharField(max_length=32, choices=Kind.choices)
-    actor = models.CharField(max_length=150)
     detail = models.JSONField(default=dict, blank=True)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["id"]
@@ -241,7 +250,7 @@ class Event(models.Model):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.kind}"
 
 
-class Revision(models.Model):
+class Revision(Record):
     """One change to a plan's text: who, when, what kind, which sections, and how to get
     the text before it back from the text after it (a reverse delta).
 
@@ -260,15 +269,12 @@ class Revision(models.Model):
         RESTORE = "restore"
         IMPORT = "import"
 
-    id = models.BigAutoField(primary_key=True)
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()
     kind = models.CharField(max_length=16, choices=Kind.choices)
-    actor = models.CharField(max_length=150)
     sections = models.JSONField(default=list)
     # {section: [kept prefix length, rest of the text before]}; empty for the first revision.
     undo = models.JSONField(default=dict)
-    created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
         ordering = ["plan", "number"]

@@ -17,6 +17,8 @@ the file is only checked for a change since (and read again if it changed).
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from datetime import timedelta
@@ -609,6 +611,47 @@ def _hold(session_name: str, worker: str, actor: str, op: str, text: str | None 
     )
 
 
+@dataclass(frozen=True)
+class _HeldWrite:
+    """A write to the plan a worker holds, inside the write transaction (``undo`` is its
+    list of undo steps); ``ahead`` is the plan file as read before the transaction."""
+
+    session_name: str
+    worker: str
+    actor: str
+    plan: Plan
+    lease_seconds: int
+    undo: transactions.Undo
+    ahead: _Ahead | None
+
+    def take_in_file(self) -> tuple[planfiles.FileRead, _Absorbed]:
+        """The plan file as it is now, and what taking its text in came to; a file that
+        cannot be taken in refuses the write (``_absorb_file``, strict)."""
+        read = _file_now(self.plan, self.ahead)
+        return read, _absorb_file(self.plan, self.actor, read, strict=True)
+
+
+@contextmanager
+def _worker_write(
+    session_name: str, worker: str | None, actor: str, op: str, text: str | None = None, **late
+) -> Iterator[_HeldWrite]:
+    """The opening every write to a worker's plan shares (note, defer, complete, discard):
+    the worker and the session checked, the plan file read ahead, and the worker's plan held
+    in the write transaction the body runs in. When the worker's claim was reclaimed the
+    body never runs: its ``text`` is kept as a late write, that commits, and LEASE_LOST is
+    raised."""
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    actor = worker_actor(actor, worker)
+    ahead = _read_ahead(name, worker=worker)
+    with transactions.write() as undo:
+        held = _hold(name, worker, actor, op, text, **late)
+        if held.plan is not None:
+            yield _HeldWrite(name, worker, actor, held.plan, held.lease_seconds, undo, ahead)
+            return
+    raise held.lost
+
+
 def _renew(plan: Plan, lease_seconds: int, now) -> None:
     plan.lease_expires_at = _lease_until(lease_seconds, now)
 
@@ -753,37 +796,28 @@ def plan_defer(
     """Returns the worker's plan to the queue with the timestamped reason in its Notes."""
     reason = inputs.text("reason", reason, required=True)
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
-    worker = inputs.worker(worker)
-    name = inputs.session_name(session_name)
-    actor = worker_actor(actor, worker)
-    ahead = _read_ahead(name, worker=worker)
-    with transactions.write() as undo:
-        held = _hold(name, worker, actor, "defer", reason, position=position)
-        if held.plan is not None:
-            plan = held.plan
-            # The plan row first, then the session row: a writer holding the session row never
-            # waits for a plan row, so the two cannot wait on each other.
-            session = _lock_session(name)
-            previous = _file_now(plan, ahead)
-            absorbed = _absorb_file(plan, actor, previous, strict=True)
-            # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
-            # when it was added, and refusing would leave the agent unable to set it aside.
-            # The queue can so exceed the limit by at most the session's active plans.
-            now = clock.now()
-            before = plan.sections()
-            plan.notes = compose_append(plan.notes, f"Deferred {_stamp(now)}: {reason}")
-            inputs.plan_size(plan.sections(), field="reason")
-            _back_to_queue(plan)
-            plan.sort_key = _next_position(session, position)
-            place = _place(session, position)
-            _touch(plan)
-            statements.update_plan(plan, (*SECTIONS, *RETURNED, *TOUCHED))
-            revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
-            _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
-            _write_file(undo, plan, previous)
-    if held.lost is not None:
-        raise held.lost
-    log.info("plan deferred", extra={"session": name, "plan": plan.id, "position": position})
+    with _worker_write(session_name, worker, actor, "defer", reason, position=position) as held:
+        plan, actor = held.plan, held.actor
+        # The plan row first, then the session row: a writer holding the session row never
+        # waits for a plan row, so the two cannot wait on each other.
+        session = _lock_session(held.session_name)
+        previous, absorbed = held.take_in_file()
+        # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
+        # when it was added, and refusing would leave the agent unable to set it aside.
+        # The queue can so exceed the limit by at most the session's active plans.
+        now = clock.now()
+        before = plan.sections()
+        plan.notes = compose_append(plan.notes, f"Deferred {_stamp(now)}: {reason}")
+        inputs.plan_size(plan.sections(), field="reason")
+        _back_to_queue(plan)
+        plan.sort_key = _next_position(session, position)
+        place = _place(session, position)
+        _touch(plan)
+        statements.update_plan(plan, (*SECTIONS, *RETURNED, *TOUCHED))
+        revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
+        _event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
+        _write_file(held.undo, plan, previous)
+    log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
     return Written(plan, place, absorbed.notice)
 
 
@@ -802,29 +836,21 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
     that needs review goes to ``in_review`` instead (the worker's claim ends all the same);
     it is indexed, and its dependents freed, once approved (sessions_app/review.py)."""
     outcome = inputs.text("outcome", outcome, required=True)
-    worker = inputs.worker(worker)
-    name = inputs.session_name(session_name)
-    actor = worker_actor(actor, worker)
-    ahead = _read_ahead(name, worker=worker)
-    with transactions.write():
-        held = _hold(name, worker, actor, "complete", outcome)
-        if held.plan is not None:
-            plan = held.plan
-            absorbed = _absorb_file(plan, actor, _file_now(plan, ahead), strict=True)
-            plan.outcome = outcome
-            inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-            session = statements.session_for_write(name, lock=False)
-            reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
-            plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
-            plan.completed_at = None if reviewed else clock.now()
-            plan.lease_expires_at = None
-            _touch(plan)
-            statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
-            _event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, actor, plan)
-    if held.lost is not None:
-        raise held.lost
+    with _worker_write(session_name, worker, actor, "complete", outcome) as held:
+        plan, name = held.plan, held.session_name
+        _, absorbed = held.take_in_file()
+        plan.outcome = outcome
+        inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
+        session = statements.session_for_write(name, lock=False)
+        reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+        plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
+        plan.completed_at = None if reviewed else clock.now()
+        plan.lease_expires_at = None
+        _touch(plan)
+        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
+        _event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, held.actor, plan)
     written = _retire_file(plan, absorbed)
-    log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": worker})
+    log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": held.worker})
     return written
 
 
@@ -832,19 +858,10 @@ def plan_discard(*, session_name: str, reason: str, worker: str | None = None, a
     """Discards the worker's plan (never searchable); keeps the file's edits, deletes the
     file. Plans that depended on it stop waiting for it, with a note saying why."""
     reason = inputs.text("reason", reason, required=True)
-    worker = inputs.worker(worker)
-    name = inputs.session_name(session_name)
-    actor = worker_actor(actor, worker)
-    ahead = _read_ahead(name, worker=worker)
-    with transactions.write() as undo:
-        held = _hold(name, worker, actor, "discard", reason)
-        if held.plan is not None:
-            plan = held.plan
-            absorbed = _discard(name, plan, reason, actor, ahead, undo)
-    if held.lost is not None:
-        raise held.lost
-    written = _retire_file(plan, absorbed)
-    log.info("plan discarded", extra={"session": name, "plan": plan.id, "worker": worker})
+    with _worker_write(session_name, worker, actor, "discard", reason) as held:
+        absorbed = _discard(held.session_name, held.plan, reason, held.actor, held.ahead, held.undo)
+    written = _retire_file(held.plan, absorbed)
+    log.info("plan discarded", extra={"session": held.session_name, "plan": held.plan.id, "worker": held.worker})
     return written
 
 
@@ -920,31 +937,22 @@ def plan_note(
     append appends twice."""
     mode = inputs.choice("mode", mode, inputs.NOTE_MODES, default="append")
     text = inputs.text("text", text, required=True, max_chars=10**9)
-    worker = inputs.worker(worker)
-    name = inputs.session_name(session_name)
-    actor = worker_actor(actor, worker)
-    ahead = _read_ahead(name, worker=worker)
-    with transactions.write() as undo:
-        held = _hold(name, worker, actor, "note", text, mode=mode)
-        if held.plan is not None:
-            plan = held.plan
-            previous = _file_now(plan, ahead)
-            absorbed = _absorb_file(plan, actor, previous, strict=True)
-            notes = compose_append(plan.notes, text) if mode == "append" else text
-            # Limits apply to the composed result, and report its size: a small fragment must
-            # not slip a plan past its limit.
-            inputs.text("notes", notes, required=False)
-            inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
-            before = plan.sections()
-            plan.notes = notes
-            _touch(plan)
-            _renew(plan, held.lease_seconds, plan.updated_at)
-            statements.update_plan(plan, (*SECTIONS, *LEASE, *TOUCHED))
-            revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before)
-            _event(name, Event.Kind.PLAN_NOTE, actor, plan, mode=mode, chars=len(text))
-            _write_file(undo, plan, previous)
-    if held.lost is not None:
-        raise held.lost
+    with _worker_write(session_name, worker, actor, "note", text, mode=mode) as held:
+        plan, name = held.plan, held.session_name
+        previous, absorbed = held.take_in_file()
+        notes = compose_append(plan.notes, text) if mode == "append" else text
+        # Limits apply to the composed result, and report its size: a small fragment must
+        # not slip a plan past its limit.
+        inputs.text("notes", notes, required=False)
+        inputs.plan_size({**plan.sections(), "notes": notes}, field="notes")
+        before = plan.sections()
+        plan.notes = notes
+        _touch(plan)
+        _renew(plan, held.lease_seconds, plan.updated_at)
+        statements.update_plan(plan, (*SECTIONS, *LEASE, *TOUCHED))
+        revisions.record(plan, kind=Revision.Kind.NOTE, actor=held.actor, before=before)
+        _event(name, Event.Kind.PLAN_NOTE, held.actor, plan, mode=mode, chars=len(text))
+        _write_file(held.undo, plan, previous)
     log.info("plan note written", extra={"session": name, "plan": plan.id, "mode": mode})
     return Written(plan, file_notice=absorbed.notice)
 

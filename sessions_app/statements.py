@@ -34,7 +34,6 @@ _PLAN_FIELDS = tuple(
     for f in Plan._meta.concrete_fields
     if f.attname not in ("created_at", "updated_at", "completed_at", "discarded_at")
 )
-_PLAN_COLUMNS = ", ".join(f.column for f in _PLAN_FIELDS)
 _LOCKED_SESSION_FIELDS = tuple(
     Session._meta.get_field(name)
     for name in ("name", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review")
@@ -150,7 +149,7 @@ def session_for_write(name: str, *, lock: bool = True) -> Session | None:
     rows = load(
         Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock_clause}", [name]
     )
-    return rows[0] if rows else None
+    return _first(rows)
 
 
 def _for_update(*, skip_locked: bool = False) -> str:
@@ -165,6 +164,16 @@ def _for_update(*, skip_locked: bool = False) -> str:
 _HELD_COLUMNS = ", ".join(f"t.{f.column}" for f in _PLAN_FIELDS)
 
 
+def _plans(condition: str, params: list) -> list[Plan]:
+    """The plans (the table aliased ``t``) that meet ``condition``, which may end with an
+    ORDER BY, a LIMIT and a lock clause; each with the fields of _PLAN_FIELDS."""
+    return load(Plan, _PLAN_FIELDS, f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE {condition}", params)
+
+
+def _first(rows: list):
+    return rows[0] if rows else None
+
+
 def held_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
     """The plan ``worker`` holds in the session (locked on PostgreSQL, so a reclaim passes it
     over while its holder writes) and the session's lease length; None if it holds none."""
@@ -176,7 +185,7 @@ def held_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
         [session_name, Plan.Status.ACTIVE, worker],
         extra=1,
     )
-    return rows[0] if rows else None
+    return _first(rows)
 
 
 def held_plan_id(session_name: str, worker: str) -> str | None:
@@ -199,13 +208,7 @@ def held_by(plan_id: str) -> str | None:
 
 def plan_for_write(session_name: str, plan_id: str) -> Plan | None:
     """One plan of the session by id, locked on PostgreSQL."""
-    rows = load(
-        Plan,
-        _PLAN_FIELDS,
-        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.id = %s{_for_update()}",
-        [session_name, plan_id],
-    )
-    return rows[0] if rows else None
+    return _first(_plans(f"t.session_name = %s AND t.id = %s{_for_update()}", [session_name, plan_id]))
 
 
 # A queued plan is ready when it waits for no person and every plan it depends on is
@@ -220,25 +223,21 @@ _READY = (
 def first_ready(session_name: str) -> Plan | None:
     """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
     are passed over: such a plan is being changed, not waiting to be pulled)."""
-    rows = load(
-        Plan,
-        _PLAN_FIELDS,
-        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.status = %s AND {_READY} "
+    rows = _plans(
+        f"t.session_name = %s AND t.status = %s AND {_READY} "
         f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
         [session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED],
     )
-    return rows[0] if rows else None
+    return _first(rows)
 
 
 def expired_claims(session_name: str, now: datetime) -> list[Plan]:
     """The session's active plans whose lease ran out before ``now``, oldest claim first
     (on PostgreSQL, a plan whose holder is writing right now is passed over: that write
     renews it)."""
-    return load(
-        Plan,
-        _PLAN_FIELDS,
-        f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE t.session_name = %s AND t.status = %s "
-        f"AND t.lease_expires_at < %s ORDER BY t.lease_expires_at, t.id{_for_update(skip_locked=True)}",
+    return _plans(
+        "t.session_name = %s AND t.status = %s AND t.lease_expires_at < %s "
+        f"ORDER BY t.lease_expires_at, t.id{_for_update(skip_locked=True)}",
         [session_name, Plan.Status.ACTIVE, when(now)],
     )
 
@@ -298,14 +297,8 @@ def insert_dependencies(pairs: list[tuple[str, str]]) -> None:
 
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:
     """A plan of the session in ``status`` (the front one, for the queue)."""
-    order = " ORDER BY sort_key LIMIT 1" if first_in_queue else " LIMIT 1"
-    rows = load(
-        Plan,
-        _PLAN_FIELDS,
-        f"SELECT {_PLAN_COLUMNS} FROM {PLANS} WHERE session_name = %s AND status = %s{order}",
-        [session_name, status],
-    )
-    return rows[0] if rows else None
+    order = " ORDER BY t.sort_key LIMIT 1" if first_in_queue else " LIMIT 1"
+    return _first(_plans(f"t.session_name = %s AND t.status = %s{order}", [session_name, status]))
 
 
 def active_plan_id(session_name: str) -> str | None:

@@ -107,6 +107,18 @@ class NineplanAdmin(admin.ModelAdmin):
         self.check_page_request(request)
         return super().change_view(request, object_id, form_url, extra_context)
 
+    def read_page(self, request, object_id: str, is_key, read):
+        """What the object's own page shows, ``read(key)`` for the key in its URL, once the
+        request is checked. A malformed key, like a missing object, is a 404."""
+        self.check_page_request(request)
+        key = unquote(object_id)
+        if not is_key(key):
+            raise Http404(f"No such {self.opts.verbose_name}.")
+        try:
+            return read(key)
+        except (SessionNotFound, PlanNotFound):
+            raise Http404(f"No such {self.opts.verbose_name}.") from None
+
     def page_context(self, request, **extra) -> dict:
         return {
             **self.admin_site.each_context(request),
@@ -200,14 +212,7 @@ class SessionAdmin(NineplanAdmin):
         return [path("search/", search, name="sessions_app_history_search"), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        self.check_page_request(request)
-        name = unquote(object_id)
-        if not is_session_name(name):
-            raise Http404("No such session.")
-        try:
-            page = admin_reads.session_page(name)
-        except SessionNotFound:
-            raise Http404("No such session.") from None
+        page = self.read_page(request, object_id, is_session_name, admin_reads.session_page)
         state = page.state
         invariants = [
             {
@@ -327,14 +332,7 @@ class PlanAdmin(NineplanAdmin):
         ]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
-        self.check_page_request(request)
-        plan_id = unquote(object_id)
-        if not is_plan_id(plan_id):
-            raise Http404("No such plan.")
-        try:
-            page = admin_reads.plan_page(plan_id)
-        except PlanNotFound:
-            raise Http404("No such plan.") from None
+        page = self.read_page(request, object_id, is_plan_id, admin_reads.plan_page)
         plan = page.plan
         context = self.page_context(
             request,
@@ -445,6 +443,9 @@ class EventAdmin(NineplanAdmin):
     search_fields = ("=session__name", "=plan__id", "actor", "detail")
     ordering = ("-id",)
     list_per_page = 100
+    # The event's page in the order the step reads (the model lists its inherited who and
+    # when first).
+    fields = ("session", "plan", "kind", "actor", "detail", "created_at")
 
     @admin.display(description="session", ordering="session")
     def session_link(self, obj):

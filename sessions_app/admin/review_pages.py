@@ -9,6 +9,8 @@ one service call (sessions_app/review.py) with the staff user as the actor.
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
@@ -111,75 +113,59 @@ def _plan_session(plan_id: str) -> str:
     return session_name
 
 
-def _run(request, plan_id: str, call, done) -> None:
-    try:
-        written = call()
-    except NineplanError as exc:
-        messages.error(request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
-        return
-    messages.success(request, done(written))
+def _plan_action(allowed):
+    """A POST-only view that changes one plan, for the users ``allowed`` accepts. The view
+    makes one service call for the plan's session and returns what to tell the user; a
+    refusal is shown instead, and either way the browser goes back where it came from."""
+
+    def decorate(act):
+        @functools.wraps(act)
+        def view(request, plan_id: str):
+            if not allowed(request.user):
+                raise PermissionDenied
+            if request.method != "POST":
+                return HttpResponseNotAllowed(["POST"])
+            session_name = _plan_session(plan_id)
+            try:
+                done = act(request, session_name, plan_id)
+            except NineplanError as exc:
+                messages.error(request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
+            else:
+                messages.success(request, done)
+            return _back(request, plan_id)
+
+        return view
+
+    return decorate
 
 
-def decide_view(request, plan_id: str):
-    if not can_review(request.user):
-        raise PermissionDenied
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
-    session_name = _plan_session(plan_id)
+@_plan_action(can_review)
+def decide_view(request, session_name: str, plan_id: str) -> str:
     decision = request.POST.get("decision", "")
-
-    def done(written):
-        if decision == "approve":
-            return APPROVED.format(plan=plan_id)
-        return (HELD if written.plan.status == Plan.Status.HELD else REJECTED).format(plan=plan_id)
-
-    _run(
-        request,
-        plan_id,
-        lambda: review.plan_review(
-            session_name=session_name,
-            plan_id=plan_id,
-            decision=decision,
-            notes=request.POST.get("notes", ""),
-            actor=actor_for(request.user),
-        ),
-        done,
+    written = review.plan_review(
+        session_name=session_name,
+        plan_id=plan_id,
+        decision=decision,
+        notes=request.POST.get("notes", ""),
+        actor=actor_for(request.user),
     )
-    return _back(request, plan_id)
+    if decision == "approve":
+        return APPROVED.format(plan=plan_id)
+    return (HELD if written.plan.status == Plan.Status.HELD else REJECTED).format(plan=plan_id)
 
 
-def restore_view(request, plan_id: str):
-    if not can_intervene(request.user):
-        raise PermissionDenied
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
-    session_name = _plan_session(plan_id)
+@_plan_action(can_intervene)
+def restore_view(request, session_name: str, plan_id: str) -> str:
     raw = request.POST.get("revision", "")
     number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else raw
-    _run(
-        request,
-        plan_id,
-        lambda: review.plan_restore(
-            session_name=session_name, plan_id=plan_id, number=number, actor=actor_for(request.user)
-        ),
-        lambda written: RESTORED.format(plan=plan_id, number=number),
-    )
-    return _back(request, plan_id)
+    review.plan_restore(session_name=session_name, plan_id=plan_id, number=number, actor=actor_for(request.user))
+    return RESTORED.format(plan=plan_id, number=number)
 
 
-def release_view(request, plan_id: str):
-    if not can_intervene(request.user):
-        raise PermissionDenied
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
-    session_name = _plan_session(plan_id)
-    _run(
-        request,
-        plan_id,
-        lambda: review.plan_release(session_name=session_name, plan_id=plan_id, actor=actor_for(request.user)),
-        lambda written: RELEASED.format(plan=plan_id),
-    )
-    return _back(request, plan_id)
+@_plan_action(can_intervene)
+def release_view(request, session_name: str, plan_id: str) -> str:
+    review.plan_release(session_name=session_name, plan_id=plan_id, actor=actor_for(request.user))
+    return RELEASED.format(plan=plan_id)
 
 
 def policy_view(request, name: str):

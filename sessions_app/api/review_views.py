@@ -14,7 +14,7 @@ every unsafe method); integrations use token authentication, which needs none.
 from __future__ import annotations
 
 from django.utils.http import parse_etags
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -24,8 +24,8 @@ from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
 from sessions_app.api.views import (
-    PLAN_IN_PATH,
-    SESSION_IN_PATH,
+    PLAN_PATH,
+    REVISION_IN_PATH,
     VIEW_EVENT,
     VIEW_PLAN,
     VIEW_SESSION,
@@ -33,8 +33,8 @@ from sessions_app.api.views import (
     ReadOnlyView,
     _etag,
     _plan_id,
-    _problems,
     _session_name,
+    documented,
 )
 from sessions_app.errors import PlanNotFound
 
@@ -72,25 +72,22 @@ class PlanReviewView(ReadOnlyView):
     permission_classes = [HasReviewPermission]
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT, REVIEW_PERMISSION)
 
-    @extend_schema(
-        operation_id="plans_review",
-        summary="Approve or reject a plan in review",
-        description=(
-            "The reviewer's decision on a plan in review: `approve` completes it (it becomes searchable); "
-            "`reject` returns it to the front of the queue with the notes appended to its Notes (after too many "
-            "rejections it is held for a person). Needs the review permission and the plan's ETag in If-Match: "
-            "428 without it, 412 if the plan changed since. Answers with the plan as it now is and its new ETag."
-        ),
-        tags=TAG_REVIEW,
-        parameters=[SESSION_IN_PATH, PLAN_IN_PATH, IF_MATCH],
-        request=ReviewDecisionSerializer,
-        examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
-        responses={
-            200: s.PlanDetailSerializer,
+    @documented(
+        "plans_review",
+        "Approve or reject a plan in review",
+        "The reviewer's decision on a plan in review: `approve` completes it (it becomes searchable); "
+        "`reject` returns it to the front of the queue with the notes appended to its Notes (after too many "
+        "rejections it is held for a person). Needs the review permission and the plan's ETag in If-Match: "
+        "428 without it, 412 if the plan changed since. Answers with the plan as it now is and its new ETag.",
+        TAG_REVIEW,
+        s.PlanDetailSerializer,
+        parameters=[*PLAN_PATH, IF_MATCH],
+        answers={
             412: OpenApiResponse(s.ProblemSerializer, description="The plan changed since the ETag was issued."),
             428: OpenApiResponse(s.ProblemSerializer, description="If-Match is missing."),
-            **_problems(400, 401, 403, 404, 503),
         },
+        request=ReviewDecisionSerializer,
+        examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
     )
     def post(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
@@ -143,13 +140,13 @@ def _plan(name: str, plan_id: str):
 class PlanRevisionsView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="plans_revisions_list",
-        summary="A plan's revisions",
-        description="Every change to the plan's text, newest first: who, when, which kind of change, which sections.",
-        tags=TAG_REVIEW,
-        parameters=[SESSION_IN_PATH, PLAN_IN_PATH],
-        responses={200: RevisionSerializer(many=True), **_problems(401, 403, 404, 503)},
+    @documented(
+        "plans_revisions_list",
+        "A plan's revisions",
+        "Every change to the plan's text, newest first: who, when, which kind of change, which sections.",
+        TAG_REVIEW,
+        RevisionSerializer(many=True),
+        parameters=PLAN_PATH,
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
@@ -161,17 +158,13 @@ class PlanRevisionsView(ReadOnlyView):
 class PlanRevisionView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="plans_revisions_retrieve",
-        summary="One revision of a plan",
-        description="The revision with the whole text right after it and the changed sections before it.",
-        tags=TAG_REVIEW,
-        parameters=[
-            SESSION_IN_PATH,
-            PLAN_IN_PATH,
-            OpenApiParameter("number", type=int, location=OpenApiParameter.PATH, description="The revision's number."),
-        ],
-        responses={200: RevisionDetailSerializer, **_problems(401, 403, 404, 503)},
+    @documented(
+        "plans_revisions_retrieve",
+        "One revision of a plan",
+        "The revision with the whole text right after it and the changed sections before it.",
+        TAG_REVIEW,
+        RevisionDetailSerializer,
+        parameters=[*PLAN_PATH, REVISION_IN_PATH],
     )
     def get(self, request, name: str, plan_id: str, number: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)

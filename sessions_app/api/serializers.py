@@ -40,10 +40,15 @@ class ApiRootSerializer(serializers.Serializer):
     docs = serializers.CharField(help_text="The interactive docs (public).")
 
 
-class SessionSummarySerializer(serializers.Serializer):
+# The fields a session carries in a listing and in an export alike. (A comment, not a
+# docstring: the schema would take a docstring as the description of both serializers.)
+class SessionFieldsSerializer(serializers.Serializer):
     name = serializers.CharField()
     task_description = serializers.CharField(allow_null=True)
     created_at = serializers.DateTimeField()
+
+
+class SessionSummarySerializer(SessionFieldsSerializer):
     queue_length = serializers.IntegerField(help_text="Plans waiting in the queue.")
     completed_count = serializers.IntegerField()
     discarded_count = serializers.IntegerField()
@@ -341,10 +346,7 @@ class EventPageSerializer(serializers.Serializer):
 # --- export -------------------------------------------------------------------------------
 
 
-class ExportSessionSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    task_description = serializers.CharField(allow_null=True)
-    created_at = serializers.DateTimeField()
+class ExportSessionSerializer(SessionFieldsSerializer):
     lease_seconds = serializers.IntegerField()
     max_attempts = serializers.IntegerField()
 

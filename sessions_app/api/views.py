@@ -82,7 +82,45 @@ PLAN_IN_PATH = OpenApiParameter(
     location=OpenApiParameter.PATH,
     description="The plan's id: 5 characters of a-z and 0-9, like k3x9q.",
 )
+REVISION_IN_PATH = OpenApiParameter(
+    "number", type=int, location=OpenApiParameter.PATH, description="The revision's number."
+)
+PLAN_PATH = [SESSION_IN_PATH, PLAN_IN_PATH]
+PAGED = [params.PAGE, params.PAGE_SIZE]
 NOT_MODIFIED = {304: OpenApiResponse(description="Not modified since the ETag sent in If-None-Match.")}
+READ_PROBLEMS = (401, 403, 404, 503)
+
+
+def documented(
+    operation_id: str,
+    summary: str,
+    description: str,
+    tags: list[str],
+    ok,
+    *,
+    parameters=(),
+    conditional: bool = False,
+    problems=READ_PROBLEMS,
+    answers=None,
+    **more,
+):
+    """The OpenAPI description of one endpoint. ``parameters`` are OpenApiParameters or the
+    query parameters of api/params.py; a ``conditional`` endpoint also takes If-None-Match
+    and may answer 304. The answers are ``ok`` (200), the 304, ``answers`` (other statuses),
+    then the ``problems``, with 400 added when a query parameter or a body can be malformed."""
+    parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
+    codes = set(problems)
+    if "request" in more or any(p.location == OpenApiParameter.QUERY for p in parameters):
+        codes.add(400)
+    return extend_schema(
+        operation_id=operation_id,
+        summary=summary,
+        description=description,
+        tags=tags,
+        parameters=parameters + ([IF_NONE_MATCH] if conditional else []),
+        responses={200: ok, **(NOT_MODIFIED if conditional else {}), **(answers or {}), **_problems(*sorted(codes))},
+        **more,
+    )
 
 
 def _session_name(raw: str) -> str:
@@ -208,15 +246,14 @@ class ApiRootView(ReadOnlyView):
 
     name = "9plan API"  # the browsable pages' first breadcrumb
 
-    @extend_schema(
-        operation_id="api_root",
-        summary="List the endpoints",
-        description=(
-            "Where each endpoint is, as an absolute URL. Parts in braces are filled in (RFC 6570): "
-            "{name} with a session's name, {plan_id} with a plan's id, {number} with a revision's number."
-        ),
-        tags=["api"],
-        responses={200: s.ApiRootSerializer, **_problems(401, 403)},
+    @documented(
+        "api_root",
+        "List the endpoints",
+        "Where each endpoint is, as an absolute URL. Parts in braces are filled in (RFC 6570): "
+        "{name} with a session's name, {plan_id} with a plan's id, {number} with a revision's number.",
+        ["api"],
+        s.ApiRootSerializer,
+        problems=(401, 403),
     )
     def get(self, request):
         return Response({key: _url_template(request, route, names) for key, route, names in ROOT_ENTRIES})
@@ -234,13 +271,14 @@ SEARCH = params.TextParam("search", 200, "Only sessions whose name or task descr
 class SessionListView(ReadOnlyView):
     required_perms = (VIEW_SESSION,)
 
-    @extend_schema(
-        operation_id="sessions_list",
-        summary="List sessions",
-        description="Sessions, newest first, with the counts the admin shows. Paginated.",
-        tags=TAG_SESSIONS,
-        parameters=[p.openapi() for p in (HAS_ACTIVE, HAS_QUEUED, SEARCH, params.PAGE, params.PAGE_SIZE)],
-        responses={200: s.SessionPageSerializer, **_problems(400, 401, 403, 503)},
+    @documented(
+        "sessions_list",
+        "List sessions",
+        "Sessions, newest first, with the counts the admin shows. Paginated.",
+        TAG_SESSIONS,
+        s.SessionPageSerializer,
+        parameters=[HAS_ACTIVE, HAS_QUEUED, SEARCH, *PAGED],
+        problems=(401, 403, 503),
     )
     def get(self, request):
         flag = {"true": True, "false": False, None: None}
@@ -255,16 +293,15 @@ class SessionListView(ReadOnlyView):
 class SessionDetailView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="sessions_retrieve",
-        summary="One session's state",
-        description=(
-            "The session with its counts, active plan and the first plans of its queue. "
-            "Send the ETag back in If-None-Match to get a 304 while nothing changed."
-        ),
-        tags=TAG_SESSIONS,
-        parameters=[SESSION_IN_PATH, IF_NONE_MATCH],
-        responses={200: s.SessionStateSerializer, **NOT_MODIFIED, **_problems(401, 403, 404, 503)},
+    @documented(
+        "sessions_retrieve",
+        "One session's state",
+        "The session with its counts, active plan and the first plans of its queue. "
+        "Send the ETag back in If-None-Match to get a 304 while nothing changed.",
+        TAG_SESSIONS,
+        s.SessionStateSerializer,
+        parameters=[SESSION_IN_PATH],
+        conditional=True,
     )
     def get(self, request, name: str):
         name = _session_name(name)
@@ -281,13 +318,14 @@ class SessionDetailView(ReadOnlyView):
 class SessionQueueView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="sessions_queue",
-        summary="A session's queue, in order",
-        description="The queued plans, the next to be pulled first. Paginated; supports If-None-Match.",
-        tags=TAG_SESSIONS,
-        parameters=[SESSION_IN_PATH, params.PAGE.openapi(), params.PAGE_SIZE.openapi(), IF_NONE_MATCH],
-        responses={200: s.QueuePageSerializer, **NOT_MODIFIED, **_problems(400, 401, 403, 404, 503)},
+    @documented(
+        "sessions_queue",
+        "A session's queue, in order",
+        "The queued plans, the next to be pulled first. Paginated; supports If-None-Match.",
+        TAG_SESSIONS,
+        s.QueuePageSerializer,
+        parameters=[SESSION_IN_PATH, *PAGED],
+        conditional=True,
     )
     def get(self, request, name: str):
         name = _session_name(name)
@@ -306,21 +344,14 @@ STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
 class SessionPlansView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="sessions_plans",
-        summary="A session's plans, by status",
-        description=(
-            "Every plan of the session (or those in one state), oldest first. Paginated; supports If-None-Match."
-        ),
-        tags=TAG_PLANS,
-        parameters=[
-            SESSION_IN_PATH,
-            STATUS.openapi(),
-            params.PAGE.openapi(),
-            params.PAGE_SIZE.openapi(),
-            IF_NONE_MATCH,
-        ],
-        responses={200: s.PlanPageSerializer, **NOT_MODIFIED, **_problems(400, 401, 403, 404, 503)},
+    @documented(
+        "sessions_plans",
+        "A session's plans, by status",
+        "Every plan of the session (or those in one state), oldest first. Paginated; supports If-None-Match.",
+        TAG_PLANS,
+        s.PlanPageSerializer,
+        parameters=[SESSION_IN_PATH, STATUS, *PAGED],
+        conditional=True,
     )
     def get(self, request, name: str):
         name = _session_name(name)
@@ -331,16 +362,15 @@ class SessionPlansView(ReadOnlyView):
 class PlanDetailView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
-    @extend_schema(
-        operation_id="plans_retrieve",
-        summary="One plan",
-        description=(
-            "A plan in any state with every section, its outcome or discard reason, and its events. "
-            "Supports If-None-Match."
-        ),
-        tags=TAG_PLANS,
-        parameters=[SESSION_IN_PATH, PLAN_IN_PATH, IF_NONE_MATCH],
-        responses={200: s.PlanDetailSerializer, **NOT_MODIFIED, **_problems(401, 403, 404, 503)},
+    @documented(
+        "plans_retrieve",
+        "One plan",
+        "A plan in any state with every section, its outcome or discard reason, and its events. "
+        "Supports If-None-Match.",
+        TAG_PLANS,
+        s.PlanDetailSerializer,
+        parameters=PLAN_PATH,
+        conditional=True,
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
@@ -355,13 +385,13 @@ class PlanDetailView(ReadOnlyView):
 class SessionValidationView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="sessions_validation",
-        summary="Check a session's invariants",
-        description="One active plan at most, queue order intact, plan files matching the database, no stray files.",
-        tags=TAG_SESSIONS,
+    @documented(
+        "sessions_validation",
+        "Check a session's invariants",
+        "One active plan at most, queue order intact, plan files matching the database, no stray files.",
+        TAG_SESSIONS,
+        s.ValidationSerializer,
         parameters=[SESSION_IN_PATH],
-        responses={200: s.ValidationSerializer, **_problems(401, 403, 404, 503)},
     )
     def get(self, request, name: str):
         name = _session_name(name)
@@ -373,16 +403,14 @@ class SessionValidationView(ReadOnlyView):
 class SessionExportView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
-    @extend_schema(
-        operation_id="sessions_export",
-        summary="Export a session",
-        description=(
-            "The whole session as one document: the session, every plan in every state with all its fields, "
-            "and every event. `manage.py nineplan_import FILE` restores it into a database without that session."
-        ),
-        tags=TAG_SESSIONS,
+    @documented(
+        "sessions_export",
+        "Export a session",
+        "The whole session as one document: the session, every plan in every state with all its fields, "
+        "and every event. `manage.py nineplan_import FILE` restores it into a database without that session.",
+        TAG_SESSIONS,
+        s.ExportSerializer,
         parameters=[SESSION_IN_PATH],
-        responses={200: s.ExportSerializer, **_problems(401, 403, 404, 503)},
     )
     def get(self, request, name: str):
         # Streamed as it is read: memory stays flat whatever the session's size. The
@@ -403,17 +431,15 @@ HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per
 class HistorySearchView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
-    @extend_schema(
-        operation_id="history_search",
-        summary="Search completed plans",
-        description=(
-            "Full-text search over the goal, context, inputs, outputs and outcome of completed plans "
-            "(discarded plans are never found), best match first (BM25 on SQLite). "
-            f"Pages run over the {HISTORY_DEPTH} best matches."
-        ),
-        tags=TAG_PLANS,
-        parameters=[QUERY.openapi(), HISTORY_SESSION.openapi(), params.PAGE.openapi(), HISTORY_PAGE_SIZE.openapi()],
-        responses={200: s.HistoryPageSerializer, **_problems(400, 401, 403, 404, 503)},
+    @documented(
+        "history_search",
+        "Search completed plans",
+        "Full-text search over the goal, context, inputs, outputs and outcome of completed plans "
+        "(discarded plans are never found), best match first (BM25 on SQLite). "
+        f"Pages run over the {HISTORY_DEPTH} best matches.",
+        TAG_PLANS,
+        s.HistoryPageSerializer,
+        parameters=[QUERY, HISTORY_SESSION, params.PAGE, HISTORY_PAGE_SIZE],
     )
     def get(self, request):
         query = QUERY.parse(request)
@@ -466,18 +492,16 @@ FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, d
 class EventFeedView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
-    @extend_schema(
-        operation_id="events_list",
-        summary="Follow the event feed",
-        description=(
-            "Every lifecycle step (plan created, pulled, deferred, noted, completed, discarded, ...) in the order "
-            "it happened. Start without `after`, then pass each answer's `next_cursor` as `after`: "
-            "every event arrives exactly once, in order, even while agents are writing. "
-            "When `has_more` is false you are up to date; poll again later with the same cursor."
-        ),
-        tags=["events"],
-        parameters=[Cursor.openapi(), FEED_SESSION.openapi(), FEED_PLAN.openapi(), FEED_LIMIT.openapi()],
-        responses={200: s.EventPageSerializer, **_problems(400, 401, 403, 404, 503)},
+    @documented(
+        "events_list",
+        "Follow the event feed",
+        "Every lifecycle step (plan created, pulled, deferred, noted, completed, discarded, ...) in the order "
+        "it happened. Start without `after`, then pass each answer's `next_cursor` as `after`: "
+        "every event arrives exactly once, in order, even while agents are writing. "
+        "When `has_more` is false you are up to date; poll again later with the same cursor.",
+        ["events"],
+        s.EventPageSerializer,
+        parameters=[Cursor, FEED_SESSION, FEED_PLAN, FEED_LIMIT],
     )
     def get(self, request):
         after = Cursor.parse(request)
