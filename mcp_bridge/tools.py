@@ -531,10 +531,18 @@ def plan_complete(
         if plan.status == Plan.Status.IN_REVIEW:
             data["status"] = plan.status
             done = "Plan submitted for review: a reviewer approves it (then it is searchable) or sends it back."
-            hint = "Next: 9plan_queue_pull." if status.next_id else "Nothing else is queued."
         else:
             done = "Plan completed."
-            hint = "Next: 9plan_queue_pull." if status.next_id else "The queue is empty: task complete! 🎉"
+        if status.next_id:
+            hint = "Next: 9plan_queue_pull."
+        elif status.unfinished:
+            data["unfinished_count"] = status.unfinished
+            hint = (
+                f"Nothing else is queued, but {status.unfinished} plan(s) are still active with other workers or "
+                "await review: the task is not done yet."
+            )
+        else:
+            hint = "The queue is empty: task complete! 🎉"
         return _plan_written(name, written, f"{done} {hint}", **data)
 
     return _call(ctx, session_name, body)

@@ -294,20 +294,28 @@ class QueueStatus:
     completed: int
     next_id: str | None
     next_goal: str | None
+    # Plans neither queued nor finished: held by workers, in review, or held after review.
+    # While there are any, an empty queue does not mean the task is done.
+    unfinished: int = 0
+
+
+UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 
 
 def queue_status(name: str) -> QueueStatus:
-    """The queue's length, its next plan and the completed count of a session known to
-    exist: what an agent needs after finishing a plan, in one statement."""
+    """The queue's length, its next plan, the completed count and how many plans are still
+    out of the queue unfinished, for a session known to exist: what an agent needs after
+    finishing a plan, in one statement."""
     with connection.cursor() as cur:
         cur.execute(
-            f"""SELECT s.count_queued, s.count_completed, front.id, front.goal
+            f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
+                (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN (%s, %s, %s))
             FROM {_SESSIONS} AS s LEFT JOIN (
                 SELECT id, goal FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s
                 ORDER BY sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",
-            [name, Plan.Status.QUEUED, name],
+            [name, *UNFINISHED, name, Plan.Status.QUEUED, name],
         )
         row = cur.fetchone()
     if row is None:

@@ -14,7 +14,7 @@ every unsafe method); integrations use token authentication, which needs none.
 from __future__ import annotations
 
 from django.utils.http import parse_etags
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse
+from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
@@ -35,6 +35,7 @@ from sessions_app.api.views import (
     _plan_id,
     _session_name,
     documented,
+    etag_header,
 )
 from sessions_app.errors import PlanNotFound
 
@@ -54,13 +55,7 @@ class ReviewDecisionSerializer(serializers.Serializer):
     )
 
 
-IF_MATCH = OpenApiParameter(
-    "If-Match",
-    type=str,
-    location=OpenApiParameter.HEADER,
-    required=True,
-    description="The plan's ETag, from GET /api/sessions/{name}/plans/{plan_id}/.",
-)
+IF_MATCH = etag_header("If-Match", "The plan's ETag, from GET /api/sessions/{name}/plans/{plan_id}/.", required=True)
 
 
 def _matches(header: str, etag: str) -> bool:

@@ -63,12 +63,15 @@ def _problems(*codes: int) -> dict:
     }
 
 
-IF_NONE_MATCH = OpenApiParameter(
+def etag_header(name: str, description: str, *, required: bool) -> OpenApiParameter:
+    """A conditional request's header carrying an ETag (If-None-Match, If-Match)."""
+    return OpenApiParameter(name, type=str, location=OpenApiParameter.HEADER, required=required, description=description)
+
+
+IF_NONE_MATCH = etag_header(
     "If-None-Match",
-    type=str,
-    location=OpenApiParameter.HEADER,
+    "The ETag of an earlier answer: a 304 without a body comes back if nothing changed.",
     required=False,
-    description="The ETag of an earlier answer: a 304 without a body comes back if nothing changed.",
 )
 SESSION_IN_PATH = OpenApiParameter(
     "name",

@@ -40,3 +40,20 @@ def nineplan_duration(value: timedelta | None) -> str:
     if minutes:
         parts.append(f"{minutes} minute{'s' if minutes != 1 else ''}")
     return " ".join(parts)
+
+
+@register.inclusion_tag("admin/sessions_app/button_form.html", takes_context=True)
+def button_form(context, action: str, label: str, *, id: str = "", title: str = "", css: str = "", next: str = "", **fields):
+    """A form of one button that posts to ``action`` (a staff or reviewer action): ``next``
+    is where to come back to, ``fields`` become hidden inputs.
+    ``{% url 'admin:sessions_app_plan_act' plan.id 'move' as to %}{% button_form to "front" position="front" %}``."""
+    return {
+        "csrf_token": context.get("csrf_token"),
+        "action": action,
+        "label": label,
+        "id": id,
+        "title": title,
+        "css": css,
+        "next": next,
+        "fields": list(fields.items()),
+    }

@@ -22,6 +22,8 @@ async def test_the_whole_review_loop(client, sessions_dir):
     data = ok(done, name)
     assert data["status"] == "in_review"
     assert "submitted for review" in done.content[0].text
+    # Its own review is what is left: the task is not done yet.
+    assert data["unfinished_count"] == 1 and "task is not done yet" in done.content[0].text
     assert ok(await client.call_tool("9plan_history_search", {"query": "tokenizer"}), name)["results"] == []
     resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
     assert resumed["in_review"] == [{"id": plan_id, "goal": "Write the tokenizer"}]

@@ -85,3 +85,20 @@ async def test_renew_then_lease_lost_and_the_next_holder_sees_the_late_text(clie
     ok(await client.call_tool("9plan_plan_defer", {"worker": "fast", "reason": "handing over"}), name)
     handed = ok(await client.call_tool("9plan_queue_pull", {"worker": "third"}), name)
     assert [(w["worker"], w["text"]) for w in handed["late_writes"]] == [("slow", "my late finding")]
+
+
+async def test_completing_the_last_queued_plan_while_others_work_is_not_task_complete(client):
+    name = await create(client, task_description="two at once")
+    ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal="A"), plan_args(goal="B")]}), name)
+    ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-1"}), name)
+    ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-2"}), name)
+
+    first = await client.call_tool("9plan_plan_complete", {"outcome": "A done", "worker": "sub-1"})
+    data = ok(first, name)
+    assert data["next"] is None and data["unfinished_count"] == 1
+    assert "task complete" not in first.content[0].text.lower()
+    assert "1 plan(s) are still active with other workers or await review" in first.content[0].text
+
+    last = await client.call_tool("9plan_plan_complete", {"outcome": "B done", "worker": "sub-2"})
+    assert "unfinished_count" not in ok(last, name)
+    assert "task complete! 🎉" in last.content[0].text

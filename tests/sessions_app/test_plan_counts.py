@@ -68,11 +68,13 @@ def test_reads_take_the_counts_from_the_session_row(session):
     state = queries.session_state(session.name)
     assert (state.queue_length, state.completed_count, state.discarded_count) == (3, 1, 0)
     status = queries.queue_status(session.name)
-    assert (status.length, status.completed) == (3, 1)
+    assert (status.length, status.completed, status.unfinished) == (3, 1, 0)
     assert status.next_id == state.queue[0].id
     assert queries.queue_length(session.name) == 3
     row = queries.sessions_with_counts().get(name=session.name)
     assert (row.queue_length, row.completed_count, row.discarded_count, row.has_active_plan) == (3, 1, 0, False)
+    services.plan_pull(session_name=session.name)
+    assert (queries.queue_status(session.name).length, queries.queue_status(session.name).unfinished) == (2, 1)
 
 
 def test_queue_status_of_a_missing_session_is_session_not_found(db):
