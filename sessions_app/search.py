@@ -174,6 +174,26 @@ SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4
 SMALL_SESSION = 64  # completed plans
 SMALL_SESSION_CHARS = 131_072  # of searched text in them
 SCOPE_TABLE = "nineplan_session_scope"
+# The index's columns, and the SQL that gives them from a plan row ("new." or "old." in a
+# trigger, nothing in a plain SELECT): the session's key is made the way session_key()
+# makes it.
+INDEXED = "plan_id, session_name, session_key, goal, context, inputs, outputs, outcome"
+
+
+def _indexed_values(row: str) -> str:
+    return (
+        f"{row}id, {row}session_name, char(57344) || replace({row}session_name, '-', '0'), "
+        f"{row}goal, {row}context, {row}inputs, {row}outputs, {row}outcome"
+    )
+
+
+# The old row's entry, found through its session's key (see _session_match), so that a
+# delete reads that session's entries only.
+_OLD_ENTRY = (
+    f"""{FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'"""
+    " AND plan_id = old.id"
+)
+
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, session_key,
@@ -181,28 +201,18 @@ SQLITE_SCHEMA = [
         tokenize='porter unicode61 remove_diacritics 2')""",
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {PLAN_TABLE}
         WHEN new.status = 'completed' BEGIN
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        VALUES (new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
-                new.goal, new.context, new.inputs, new.outputs, new.outcome);
+        INSERT INTO {FTS_TABLE}({INDEXED}) VALUES ({_indexed_values("new.")});
         END""",
     # One trigger for both directions: two triggers on one event fire in an order
-    # SQLite does not promise, and delete-after-insert would drop the row. The old row is
-    # found through its session's key, so the delete reads that session's entries only.
+    # SQLite does not promise, and delete-after-insert would drop the row.
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_au AFTER UPDATE ON {PLAN_TABLE}
         WHEN old.status = 'completed' OR new.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE} WHERE old.status = 'completed'
-            AND {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
-            AND plan_id = old.id;
-        INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-        SELECT new.id, new.session_name, char(57344) || replace(new.session_name, '-', '0'),
-               new.goal, new.context, new.inputs, new.outputs, new.outcome
-        WHERE new.status = 'completed';
+        DELETE FROM {FTS_TABLE} WHERE old.status = 'completed' AND {_OLD_ENTRY};
+        INSERT INTO {FTS_TABLE}({INDEXED}) SELECT {_indexed_values("new.")} WHERE new.status = 'completed';
         END""",
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ad AFTER DELETE ON {PLAN_TABLE}
         WHEN old.status = 'completed' BEGIN
-        DELETE FROM {FTS_TABLE}
-        WHERE {FTS_TABLE} MATCH 'session_key : "' || char(57344) || replace(replace(old.session_name, '-', '0'), '"', '""') || '"'
-            AND plan_id = old.id;
+        DELETE FROM {FTS_TABLE} WHERE {_OLD_ENTRY};
         END""",
 ]
 SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
@@ -256,9 +266,7 @@ def rebuild_index() -> int:
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {FTS_TABLE}")
         cur.execute(
-            f"""INSERT INTO {FTS_TABLE}(plan_id, session_name, session_key, goal, context, inputs, outputs, outcome)
-            SELECT id, session_name, char(57344) || replace(session_name, '-', '0'), goal, context, inputs, outputs, outcome
-            FROM {PLAN_TABLE} WHERE status = 'completed'"""
+            f"INSERT INTO {FTS_TABLE}({INDEXED}) SELECT {_indexed_values('')} FROM {PLAN_TABLE} WHERE status = 'completed'"
         )
         return cur.rowcount
 
