@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import logging
 
 from django.core.management.base import BaseCommand
 
 from nineplan.progress import Progress
+from sessions_app.identifiers import is_session_name
 
 # -v 0 and 1 (the default): warnings and errors only; -v 2: info; -v 3: debug.
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}
@@ -44,3 +46,14 @@ class PersonCommand(BaseCommand):
             # The raw stream: Django's wrapper would colour every progress line as an error.
             self._progress = Progress(getattr(self.stderr, "_out", self.stderr))
         return self._progress
+
+
+def session_name(value: str) -> str:
+    """An argparse type: a session's three-word name, refused before the command runs."""
+    if not is_session_name(value):
+        raise argparse.ArgumentTypeError(f"{value!r} is not a session name (three lowercase words joined by '-')")
+    return value
+
+
+def add_session_option(parser) -> None:
+    parser.add_argument("--session", type=session_name, help="only this session (three-word name)")

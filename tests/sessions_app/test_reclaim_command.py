@@ -53,3 +53,12 @@ def test_the_repair_lists_then_reclaims_an_expired_claim(expired):
     repair.repair_all(apply=True)
     assert Plan.objects.get(id=plan.id).status == Plan.Status.QUEUED
     assert Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_RECLAIMED).count() == 1
+
+
+@pytest.mark.parametrize("command", ["nineplan_reclaim", "nineplan_repair"])
+def test_a_malformed_session_name_is_refused_before_anything_runs(expired, command):
+    session, plan = expired
+    with pytest.raises(CommandError, match=r"--session: '\.\./etc' is not a session name \(three lowercase words"):
+        call_command(command, "--session", "../etc", "--apply" if command == "nineplan_repair" else "--verbosity=1")
+    assert Plan.objects.get(id=plan.id).status == Plan.Status.ACTIVE
+    assert not Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED).exists()

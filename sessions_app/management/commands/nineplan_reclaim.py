@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand
+from nineplan.commands import PersonCommand, add_session_option
 from sessions_app import services
 from sessions_app.errors import NineplanError
-from sessions_app.identifiers import is_session_name
 
 
 class Command(PersonCommand):
@@ -17,11 +16,9 @@ class Command(PersonCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--session", help="only this session (three-word name)")
+        add_session_option(parser)
 
     def handle(self, *args, session=None, **options):
-        if session is not None and not is_session_name(session):
-            raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
         try:
             reclaimed = services.reclaim_expired(session_name=session)
         except NineplanError as exc:

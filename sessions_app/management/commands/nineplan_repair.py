@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand
+from nineplan.commands import PersonCommand, add_session_option
 from sessions_app import repair
-from sessions_app.identifiers import is_session_name
 
 
 class Command(PersonCommand):
@@ -17,11 +16,9 @@ class Command(PersonCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("--apply", action="store_true", help="carry out the repairs (default: only list them)")
-        parser.add_argument("--session", help="only this session (three-word name)")
+        add_session_option(parser)
 
     def handle(self, *args, apply=False, session=None, **options):
-        if session is not None and not is_session_name(session):
-            raise CommandError(f"--session {session!r} is not a session name (three lowercase words joined by '-').")
         actions = repair.repair_all(apply=apply, session_name=session, progress=self.progress())
         verb = "repaired" if apply else "would repair"
         alone = [a for a in actions if a.kind == "left_alone"]
