@@ -89,7 +89,6 @@ def _secret_key() -> str:
     return key
 
 
-SECRET_KEY = _secret_key()
 ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", [])
 
@@ -151,6 +150,10 @@ WSGI_APPLICATION = "nineplan.wsgi.application"
 ASGI_APPLICATION = "nineplan.asgi.application"
 
 
+# Folders the settings need, made only once every setting was accepted (at the end).
+_folders_to_make: list[Path] = []
+
+
 def _databases() -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
     if url and not url.startswith("sqlite"):
@@ -189,13 +192,7 @@ def _databases() -> dict:
             path = Path.cwd() / path
     else:
         path = NINEPLAN_DATA_DIR / "9plan.sqlite3"
-    try:
-        # SQLite creates the file but not its folder: a first `9plan migrate` on a fresh
-        # machine would fail without this. A folder that cannot be made is reported by
-        # the connection itself, with SQLite's own message.
-        path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError:
-        pass
+    _folders_to_make.append(path.parent)
     return {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -319,6 +316,17 @@ SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
 SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https") if BEHIND_PROXY else None
 
 LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, on stderr.
+
+# Last, once every setting above was accepted: a refused one stops 9plan before anything is
+# written to the data directory. SQLite creates its database file but not the folder: a
+# first `9plan migrate` on a fresh machine would fail without it (a folder that cannot be
+# made is reported by the connection itself, with SQLite's own message).
+for _folder in _folders_to_make:
+    try:
+        _folder.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        pass
+SECRET_KEY = _secret_key()
 
 from nineplan.logging import configure_logging  # noqa: E402
 

@@ -164,33 +164,6 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
     assert not [entry for entry in logs if entry["level"] == "error"]
 
 
-@pytest.mark.parametrize(
-    ("variable", "value", "accepted"),
-    [
-        ("NINEPLAN_LOG_LEVEL", "loud", "debug|info|warn|error"),
-        ("NINEPLAN_TRANSPORT", "ftp", "stdio|http"),
-        ("NINEPLAN_HTTP_PORT", "abc", "whole number"),
-    ],
-)
-def test_bad_configuration_stops_the_server_before_it_speaks(tmp_path, variable, value, accepted):
-    data_dir = tmp_path / "data"
-    result = subprocess.run(
-        [PYTHON, MANAGE, "mcp"],
-        env=server_env(data_dir, **{variable: value}),
-        cwd=REPO,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=120,
-    )
-    assert result.returncode != 0
-    assert result.stdout == b""
-    message = result.stderr.decode()
-    assert variable in message and repr(value) in message and accepted in message, message
-    assert "Traceback" not in message
-    # Nothing was initialised from a configuration that was refused.
-    assert not data_dir.exists()
-
-
 @pytest.mark.anyio
 async def test_the_server_reclaims_an_expired_claim_by_itself_and_stdout_stays_json_rpc(tmp_path):
     data_dir = tmp_path / "data"
