@@ -59,6 +59,7 @@ SIZES = {
     "workers_count": (8, 8),
     "workers_seconds": (5, 1),
     "workers_plans": (2_000, 200),
+    "workers_rounds": (3, 1),
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),

@@ -88,6 +88,18 @@ def _race(data_dir: Path, database_url: str, assignments: list[tuple[str, str]],
     }
 
 
+def _pooled(runs: list[dict]) -> dict:
+    """Several races of one side as one: the median race's rate, every latency, all counts."""
+    return {
+        "cycles_per_s": median([r["cycles_per_s"] for r in runs]),
+        "cycles": sum(r["cycles"] for r in runs),
+        "latencies": {s: [x for r in runs for x in r["latencies"][s]] for s in STEPS},
+        "cpu_per_cycle": median([r["cpu_per_cycle"] for r in runs]),
+        "errors": sum(r["errors"] for r in runs),
+        "busy_workers": min(r["busy_workers"] for r in runs),
+    }
+
+
 def _seed(sessions: dict[str, int]) -> None:
     """Queued plans, inserted directly: the set-up is not what is measured."""
     text = TextMaker()
@@ -121,12 +133,29 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
     shared = services.session_create(task_description="one session, many workers", actor="bench").name
     own = [services.session_create(task_description=f"worker {i} alone", actor="bench").name for i in range(workers)]
     _seed({shared: workers * per_worker, **{name: per_worker for name in own}})
+    if connections["default"].vendor == "postgresql":
+        # Statistics for the plans just loaded, as a database in use has them: left to
+        # autovacuum, they arrived at a random point of the races and the planner's choice
+        # (and the figures) changed with it.
+        with connections["default"].cursor() as cur:
+            cur.execute("ANALYZE")
     connections.close_all()
 
-    together = _race(data_dir, database_url, [(shared, f"w{i}") for i in range(workers)], seconds)
-    apart = _race(data_dir, database_url, [(name, "default") for name in own], seconds)
+    # The two races take turns, in alternating order, ROUNDS times each: eight processes on
+    # two cores make one five-second race noisy (a baseline moved 2x between two runs), and
+    # taking turns keeps a slow spell of the machine from landing on one side only.
+    runs: dict[str, list[dict]] = {"together": [], "apart": []}
+    races = {
+        "together": [(shared, f"w{i}") for i in range(workers)],
+        "apart": [(name, "default") for name in own],
+    }
+    for round_ in range(params["workers_rounds"]):
+        for side in ("together", "apart") if round_ % 2 == 0 else ("apart", "together"):
+            runs[side].append(_race(data_dir, database_url, races[side], seconds))
+    together, apart = _pooled(runs["together"]), _pooled(runs["apart"])
     progress(
         f"workers ({label}): {together['cycles']:,} cycles on one session, {apart['cycles']:,} on {workers} sessions"
+        f" ({len(runs['together'])} races each)"
     )
     ratio = together["cycles_per_s"] / apart["cycles_per_s"] if apart["cycles_per_s"] else 0.0
 

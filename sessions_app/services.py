@@ -666,11 +666,20 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     worker = inputs.worker(worker)
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
+    name = inputs.session_name(session_name)
     with transactions.write() as undo:
-        session = _lock_session(session_name)
         now = clock.now()
-        _reclaim_expired(session, now, undo)
-        held = statements.held_plan_id(session.name, worker)
+        # Whether a claim ran out is read before the session row is locked: on PostgreSQL
+        # every claim of the session waits for that row, from the lock to the commit, and
+        # a claim rarely runs out (one that runs out after this read is reclaimed by the
+        # next pull). The worker's own plan is read under the lock: read before it, a plan
+        # the worker claimed in another process meanwhile would be missed, and the claim
+        # below would wait on that process's completion while it waits for the session.
+        expiring = statements.has_expired_claims(name, now)
+        session = _lock_session(name)
+        if expiring:
+            _reclaim_expired(session, now, undo)
+        held, lost_a_claim = statements.worker_before_claim(session.name, worker)
         plan = None if held else statements.first_ready(session.name)
         if held:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
@@ -695,7 +704,8 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
                 raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
             if claimed != 1:
                 raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
-            statements.forget_lost_claim(session.name, worker)
+            if lost_a_claim:
+                statements.forget_lost_claim(session.name, worker)
             detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
             _event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
             # Restored inside the transaction: if the file cannot be written the pull is
@@ -847,8 +857,10 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         plan.completed_at = None if reviewed else clock.now()
         plan.lease_expires_at = None
         _touch(plan)
-        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
+        # The event first: on PostgreSQL the status change takes the session row (its
+        # counts), and every claim of the session waits for that row until the commit.
         _event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, held.actor, plan)
+        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
     written = _retire_file(plan, absorbed)
     log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": held.worker})
     return written

@@ -143,8 +143,14 @@ def when(value: datetime) -> Any:
 def session_for_write(name: str, *, lock: bool = True) -> Session | None:
     """The session row with its counts and options; on PostgreSQL also locked until the
     transaction ends when ``lock`` (on SQLite, BEGIN IMMEDIATE has already serialised the
-    writers)."""
-    lock_clause = " FOR UPDATE" if lock and connection.vendor != "sqlite" else ""
+    writers).
+
+    The lock is FOR NO KEY UPDATE, what an UPDATE of the counts takes anyway, never FOR
+    UPDATE: rows that refer to the session (events, plans) take a share of its key, which FOR
+    UPDATE would wait for. A writer that inserted an event and then changed a plan's status
+    would then strengthen its own lock while a pull waited for FOR UPDATE: a deadlock. The
+    plans' row locks are the same for the same reason."""
+    lock_clause = " FOR NO KEY UPDATE" if lock and connection.vendor != "sqlite" else ""
     columns = ", ".join(f.column for f in _LOCKED_SESSION_FIELDS)
     rows = load(
         Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock_clause}", [name]
@@ -158,7 +164,7 @@ def _for_update(*, skip_locked: bool = False) -> str:
     row must never wait for a plan row (docs/design.md, "Transactions and writer turns")."""
     if connection.vendor == "sqlite":
         return ""
-    return " FOR UPDATE OF t SKIP LOCKED" if skip_locked else " FOR UPDATE OF t"
+    return " FOR NO KEY UPDATE OF t SKIP LOCKED" if skip_locked else " FOR NO KEY UPDATE OF t"
 
 
 _HELD_COLUMNS = ", ".join(f"t.{f.column}" for f in _PLAN_FIELDS)
@@ -242,6 +248,16 @@ def expired_claims(session_name: str, now: datetime) -> list[Plan]:
     )
 
 
+def has_expired_claims(session_name: str, now: datetime) -> bool:
+    """Whether a claim of the session ran out before ``now`` (a plain read, no lock)."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT 1 FROM {PLANS} WHERE session_name = %s AND status = %s AND lease_expires_at < %s LIMIT 1",
+            [session_name, Plan.Status.ACTIVE, when(now)],
+        )
+        return cur.fetchone() is not None
+
+
 def sessions_with_expired_claims(now: datetime) -> list[str]:
     with connection.cursor() as cur:
         cur.execute(
@@ -280,6 +296,19 @@ def record_lost_claim(session_name: str, worker: str, plan_id: str, at: datetime
             f"INSERT INTO {LOST} (session_name, worker, plan_id, lost_at) VALUES (%s, %s, %s, %s)",
             [session_name, worker, plan_id, when(at)],
         )
+
+
+def worker_before_claim(session_name: str, worker: str) -> tuple[str | None, bool]:
+    """The plan the worker holds (or None), and whether it lost a claim it has not been
+    told of: what a pull reads under the session's lock, in one statement."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""SELECT (SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND worker = %s),
+                EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND worker = %s)""",
+            [session_name, Plan.Status.ACTIVE, worker, session_name, worker],
+        )
+        held, lost = cur.fetchone()
+    return held, bool(lost)
 
 
 def forget_lost_claim(session_name: str, worker: str) -> None:
