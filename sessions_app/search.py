@@ -172,7 +172,7 @@ def shorter_stems(word: str) -> list[str]:
 
 SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
 SMALL_SESSION = 64  # completed plans
-SMALL_SESSION_CHARS = 131_072  # of searched text in them
+SMALL_SESSION_CHARS = 65_536  # of searched text in them
 SCOPE_TABLE = "nineplan_session_scope"
 # The index's columns, and the SQL that gives them from a plan row ("new." or "old." in a
 # trigger, nothing in a plain SELECT): the session's key is made the way session_key()
