@@ -110,6 +110,19 @@ class PlanDetail:
         return self.dependencies.ready and not self.plan.waiting_for_person
 
 
+def _not_found(name: str, plan_id: str):
+    queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
+    raise PlanNotFound.in_session(plan_id, name)
+
+
+def plan(name: str, plan_id: str) -> Plan:
+    """The plan alone, for what hangs off it (its revisions): one query."""
+    found = Plan.objects.filter(session_id=name, id=plan_id).first()
+    if found is None:
+        _not_found(name, plan_id)
+    return found
+
+
 def plan_detail(name: str, plan_id: str) -> PlanDetail:
     """The plan, its place, its first events and how many there are (three queries at most)."""
     plan = (
@@ -118,8 +131,7 @@ def plan_detail(name: str, plan_id: str) -> PlanDetail:
         .first()
     )
     if plan is None:
-        queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
-        raise PlanNotFound.in_session(plan_id, name)
+        _not_found(name, plan_id)
     return PlanDetail(
         plan=plan,
         place=queries.queue_place(plan),

@@ -127,11 +127,6 @@ class RevisionDetailSerializer(RevisionSerializer):
     )
 
 
-def _plan(name: str, plan_id: str):
-    detail = api_reads.plan_detail(name, plan_id)
-    return detail
-
-
 class PlanRevisionsView(ReadOnlyView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
@@ -145,7 +140,7 @@ class PlanRevisionsView(ReadOnlyView):
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
-        plan = _plan(name, plan_id).plan
+        plan = api_reads.plan(name, plan_id)
         rows = [revisions.Version(r) for r in plan.revisions.order_by("-number")]
         return Response(RevisionSerializer(rows, many=True).data)
 
@@ -163,7 +158,7 @@ class PlanRevisionView(ReadOnlyView):
     )
     def get(self, request, name: str, plan_id: str, number: str):
         name, plan_id = _session_name(name), _plan_id(plan_id)
-        plan = _plan(name, plan_id).plan
+        plan = api_reads.plan(name, plan_id)
         found = revisions.revision(plan, int(number)) if number.isascii() and number.isdigit() and len(number) < 10 else None
         if found is None:
             raise PlanNotFound(f"Plan {plan_id} has no revision {inputs.shown(number)}.")

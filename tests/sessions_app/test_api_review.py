@@ -171,3 +171,7 @@ def test_revisions_list_and_one(api, session):
     assert api.get(url(plan, "revisions/3/")).json()["before"] == {"notes": "First finding"}
     problem(api.get(url(plan, "revisions/9/")), 404, "PLAN_NOT_FOUND")
     assert Revision.objects.filter(plan=plan).count() == 3
+    # A plan of another session, or a session that does not exist, is not found as such.
+    problem(api.get(f"/api/sessions/brave-amber-otter/plans/{plan.id}/revisions/"), 404, "SESSION_NOT_FOUND")
+    other = services.session_create()
+    problem(api.get(f"/api/sessions/{other.name}/plans/{plan.id}/revisions/"), 404, "PLAN_NOT_FOUND")
