@@ -56,6 +56,7 @@ SIZES = {
     "search_repeats": (10, 2),
     "throughput_processes": (4, 4),
     "throughput_seconds": (5, 1),
+    "throughput_rounds": (3, 1),
     "workers_count": (8, 8),
     "workers_seconds": (5, 1),
     "workers_plans": (2_000, 200),

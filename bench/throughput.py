@@ -99,6 +99,19 @@ def _race(data_dir: Path, sessions: list[str], seconds: float) -> dict:
     }
 
 
+def _pooled(runs: list[dict]) -> dict:
+    """Several races of one side as one: the median race's rate and CPU per operation,
+    every latency, all errors."""
+    return {
+        "latencies": [x for r in runs for x in r["latencies"]],
+        "ops": median([r["ops"] for r in runs]),
+        "cpu_per_op": median([r["cpu_per_op"] for r in runs]),
+        "locked": sum(r["locked"] for r in runs),
+        "other": sum(r["other"] for r in runs),
+        "elapsed": sum(r["elapsed"] for r in runs),
+    }
+
+
 def run(data_dir: Path, params: dict) -> dict:
     setup_django(data_dir)
     from sessions_app import services
@@ -117,12 +130,20 @@ def run(data_dir: Path, params: dict) -> dict:
 
     connections.close_all()
     seconds = params["throughput_seconds"]
-    # One process alone first: its rate and CPU per operation bound what several
-    # processes can reach on this machine's cores.
-    alone = _race(data_dir, sessions[:1], seconds)
-    race = _race(data_dir, sessions[1:], seconds)
+    # One process alone (its rate and CPU per operation bound what several processes can
+    # reach on this machine's cores) and the processes together take turns, in alternating
+    # order, ROUNDS times each: one five-second race of each gave CPU ratios from 1.05x to
+    # 1.52x on an idle machine, and taking turns keeps a slow spell on one side only.
+    runs: dict[str, list[dict]] = {"alone": [], "together": []}
+    for round_ in range(params["throughput_rounds"]):
+        for side in ("alone", "together") if round_ % 2 == 0 else ("together", "alone"):
+            runs[side].append(_race(data_dir, sessions[:1] if side == "alone" else sessions[1:], seconds))
+    alone, race = _pooled(runs["alone"]), _pooled(runs["together"])
     latencies = race["latencies"]
-    progress(f"throughput: {len(latencies):,} operations in {race['elapsed']:.1f} s by {processes} processes")
+    progress(
+        f"throughput: {len(latencies):,} operations in {race['elapsed']:.1f} s by {processes} processes"
+        f" ({len(runs['together'])} races)"
+    )
     label = f"{processes} processes, {seconds:g} s"
     cores = os.cpu_count() or 1
 
