@@ -150,10 +150,6 @@ WSGI_APPLICATION = "nineplan.wsgi.application"
 ASGI_APPLICATION = "nineplan.asgi.application"
 
 
-# Folders the settings need, made only once every setting was accepted (at the end).
-_folders_to_make: list[Path] = []
-
-
 def _databases() -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
     if url and not url.startswith("sqlite"):
@@ -192,7 +188,6 @@ def _databases() -> dict:
             path = Path.cwd() / path
     else:
         path = NINEPLAN_DATA_DIR / "9plan.sqlite3"
-    _folders_to_make.append(path.parent)
     return {
         "default": {
             "ENGINE": "django.db.backends.sqlite3",
@@ -321,9 +316,9 @@ LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, o
 # written to the data directory. SQLite creates its database file but not the folder: a
 # first `9plan migrate` on a fresh machine would fail without it (a folder that cannot be
 # made is reported by the connection itself, with SQLite's own message).
-for _folder in _folders_to_make:
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     try:
-        _folder.mkdir(parents=True, exist_ok=True)
+        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
     except OSError:
         pass
 SECRET_KEY = _secret_key()

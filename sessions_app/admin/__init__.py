@@ -250,6 +250,7 @@ class SessionAdmin(NineplanAdmin):
             in_review_count=page.in_review[1],
             held_plans=page.held[0],
             held_count=page.held[1],
+            awaiting_count=page.in_review[1] + page.held[1],
             timeline=render.timeline(page.events),
             event_count=page.event_count,
             chart=render.chart(page.series),
