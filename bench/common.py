@@ -16,6 +16,7 @@ import random
 import subprocess
 import statistics
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -248,6 +249,18 @@ def write_plan_files(session: str, rows: list[tuple[str, dict]]) -> None:
     folder.mkdir(parents=True, exist_ok=True)
     for plan_id, sections in rows:
         (folder / f"{plan_id}.txt").write_text(planfiles.render(sections), encoding="utf-8")
+
+
+def take_turns(rounds: int, races: dict[str, Callable[[], dict]]) -> dict[str, list[dict]]:
+    """Each race ``rounds`` times, taking turns in alternating order (A B, B A, A B ...), so
+    that a slow spell of a shared machine does not land on one side only; each race's
+    results, in order."""
+    names = list(races)
+    runs: dict[str, list[dict]] = {name: [] for name in names}
+    for round_ in range(rounds):
+        for name in names if round_ % 2 == 0 else names[::-1]:
+            runs[name].append(races[name]())
+    return runs
 
 
 def race(commands: list[list[str]], env: dict, what: str) -> list[dict]:

@@ -14,7 +14,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import PYTHON, race, TextMaker, bench_env, median, percentile, progress, setup_django
+from common import PYTHON, race, take_turns, TextMaker, bench_env, median, percentile, progress, setup_django
 
 CYCLE = ("add", "pull", "note", "defer", "pull", "complete", "state", "search")
 # Ratios that hold on any machine: several processes together do at least nearly what
@@ -131,13 +131,13 @@ def run(data_dir: Path, params: dict) -> dict:
     connections.close_all()
     seconds = params["throughput_seconds"]
     # One process alone (its rate and CPU per operation bound what several processes can
-    # reach on this machine's cores) and the processes together take turns, in alternating
-    # order, ROUNDS times each: one five-second race of each gave CPU ratios from 1.05x to
-    # 1.52x on an idle machine, and taking turns keeps a slow spell on one side only.
-    runs: dict[str, list[dict]] = {"alone": [], "together": []}
-    for round_ in range(params["throughput_rounds"]):
-        for side in ("alone", "together") if round_ % 2 == 0 else ("together", "alone"):
-            runs[side].append(_race(data_dir, sessions[:1] if side == "alone" else sessions[1:], seconds))
+    # reach on this machine's cores) and the processes together take turns, several times
+    # each: one five-second race of each is noisy (docs/benchmarks.md), and each side's
+    # median is compared.
+    runs = take_turns(
+        params["throughput_rounds"],
+        {"alone": lambda: _race(data_dir, sessions[:1], seconds), "together": lambda: _race(data_dir, sessions[1:], seconds)},
+    )
     alone, race = _pooled(runs["alone"]), _pooled(runs["together"])
     latencies = race["latencies"]
     progress(

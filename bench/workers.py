@@ -15,7 +15,7 @@ import sys
 import time
 from pathlib import Path
 
-from common import PYTHON, TextMaker, race, bench_env, bulk_insert, db_now, median, percentile, plan_ids
+from common import PYTHON, TextMaker, race, take_turns, bench_env, bulk_insert, db_now, median, percentile, plan_ids
 from common import plan_row, PLAN_COLUMNS, progress, setup_django, write_plan_files
 
 STEPS = ("pull", "note", "complete")
@@ -141,17 +141,15 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
             cur.execute("ANALYZE")
     connections.close_all()
 
-    # The two races take turns, in alternating order, ROUNDS times each: eight processes on
-    # two cores make one five-second race noisy (a baseline moved 2x between two runs), and
-    # taking turns keeps a slow spell of the machine from landing on one side only.
-    runs: dict[str, list[dict]] = {"together": [], "apart": []}
-    races = {
-        "together": [(shared, f"w{i}") for i in range(workers)],
-        "apart": [(name, "default") for name in own],
-    }
-    for round_ in range(params["workers_rounds"]):
-        for side in ("together", "apart") if round_ % 2 == 0 else ("apart", "together"):
-            runs[side].append(_race(data_dir, database_url, races[side], seconds))
+    # The two races take turns, several times each: eight processes on two cores make one
+    # five-second race noisy (docs/benchmarks.md), and each side's median is compared.
+    runs = take_turns(
+        params["workers_rounds"],
+        {
+            "together": lambda: _race(data_dir, database_url, [(shared, f"w{i}") for i in range(workers)], seconds),
+            "apart": lambda: _race(data_dir, database_url, [(name, "default") for name in own], seconds),
+        },
+    )
     together, apart = _pooled(runs["together"]), _pooled(runs["apart"])
     progress(
         f"workers ({label}): {together['cycles']:,} cycles on one session, {apart['cycles']:,} on {workers} sessions"
