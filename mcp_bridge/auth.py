@@ -20,6 +20,8 @@ from datetime import datetime, timedelta
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
+from sessions_app.clock import utc_text
+
 log = logging.getLogger("nineplan.mcp")
 
 TOKEN_PREFIX = "9plan_"
@@ -238,7 +240,7 @@ def describe(token) -> dict[str, str]:
     """One token as the list command shows it."""
 
     def when(value: datetime | None) -> str:
-        return value.strftime("%Y-%m-%d %H:%M UTC") if value else "never"
+        return utc_text(value) if value else "never"
 
     return {
         "name": token.name,

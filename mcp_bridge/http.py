@@ -23,6 +23,7 @@ import re
 import socket
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 
 log = logging.getLogger("nineplan.mcp")
@@ -126,8 +127,6 @@ def reached_from_elsewhere(extra_hosts: list[str]) -> bool:
 
 def load_config(*, host: str | None = None, port: int | None = None) -> HttpConfig:
     """The HTTP settings: command-line options over NINEPLAN_HTTP_* variables, checked."""
-    from django.conf import settings
-
     if host is None:
         host = check_host(settings.NINEPLAN_HTTP_HOST, "NINEPLAN_HTTP_HOST")
     else:
@@ -224,8 +223,6 @@ def start(server, *, host: str | None = None, port: int | None = None) -> None:
     except DatabaseFailed as exc:
         raise RefusedToStart(exc.message) from exc
     if config.require_token and auth.active_token_count() == 0:
-        from django.conf import settings
-
         if not is_loopback(config.host):
             why = f"it would listen on {config.host}, which is not a loopback address"
         elif settings.NINEPLAN_HTTP_REQUIRE_TOKEN:

@@ -14,6 +14,8 @@ import io
 import logging
 import threading
 
+from django.conf import settings
+
 log = logging.getLogger("nineplan.mcp")
 
 _ready = threading.Event()
@@ -27,8 +29,6 @@ _thread: threading.Thread | None = None
 def prepare_database() -> None:
     from django.core.management import call_command
     from django.db import OperationalError, close_old_connections, connection
-
-    from django.conf import settings
 
     if connection.vendor == "sqlite":
         from pathlib import Path

@@ -11,6 +11,8 @@ from __future__ import annotations
 import logging
 import threading
 
+from django.conf import settings
+
 log = logging.getLogger("nineplan.mcp")
 
 _stop = threading.Event()
@@ -21,8 +23,6 @@ _lock = threading.Lock()
 def start(interval: float | None = None) -> threading.Thread | None:
     """Starts the sweep (once per process); None when the interval is 0."""
     global _thread
-    from django.conf import settings
-
     every = settings.NINEPLAN_RECLAIM_INTERVAL if interval is None else interval
     if not every:
         return None

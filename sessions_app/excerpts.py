@@ -23,7 +23,7 @@ ELLIPSIS = "…"
 WORD_SLACK = 20
 
 
-def _fold(text: str) -> str:
+def _squash_space(text: str) -> str:
     return " ".join(text.split())
 
 
@@ -47,7 +47,7 @@ def one_line(text: str | None, limit: int) -> str | None:
     """``text`` on one line, at most ``limit`` characters, cut after a whole word with "…"."""
     if text is None:
         return None
-    text = _fold(text)
+    text = _squash_space(text)
     if len(text) <= limit:
         return text
     return text[: _cut_end(text, limit - 1)].rstrip() + ELLIPSIS
@@ -134,7 +134,7 @@ class Window:
 def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) -> Window:
     """About ``limit`` characters of ``text`` (on one line) starting a little before its
     first match, cut at word boundaries; the start of the text when nothing matches."""
-    text = _fold(text or "")
+    text = _squash_space(text or "")
     matches = list(pattern.finditer(text)) if pattern else []
     start = 0
     if matches and matches[0].start() > limit // 3:

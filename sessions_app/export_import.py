@@ -26,7 +26,7 @@ from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
 from nineplan.progress import Progress
-from sessions_app import event_feed, inputs, planfiles, queries, revisions, transactions
+from sessions_app import event_feed, inputs, invariants, planfiles, queries, revisions, transactions
 from sessions_app.errors import BAD_DOCUMENT, BROKE_A_RULE, DatabaseFailed, FileSystemFailed, ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTIONS, Event, Plan, PlanDependency
 from sessions_app.models import ReviewPolicy, Revision, Session
@@ -431,7 +431,7 @@ def _check_plans(
     graph: dict[str, list[str]] = {}
     for plan_id, dep in links:
         graph.setdefault(plan_id, []).append(dep)
-    if queries._has_cycle(graph):
+    if invariants.has_cycle(graph):
         raise _fail("plans", "the plans' dependencies form a cycle.")
     return plans, files, sorted(set(links)), kept
 

@@ -16,8 +16,10 @@ from __future__ import annotations
 
 from django.db import connection
 
-SESSION_TABLE = "sessions_app_session"
-PLAN_TABLE = "sessions_app_plan"
+from sessions_app.models import Plan, Session
+
+SESSION_TABLE = Session._meta.db_table
+PLAN_TABLE = Plan._meta.db_table
 COUNTED = ("queued", "completed", "discarded")
 COLUMNS = {status: f"count_{status}" for status in COUNTED}
 

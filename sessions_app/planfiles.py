@@ -34,6 +34,9 @@ TEMP_PREFIX = ".tmp-"
 # reported nor removed until it is this old.
 TEMP_FILE_GRACE_SECONDS = 60
 PRESERVED_DIR = "preserved"
+# What 9plan does with anything in the sessions folder that is not what it wrote there (a
+# link, a FIFO, a device, a folder in a file's place): in every report that names one.
+LEFT_ALONE = "9plan neither reads, writes, moves nor deletes it"
 
 
 def sessions_root() -> Path:
@@ -227,7 +230,7 @@ def _file_name(plan_id: str) -> str:
     return f"{plan_id}.txt"
 
 
-def _stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
+def _identity(st: os.stat_result) -> tuple[int, int, int, int, int]:
     # Any write changes the size or a time; 9plan's own writes also change the inode.
     return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
@@ -241,7 +244,7 @@ class FileRead:
     data: bytes | None = None  # the bytes as written, when they are not UTF-8 text
     problem: str = ""  # in words, for answers and reports: "is a symbolic link"
     size: int = 0
-    stamp: tuple | None = None
+    identity: tuple | None = None
 
     @property
     def usable(self) -> bool:
@@ -269,10 +272,10 @@ def _read_in(folder: int, name: str) -> FileRead:
     except FileNotFoundError:
         return FileRead(MISSING)
     if not stat.S_ISREG(before.st_mode):
-        return FileRead(REFUSED, problem=f"is {kind_of(before.st_mode)}, not a regular file", stamp=_stamp(before))
+        return FileRead(REFUSED, problem=f"is {kind_of(before.st_mode)}, not a regular file", identity=_identity(before))
     cap = read_cap()
     if before.st_size > cap:
-        return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, stamp=_stamp(before))
+        return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, identity=_identity(before))
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=folder)
     except FileNotFoundError:
@@ -283,26 +286,26 @@ def _read_in(folder: int, name: str) -> FileRead:
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
-            return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", stamp=_stamp(st))
+            return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", identity=_identity(st))
         data = _read_fd(fd, cap)
     except OSError as exc:
         return FileRead(REFUSED, problem=f"cannot be read ({exc.strerror or exc})")
     finally:
         os.close(fd)
-    stamp = _stamp(st)
+    identity = _identity(st)
     if len(data) > cap:
         size = max(st.st_size, len(data))
-        return FileRead(TOO_LARGE, problem=f"is over {cap} bytes", size=size, stamp=stamp)
+        return FileRead(TOO_LARGE, problem=f"is over {cap} bytes", size=size, identity=identity)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
         return FileRead(NOT_UTF8, data=data, problem=f"holds bytes that are not UTF-8 text (at byte {exc.start})",
-                        size=len(data), stamp=stamp)
+                        size=len(data), identity=identity)
     if "\x00" in text:
         # Valid UTF-8, but no database column can hold it (PostgreSQL refuses NUL).
         at = data.index(b"\x00")
-        return FileRead(NOT_UTF8, data=data, problem=f"holds a NUL byte (at byte {at})", size=len(data), stamp=stamp)
-    return FileRead(OK, text=text, size=len(data), stamp=stamp)
+        return FileRead(NOT_UTF8, data=data, problem=f"holds a NUL byte (at byte {at})", size=len(data), identity=identity)
+    return FileRead(OK, text=text, size=len(data), identity=identity)
 
 
 def _in_unsafe_folder(exc: UnsafeFolder) -> FileRead:
@@ -336,11 +339,11 @@ def read_plan(session_name: str, plan_id: str) -> str | None:
     return read.text if read.usable else None
 
 
-def file_stamp(session_name: str, plan_id: str) -> tuple | None:
+def file_identity(session_name: str, plan_id: str) -> tuple | None:
     """The file's identity and times (None: no such entry), without opening it."""
     try:
         with _folder(session_name) as folder:
-            return _stamp(os.stat(_file_name(plan_id), dir_fd=folder, follow_symlinks=False))
+            return _identity(os.stat(_file_name(plan_id), dir_fd=folder, follow_symlinks=False))
     except (OSError, UnsafeFolder):
         return None
 
@@ -358,8 +361,8 @@ def probe(session_name: str, plan_id: str) -> FileRead:
     except OSError as exc:
         return FileRead(REFUSED, problem=f"cannot be checked ({exc.strerror or exc})")
     if not stat.S_ISREG(st.st_mode):
-        return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", stamp=_stamp(st))
-    return FileRead(OK, stamp=_stamp(st), size=st.st_size)
+        return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", identity=_identity(st))
+    return FileRead(OK, identity=_identity(st), size=st.st_size)
 
 
 def _write_in(folder: int, name: str, data: bytes) -> None:

@@ -5,12 +5,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
+from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import plan_counts, planfiles, search, statements, inputs
+from sessions_app import interventions, plan_counts, planfiles, search, statements, inputs
+from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
-from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, PlanDependency, Session
+from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
 
 LIST_CAP = 20
 _PLANS = Plan._meta.db_table
@@ -61,7 +63,7 @@ def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan]
     return statements.load(Plan, fields, sql, params), session.count_queued
 
 
-def held_plans(session: Session) -> list[Plan]:
+def claimed_plans(session: Session) -> list[Plan]:
     """The session's active plans, one per worker holding one: the default worker's first,
     then by when they were claimed."""
     fields = statements.ALL_PLAN_FIELDS
@@ -75,8 +77,8 @@ def held_plans(session: Session) -> list[Plan]:
 
 
 def active_plan(session: Session) -> Plan | None:
-    held = held_plans(session)
-    return held[0] if held else None
+    claimed = claimed_plans(session)
+    return claimed[0] if claimed else None
 
 
 @dataclass
@@ -89,27 +91,27 @@ class SessionState:
     discarded_count: int
     # Every worker's plan (``active`` is the first of them), and the first queued plans that
     # cannot be handed out now, with what each waits for.
-    held: list[Plan] = field(default_factory=list)
+    claimed: list[Plan] = field(default_factory=list)
     blocked: list[Blocked] = field(default_factory=list)
 
     @property
     def default_workers_plan(self) -> Plan | None:
-        return next((p for p in self.held if p.worker == DEFAULT_WORKER), None)
+        return next((p for p in self.claimed if p.worker == DEFAULT_WORKER), None)
 
 
 def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
     session = get_session(name)
     rows, total = queue(session, limit=limit)
-    held = held_plans(session)
+    claimed = claimed_plans(session)
     blocked = blocked_plans(session.name, limit=limit or LIST_CAP) if total else []
     return SessionState(
         session,
         rows,
         total,
-        held[0] if held else None,
+        claimed[0] if claimed else None,
         session.count_completed,
         session.count_discarded,
-        held,
+        claimed,
         blocked,
     )
 
@@ -128,7 +130,7 @@ class Waited:
 
     def describe(self) -> str:
         if self.status == Plan.Status.ACTIVE:
-            return f"{self.id} (active, worker '{self.worker}', lease until {_utc(self.lease_expires_at)})"
+            return f"{self.id} (active, worker '{self.worker}', lease until {utc_text(self.lease_expires_at)})"
         return f"{self.id} ({self.status})"
 
 
@@ -147,10 +149,6 @@ class Blocked:
         if self.waiting_for_person:
             return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claims ran out)"
         return f"{self.plan_id} waits for " + ", ".join(w.describe() for w in self.waits_for)
-
-
-def _utc(at: datetime | None) -> str:
-    return "?" if at is None else f"{at.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
 
 
 # How far down the queue blocked plans are looked for: the first ones are what a person or
@@ -377,8 +375,6 @@ HistoryHit = search.Hit
 
 
 def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
-    from django.conf import settings
-
     query = inputs.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
     limit = inputs.positive_int("max_results", max_results, default=5, maximum=50)
     if session_name is not None:
@@ -401,331 +397,15 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
     if plan.status != Plan.Status.COMPLETED:
         raise PlanNotFound(
             f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only."
-            + (f" {fate.describe()}" if (fate := _latest_intervention(plan)) else ""),
+            + (f" {fate.describe()}" if (fate := interventions.latest_intervention(plan)) else ""),
             field="plan_id",
             reason=NOT_COMPLETED,
         )
     return plan
 
 
-# --- invariants --------------------------------------------------------------------------
-
-INVARIANTS = (
-    "single_active_plan",
-    "claims_valid",
-    "dependencies_valid",
-    "queue_order_preserved",
-    "files_match_database",
-    "no_orphaned_files",
-    "search_index_in_sync",
-)
-
-
-@dataclass
-class InvariantReport:
-    invariants: dict[str, bool] = field(default_factory=lambda: dict.fromkeys(INVARIANTS, True))
-    issues: list[str] = field(default_factory=list)
-    # The same issues grouped by the invariant they break, for pages that show each check.
-    issues_by_invariant: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def valid(self) -> bool:
-        return all(self.invariants.values())
-
-    def fail(self, invariant: str, issue: str) -> None:
-        self.invariants[invariant] = False
-        self.issues.append(issue)
-        self.issues_by_invariant.setdefault(invariant, []).append(issue)
-
-
-def check_invariants(name: object) -> InvariantReport:
-    """Checks the session's invariants; every issue names the plan and the fix."""
-    session = get_session(name)
-    result = InvariantReport()
-    plans = list(
-        Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person",
-            *SECTIONS,
-        )
-    )
-    active = [p for p in plans if p.status == Plan.Status.ACTIVE]
-    by_worker: dict[str | None, list[str]] = {}
-    for p in active:
-        by_worker.setdefault(p.worker, []).append(p.id)
-    for worker, ids in by_worker.items():
-        if len(ids) > 1:
-            result.fail(
-                "single_active_plan",
-                f"worker '{worker}' holds {len(ids)} active plans ({', '.join(ids)}); "
-                "fix: requeue all but one with the admin.",
-            )
-    _check_claims(session, plans, result)
-    _check_dependencies(session, result)
-    positions: dict[int, str] = {}
-    for p in plans:
-        if p.status != Plan.Status.QUEUED:
-            continue
-        if p.sort_key is None:
-            result.fail("queue_order_preserved", f"plan {p.id} is queued without a position; fix: nineplan_repair.")
-        elif p.sort_key in positions:
-            result.fail(
-                "queue_order_preserved",
-                f"plans {positions[p.sort_key]} and {p.id} share queue position {p.sort_key}; "
-                "fix: nineplan_repair.",
-            )
-        else:
-            positions[p.sort_key] = p.id
-    _check_files(session, plans, result)
-    indexed = search.indexed_count(session.name)
-    if indexed is not None:
-        completed = Plan.objects.filter(session=session, status=Plan.Status.COMPLETED).count()
-        if indexed != completed:
-            result.fail(
-                "search_index_in_sync",
-                f"the search index holds {indexed} entries for this session's {completed} completed plans; "
-                "fix: nineplan_repair rebuilds the index.",
-            )
-    return result
-
-
-def _check_claims(session: Session, plans: list[Plan], result: InvariantReport) -> None:
-    """Every active plan has a worker and a lease; only active plans have a lease; a plan
-    waits for a person only while queued (the database's checks hold these too: a database
-    restored from elsewhere may not have them)."""
-    for p in plans:
-        if p.status == Plan.Status.ACTIVE and (p.worker is None or p.claimed_at is None or p.lease_expires_at is None):
-            result.fail(
-                "claims_valid",
-                f"plan {p.id} is active without a worker and a lease; fix: requeue it with the admin.",
-            )
-        elif p.status == Plan.Status.QUEUED and p.lease_expires_at is not None:
-            result.fail("claims_valid", f"plan {p.id} is queued but still has a lease; fix: nineplan_repair.")
-    stale = Plan.objects.filter(session=session, lease_expires_at__isnull=False).exclude(status=Plan.Status.ACTIVE)
-    for plan_id in stale.exclude(status=Plan.Status.QUEUED).values_list("id", flat=True)[:ISSUES_PER_CHECK]:
-        result.fail("claims_valid", f"plan {plan_id} is closed but still has a lease; fix: nineplan_repair.")
-    waiting = Plan.objects.filter(session=session, waiting_for_person=True).exclude(status=Plan.Status.QUEUED)
-    for plan_id in waiting.values_list("id", flat=True)[:ISSUES_PER_CHECK]:
-        result.fail("claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: nineplan_repair.")
-
-
-ISSUES_PER_CHECK = 20
-
-
-# Statuses a plan reaches only once it was pulled, so only once its dependencies were completed.
-HANDED_OUT = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD, Plan.Status.COMPLETED)
-
-
-def _check_dependencies(session: Session, result: InvariantReport) -> None:
-    """Dependencies stay within the session and form no cycle; no plan was handed out or
-    completed before the plans it depends on were completed; no open plan waits for a
-    discarded plan (a discard removes itself from its dependents)."""
-    links = list(
-        PlanDependency.objects.filter(plan__session=session).values_list(
-            "plan_id", "plan__status", "depends_on_id", "depends_on__status", "depends_on__session_id"
-        )
-    )
-    graph: dict[str, list[str]] = {}
-    for plan_id, status, dep, dep_status, dep_session in links:
-        graph.setdefault(plan_id, []).append(dep)
-        if dep_session != session.name:
-            result.fail(
-                "dependencies_valid",
-                f"plan {plan_id} depends on {dep} of another session ({dep_session}); fix: remove the dependency.",
-            )
-        elif status in HANDED_OUT and dep_status != Plan.Status.COMPLETED:
-            result.fail(
-                "dependencies_valid",
-                f"plan {plan_id} is {status} though the plan it depends on, {dep}, is {dep_status}; fix: requeue "
-                f"{plan_id} if it is active, or complete {dep}.",
-            )
-        elif dep_status == Plan.Status.DISCARDED and status == Plan.Status.QUEUED:
-            result.fail(
-                "dependencies_valid",
-                f"queued plan {plan_id} waits for discarded plan {dep}, which will never complete; fix: discard or "
-                f"re-add {plan_id}.",
-            )
-    # A cycle is impossible when dependencies are only added to existing plans; checked
-    # anyway, for data restored or edited by hand.
-    if _has_cycle(graph):
-        result.fail("dependencies_valid", "the session's dependencies form a cycle; fix: remove one of them.")
-
-
-def _has_cycle(graph: dict[str, list[str]]) -> bool:
-    """Depth-first, without recursion: a chain of plans may be long."""
-    done: set[str] = set()
-    for start in graph:
-        if start in done:
-            continue
-        on_path = {start}
-        stack = [(start, iter(graph.get(start, ())))]
-        while stack:
-            node, children = stack[-1]
-            child = next(children, None)
-            if child is None:
-                stack.pop()
-                on_path.discard(node)
-                done.add(node)
-            elif child in on_path:
-                return True
-            elif child not in done:
-                on_path.add(child)
-                stack.append((child, iter(graph.get(child, ()))))
-    return False
-
-
-LEFT_ALONE = "9plan neither reads, writes, moves nor deletes it"
-
-
-def _check_files(session: Session, plans: list[Plan], result: Validation) -> None:
-    """The plan files against the open plans. Entries are judged by their type alone, and
-    only the active plan's file (the one an agent edits) is read: safely, and bounded."""
-    found = planfiles.scan(session.name)
-    if found.problem:
-        result.fail(
-            "files_match_database",
-            f"{found.problem}: {LEFT_ALONE}, nor anything in it; fix: replace it with a real folder, "
-            "then nineplan_repair renders the plan files from the database.",
-        )
-        return
-    open_ids = {p.id for p in plans}
-    for p in plans:
-        what = found.files.get(p.id)
-        if what is None:
-            result.fail(
-                "files_match_database",
-                f"plan {p.id} ({p.status}) has no plan file; fix: nineplan_repair re-renders it from the database.",
-            )
-        elif what:
-            result.fail(
-                "files_match_database",
-                f"plan file {p.id}.txt ({p.status} plan) is {what}, not a regular file: {LEFT_ALONE}; fix: remove "
-                "it, then nineplan_repair renders the file from the database.",
-            )
-        elif p.status == Plan.Status.ACTIVE:
-            read = planfiles.read_plan_file(session.name, p.id)
-            if read.state in (planfiles.TOO_LARGE, planfiles.NOT_UTF8, planfiles.REFUSED):
-                result.fail(
-                    "files_match_database",
-                    f"plan file {p.id}.txt (active plan) {read.problem}: it cannot be taken in, and the database "
-                    "keeps the last good text; fix: shorten it or make it UTF-8 text again (note, defer and "
-                    "complete refuse a file that is too large; bytes that are not UTF-8 are kept aside).",
-                )
-    for plan_id in sorted(set(found.files) - open_ids):
-        what = found.files[plan_id]
-        if what:
-            result.fail(
-                "no_orphaned_files",
-                f"{plan_id}.txt in the plans folder is {what} and belongs to no queued or active plan: {LEFT_ALONE}; "
-                "fix: remove it by hand.",
-            )
-        else:
-            result.fail(
-                "no_orphaned_files",
-                f"plan file {plan_id}.txt belongs to no queued or active plan; "
-                "fix: nineplan_repair keeps its text aside and removes it.",
-            )
-    for name, age, what in found.temp:
-        if what:
-            result.fail("no_orphaned_files", f"{name} in the plans folder is {what}: {LEFT_ALONE}; fix: remove it by hand.")
-        # A fresh temporary file may be another process's write in progress, not debris.
-        elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
-            result.fail("no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair.")
-
-
-# --- what others did to an agent's plans ----------------------------------------------
-
-INTERVENTION_KINDS = (
-    "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
-)
-INTERVENTIONS_SHOWN = 3
-
-
-def is_agent_actor(actor: str) -> bool:
-    """Agents act as "agent" (stdio, or HTTP without a token) or "agent:<token name>", with
-    "/<worker>" after it when a call named its worker."""
-    return actor == "agent" or actor.startswith(("agent:", "agent/"))
-
-
-AGENT_ACTORS = Q(actor="agent") | Q(actor__startswith="agent:") | Q(actor__startswith="agent/")
-
-
-@dataclass(frozen=True)
-class Intervention:
-    """A change someone other than an agent (a reviewer in the admin, an integration) made
-    to a plan: what, who, when and why, so the agent that held or queued it is told."""
-
-    plan_id: str
-    kind: str
-    actor: str
-    at: datetime
-    reason: str
-
-    def describe(self) -> str:
-        what = {
-            "plan_discarded": "was discarded",
-            "plan_requeued": "was taken back and returned to the queue",
-            "plan_moved": "was moved in the queue",
-            "plan_approved": "was approved in review",
-            "plan_rejected": "was sent back in review to the front of the queue",
-            "plan_held": "was rejected too often and is held for a person",
-            "plan_restored": "had its text restored to an earlier revision",
-        }[self.kind]
-        why = f": {self.reason}" if self.reason else ""
-        return f"Plan {self.plan_id} {what} by {self.actor} at {self.at.astimezone(timezone.utc):%Y-%m-%d %H:%M} UTC{why}."
-
-
-def _intervention(event: Event) -> Intervention:
-    detail = event.detail if isinstance(event.detail, dict) else {}
-    reason = (
-        detail.get("reason")
-        or detail.get("notes")
-        or (f"to the {detail['position']}" if detail.get("position") else "")
-        or (f"revision {detail['revision']}" if detail.get("revision") else "")
-    )
-    return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
-
-
-def interventions(session_name: str) -> list[Intervention]:
-    """What others did to the session's plans since an agent last acted in it, newest first
-    (a few at most): what resume tells an agent coming back."""
-    last_agent = (
-        Event.objects.filter(session_id=session_name)
-        .filter(AGENT_ACTORS)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    )
-    found = Event.objects.filter(session_id=session_name, kind__in=INTERVENTION_KINDS, id__gt=last_agent or 0)
-    found = found.exclude(AGENT_ACTORS).order_by("-id")
-    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
-
-
-def _latest_intervention(plan: Plan) -> Intervention | None:
-    event = (
-        Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS)
-        .exclude(AGENT_ACTORS)
-        .order_by("-id")
-        .first()
-    )
-    return None if event is None else _intervention(event)
-
-
-def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:
-    """Why the plan an agent (``actor``, which names its worker) last pulled in the session
-    is no longer active, when someone else took it away (discarded or returned it to the
-    queue); None otherwise."""
-    pulled = Event.objects.filter(session_id=session_name, kind="plan_pulled")
-    if actor is not None:
-        pulled = pulled.filter(actor=actor)
-    pulled = pulled.order_by("-id").only("id", "plan_id").first()
-    if pulled is None:
+def last_rejection(plan: Plan) -> Event | None:
+    """The latest rejection of the plan in review, if it was ever sent back."""
+    if not plan.rejections:
         return None
-    after = (
-        Event.objects.filter(
-            session_id=session_name, plan_id=pulled.plan_id, id__gt=pulled.id, kind__in=INTERVENTION_KINDS[:2]
-        )
-        .exclude(AGENT_ACTORS)
-        .order_by("-id")
-        .first()
-    )
-    return None if after is None else _intervention(after)
+    return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()

@@ -108,7 +108,8 @@ def _rerender(session_name: str, plan: Plan) -> None:
     planfiles.write_plan(session_name, plan.id, plan.sections())
 
 
-LEFT_ALONE = "not a regular file; remove it by hand"
+# Said of an entry that is not a regular file, after what it is.
+NOT_A_FILE = f"not a regular file: {planfiles.LEFT_ALONE}; remove it by hand"
 
 
 def _repair_files(run: _Run) -> None:
@@ -132,7 +133,7 @@ def _repair_files(run: _Run) -> None:
         )
     for plan_id in sorted(set(open_plans) & on_disk):
         if found.files[plan_id]:
-            run.left_alone(f"{plan_id}.txt", f"{open_plans[plan_id].status} plan's file is {found.files[plan_id]}, {LEFT_ALONE}")
+            run.left_alone(f"{plan_id}.txt", f"{open_plans[plan_id].status} plan's file is {found.files[plan_id]}, {NOT_A_FILE}")
 
     stale_ids = sorted(on_disk - set(open_plans))
     # Only this session's plans: a file never speaks for a plan of another session.
@@ -140,7 +141,7 @@ def _repair_files(run: _Run) -> None:
     for plan_id in stale_ids:
         target = f"{plan_id}.txt"
         if found.files[plan_id]:
-            run.left_alone(target, f"is {found.files[plan_id]}, {LEFT_ALONE}")
+            run.left_alone(target, f"is {found.files[plan_id]}, {NOT_A_FILE}")
             continue
         plan = closed.get(plan_id)
         state = f"plan is {plan.status}" if plan else "no such plan in the database"
@@ -170,7 +171,7 @@ def _repair_files(run: _Run) -> None:
 
     for tmp, age, what in found.temp:
         if what:
-            run.left_alone(tmp, f"is {what}, {LEFT_ALONE}")
+            run.left_alone(tmp, f"is {what}, {NOT_A_FILE}")
         elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
             run.act("remove_temp", tmp, "left by an interrupted write", None, lambda tmp=tmp: planfiles.remove_temp(name, tmp))
 

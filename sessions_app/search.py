@@ -18,8 +18,10 @@ from typing import Any
 
 from django.db import connection
 
-FTS_TABLE = "sessions_app_plan_fts"
-PLAN_TABLE = "sessions_app_plan"
+from sessions_app.models import Plan
+
+PLAN_TABLE = Plan._meta.db_table
+FTS_TABLE = f"{PLAN_TABLE}_fts"
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Words past this many (after repeats are dropped) are ignored: each word is a term the
 # engine must look up, and a query that names sixteen things has said what it wants.

@@ -167,26 +167,26 @@ def _for_update(*, skip_locked: bool = False) -> str:
     return " FOR NO KEY UPDATE OF t SKIP LOCKED" if skip_locked else " FOR NO KEY UPDATE OF t"
 
 
-_HELD_COLUMNS = ", ".join(f"t.{f.column}" for f in _PLAN_FIELDS)
+_PLAN_COLUMNS = ", ".join(f"t.{f.column}" for f in _PLAN_FIELDS)
 
 
 def _plans(condition: str, params: list) -> list[Plan]:
     """The plans (the table aliased ``t``) that meet ``condition``, which may end with an
     ORDER BY, a LIMIT and a lock clause; each with the fields of _PLAN_FIELDS."""
-    return load(Plan, _PLAN_FIELDS, f"SELECT {_HELD_COLUMNS} FROM {PLANS} t WHERE {condition}", params)
+    return load(Plan, _PLAN_FIELDS, f"SELECT {_PLAN_COLUMNS} FROM {PLANS} t WHERE {condition}", params)
 
 
 def _first(rows: list):
     return rows[0] if rows else None
 
 
-def held_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
+def claimed_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
     """The plan ``worker`` holds in the session (locked on PostgreSQL, so a reclaim passes it
     over while its holder writes) and the session's lease length; None if it holds none."""
     rows = load(
         Plan,
         _PLAN_FIELDS,
-        f"SELECT {_HELD_COLUMNS}, s.lease_seconds FROM {PLANS} t JOIN {SESSIONS} s ON s.name = t.session_name "
+        f"SELECT {_PLAN_COLUMNS}, s.lease_seconds FROM {PLANS} t JOIN {SESSIONS} s ON s.name = t.session_name "
         f"WHERE t.session_name = %s AND t.status = %s AND t.worker = %s{_for_update()}",
         [session_name, Plan.Status.ACTIVE, worker],
         extra=1,
@@ -194,7 +194,7 @@ def held_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
     return _first(rows)
 
 
-def held_plan_id(session_name: str, worker: str) -> str | None:
+def claimed_plan_id(session_name: str, worker: str) -> str | None:
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND worker = %s",
@@ -204,7 +204,7 @@ def held_plan_id(session_name: str, worker: str) -> str | None:
     return None if row is None else row[0]
 
 
-def held_by(plan_id: str) -> str | None:
+def claim_holder(plan_id: str) -> str | None:
     """The worker holding the plan, if it is active."""
     with connection.cursor() as cur:
         cur.execute(f"SELECT worker FROM {PLANS} WHERE id = %s AND status = %s", [plan_id, Plan.Status.ACTIVE])

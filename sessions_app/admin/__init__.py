@@ -237,7 +237,7 @@ class SessionAdmin(NineplanAdmin):
                     "expired": p.lease_expires_at is not None and p.lease_expires_at < page.now,
                     "attempt": p.attempts + 1,
                 }
-                for p in state.held
+                for p in state.claimed
             ],
             max_attempts=state.session.max_attempts,
             blocked=[b for b in state.blocked if not b.waiting_for_person],

@@ -8,7 +8,7 @@ from datetime import datetime
 
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
 
-from sessions_app import clock, planfiles, queries
+from sessions_app import clock, invariants, planfiles, queries
 from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
@@ -51,7 +51,7 @@ class SessionPage:
     events: list[Event]
     event_count: int
     series: list[tuple[datetime, int, int]]
-    validation: queries.InvariantReport
+    validation: invariants.InvariantReport
     now: datetime
     in_review: tuple[list[Plan], int]  # the first plans waiting for a reviewer, and how many
     held: tuple[list[Plan], int]  # the first plans held after their last rejection, and how many
@@ -74,7 +74,7 @@ def session_page(name: object) -> SessionPage:
         events=list(events.order_by("-created_at", "-id")[:EVENTS_SHOWN]),
         event_count=events.count(),
         series=session_series(session),
-        validation=queries.check_invariants(session.name),
+        validation=invariants.check_invariants(session.name),
         now=clock.now(),
         in_review=queries.plans_in(session.name, Plan.Status.IN_REVIEW, limit=QUEUE_SHOWN),
         held=queries.plans_in(session.name, Plan.Status.HELD, limit=QUEUE_SHOWN),

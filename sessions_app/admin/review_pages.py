@@ -18,7 +18,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from sessions_app import review, revisions
+from sessions_app import revisions, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.roles import actor_for, can_intervene, can_review
 from sessions_app.errors import NineplanError
@@ -142,7 +142,7 @@ def _plan_action(allowed):
 @_plan_action(can_review)
 def decide_view(request, session_name: str, plan_id: str) -> str:
     decision = request.POST.get("decision", "")
-    written = review.plan_review(
+    written = services.plan_review(
         session_name=session_name,
         plan_id=plan_id,
         decision=decision,
@@ -158,13 +158,13 @@ def decide_view(request, session_name: str, plan_id: str) -> str:
 def restore_view(request, session_name: str, plan_id: str) -> str:
     raw = request.POST.get("revision", "")
     number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else raw
-    review.plan_restore(session_name=session_name, plan_id=plan_id, number=number, actor=actor_for(request.user))
+    services.plan_restore(session_name=session_name, plan_id=plan_id, number=number, actor=actor_for(request.user))
     return RESTORED.format(plan=plan_id, number=number)
 
 
 @_plan_action(can_intervene)
 def release_view(request, session_name: str, plan_id: str) -> str:
-    review.plan_release(session_name=session_name, plan_id=plan_id, actor=actor_for(request.user))
+    services.plan_release(session_name=session_name, plan_id=plan_id, actor=actor_for(request.user))
     return RELEASED.format(plan=plan_id)
 
 
@@ -177,7 +177,7 @@ def policy_view(request, name: str):
         raise Http404("No such session.")
     value = request.POST.get("review", "")
     try:
-        review.session_set_review(session_name=name, review=value, actor=actor_for(request.user))
+        services.session_set_review(session_name=name, review=value, actor=actor_for(request.user))
     except NineplanError as exc:
         messages.error(request, f"Session {name}: {exc.category}: {exc.message}")
     else:

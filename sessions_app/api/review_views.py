@@ -18,7 +18,7 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from sessions_app import inputs, review, revisions
+from sessions_app import inputs, revisions, services
 from sessions_app.admin.roles import REVIEW_PERMISSION, actor_for
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
@@ -47,7 +47,7 @@ class HasReviewPermission(HasViewPermission):
 
 
 class ReviewDecisionSerializer(serializers.Serializer):
-    decision = serializers.ChoiceField(choices=review.DECISIONS, help_text="'approve' or 'reject'.")
+    decision = serializers.ChoiceField(choices=services.DECISIONS, help_text="'approve' or 'reject'.")
     notes = serializers.CharField(
         required=False,
         allow_blank=True,
@@ -96,7 +96,7 @@ class PlanReviewView(ReadOnlyView):
             if not _matches(header, _etag(api_reads.plan_detail(name, plan.id).fingerprint)):
                 raise PreconditionFailed()
 
-        review.plan_review(
+        services.plan_review(
             session_name=name,
             plan_id=plan_id,
             decision=body.validated_data["decision"],

@@ -7,7 +7,7 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app import event_feed, excerpts, queries, search
+from sessions_app import event_feed, excerpts, invariants
 from sessions_app.models import Plan
 
 SNIPPET_CHARS = 120
@@ -321,7 +321,7 @@ class HistoryPageSerializer(serializers.Serializer):
 
 
 def _invariant_fields() -> dict:
-    return {name: serializers.BooleanField() for name in queries.INVARIANTS}
+    return {name: serializers.BooleanField() for name in invariants.INVARIANTS}
 
 
 InvariantsSerializer = type("InvariantsSerializer", (serializers.Serializer,), _invariant_fields())

@@ -26,7 +26,7 @@ from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from sessions_app.api import reads as api_reads
-from sessions_app import event_feed, export_import, inputs, queries
+from sessions_app import event_feed, export_import, inputs, invariants, queries
 from sessions_app.api import params, serializers as s
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.errors import PlanNotFound, SessionNotFound
@@ -398,7 +398,7 @@ class SessionValidationView(ReadOnlyView):
     )
     def get(self, request, name: str):
         name = _session_name(name)
-        result = queries.check_invariants(name)
+        result = invariants.check_invariants(name)
         body = {"session": name, "valid": result.valid, "invariants": result.invariants, "issues": result.issues}
         return Response(s.ValidationSerializer(body).data)
 

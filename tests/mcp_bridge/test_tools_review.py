@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import review
+from sessions_app import services
 from sessions_app.models import Plan
 from tests.mcp_bridge.helpers import in_thread, ok, plan_args
 
@@ -33,7 +33,7 @@ async def test_the_whole_review_loop(client, sessions_dir):
     assert resumed["active_plan"] is None
 
     await in_thread(
-        review.plan_review,
+        services.plan_review,
         session_name=name, plan_id=plan_id, decision="reject", notes="Unicode input crashes it.", actor="user:rita",
     )
     pulled = await client.call_tool("9plan_queue_pull", {})
@@ -49,7 +49,7 @@ async def test_the_whole_review_loop(client, sessions_dir):
 
     ok(await client.call_tool("9plan_plan_complete", {"outcome": "Tokenizer handles Unicode"}), name)
     await in_thread(
-        review.plan_review, session_name=name, plan_id=plan_id, decision="approve", notes="", actor="user:rita"
+        services.plan_review, session_name=name, plan_id=plan_id, decision="approve", notes="", actor="user:rita"
     )
     found = ok(await client.call_tool("9plan_history_search", {"query": "tokenizer"}), name)["results"]
     assert [r["id"] for r in found] == [plan_id]
@@ -78,7 +78,7 @@ async def test_resume_tells_the_agent_about_review_decisions(client):
     ok(await client.call_tool("9plan_queue_pull", {}), name)
     ok(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), name)
     await in_thread(
-        review.plan_review, session_name=name, plan_id=plan_id, decision="reject", notes="No tests", actor="user:rita"
+        services.plan_review, session_name=name, plan_id=plan_id, decision="reject", notes="No tests", actor="user:rita"
     )
     resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
     assert resumed["changed_by_others"][0].startswith(

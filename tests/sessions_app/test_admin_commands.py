@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, Permission
 from django.core.management import CommandError, call_command
 
-from sessions_app import queries
+from sessions_app import invariants, queries
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON
@@ -118,7 +118,7 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     for plan in Plan.objects.filter(session=session):
         assert plan.id in text
         assert (sessions_dir / session.name / "plans" / f"{plan.id}.txt").exists() == plan.is_open
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
     actors = set(Event.objects.filter(session=session).values_list("actor", flat=True))
     assert actors == {"agent", "user:demo-staff"}
     times = list(Event.objects.filter(session=session).order_by("id").values_list("created_at", flat=True))

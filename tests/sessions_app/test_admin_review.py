@@ -124,7 +124,6 @@ def _session_page(client, name: str) -> str:
 
 
 def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(reviewer_client, settings):
-    from sessions_app import review
     from sessions_app.admin import reads as admin_reads
 
     settings.NINEPLAN_MAX_REJECTIONS = 1
@@ -137,7 +136,7 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     assert "but the task is not done: 1 plan awaits a decision." in queue and "Task complete" not in queue
     assert '<dd id="np-in-review-count">1</dd>' in html
 
-    review.plan_review(session_name=name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_review(session_name=name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
     services.plan_enqueue(session_name=name, **plan_fields(goal="Second"))
     services.plan_pull(session_name=name)
     second = services.plan_complete(session_name=name, outcome="done").plan
@@ -151,7 +150,7 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     # created, pulled, (submitted), rejected -> queued, held -> out, created, pulled, (submitted)
     assert series == [(1, 0), (0, 0), (1, 0), (0, 0), (1, 0), (0, 0)]
 
-    review.plan_review(session_name=name, plan_id=second.id, decision="approve", actor="user:rita")
+    services.plan_review(session_name=name, plan_id=second.id, decision="approve", actor="user:rita")
     services.plan_discard_any(session_name=name, plan_id=first.id, reason="Not needed", actor="user:pat")
     html = _session_page(reviewer_client, name)
     assert 'id="np-awaiting"' not in html and "Task complete! 🎉" in html

@@ -8,7 +8,7 @@ from urllib.parse import parse_qs, urlparse
 
 import pytest
 
-from sessions_app import planfiles, queries, services
+from sessions_app import invariants, planfiles, queries, services
 from sessions_app.models import SECTIONS, Event, Plan, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
@@ -518,7 +518,7 @@ def test_history_search_takes_any_words(api, history, q):
 def test_the_invariant_check(api, full_session, sessions_dir):
     url = f"/api/sessions/{full_session.name}/validation/"
     body = api.get(url).json()
-    assert body["valid"] is True and body["issues"] == [] and set(body["invariants"]) == set(queries.INVARIANTS)
+    assert body["valid"] is True and body["issues"] == [] and set(body["invariants"]) == set(invariants.INVARIANTS)
     queued = plans_by_status(full_session)["queued"][0]
     planfiles.plan_path(full_session.name, queued.id).unlink()
     body = api.get(url).json()

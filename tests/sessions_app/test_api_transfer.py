@@ -14,7 +14,7 @@ from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from sessions_app import planfiles, queries, review, revisions, services, export_import
+from sessions_app import export_import, invariants, planfiles, queries, revisions, services
 from sessions_app.models import Event, Plan, Revision, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
@@ -93,7 +93,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     )
     # The restored session works: search finds its completed plan, the queue pulls on.
     assert queries.history_search("invoices", session_name=name)
-    assert queries.check_invariants(name).valid
+    assert invariants.check_invariants(name).valid
     completed = services.plan_complete(session_name=name, outcome="finished after the import").plan
     assert "An edit only the file has yet." in completed.notes
 
@@ -387,10 +387,10 @@ def test_a_reviewed_revised_session_round_trips_to_an_equal_one(sessions_dir):
     services.plan_pull(session_name=name)
     services.plan_note(session_name=name, text="Found the cause")
     approved = services.plan_complete(session_name=name, outcome="Fixed").plan
-    review.plan_review(session_name=name, plan_id=approved.id, decision="approve", actor="user:ada")
+    services.plan_review(session_name=name, plan_id=approved.id, decision="approve", actor="user:ada")
     services.plan_pull(session_name=name)
     rejected = services.plan_complete(session_name=name, outcome="Half").plan
-    review.plan_review(session_name=name, plan_id=rejected.id, decision="reject", notes="Finish it", actor="user:ada")
+    services.plan_review(session_name=name, plan_id=rejected.id, decision="reject", notes="Finish it", actor="user:ada")
     services.plan_pull(session_name=name)
     services.plan_note(session_name=name, text="second try")
     services.plan_defer(session_name=name, reason="waiting on review of the other")
@@ -407,7 +407,7 @@ def test_a_reviewed_revised_session_round_trips_to_an_equal_one(sessions_dir):
     assert snapshot(name) == before
     assert {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)} == texts
     assert Session.objects.get(name=name).review == "required"
-    assert queries.check_invariants(name).valid
+    assert invariants.check_invariants(name).valid
     assert [h.plan.id for h in queries.history_search("fixed", session_name=name)] == [approved.id]
 
 
@@ -449,7 +449,7 @@ def test_a_version_3_document_without_review_keys_imports_as_never_reviewed(sess
     assert list(plans["Second"].depends_on.values_list("id", flat=True)) == [first.id]
     for plan in plans.values():
         assert list(Revision.objects.filter(plan=plan).values_list("number", "kind")) == [(1, "import")]
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
 
 
 def test_the_export_gives_each_plan_of_a_batch_its_own_revisions(session):

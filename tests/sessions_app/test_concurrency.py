@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import plan_counts, planfiles, queries, services
+from sessions_app import invariants, plan_counts, planfiles, services
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import PYTHON, REPO, plan_fields
 
@@ -134,7 +134,7 @@ def file_notes(session: Session, plan_id: str) -> str:
 
 
 def assert_valid(session: Session) -> None:
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
     assert result.valid, result.issues
     # The plan counts on the session row kept step with every racing writer.
     assert plan_counts.drifted(session.name) == {}

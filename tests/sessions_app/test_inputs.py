@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import queries, services
+from sessions_app import invariants, queries, services
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
 
@@ -45,7 +45,7 @@ def session_calls(name):
         "state": lambda: queries.session_state(name),
         "search": lambda: queries.history_search("x", session_name=name),
         "history_get": lambda: queries.history_get(session_name=name, plan_id="abcde"),
-        "validate": lambda: queries.check_invariants(name),
+        "validate": lambda: invariants.check_invariants(name),
     }
 
 

@@ -24,7 +24,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from sessions_app import clock, planfiles, queries, review, revisions, services
+from sessions_app import clock, invariants, planfiles, queries, revisions, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, Revision, Session
 
@@ -95,17 +95,17 @@ WORKERS = st.sampled_from([None, "default", "w1", "w2"])
 @dataclass
 class Model:
     queue: list[str] = field(default_factory=list)
-    # The plan each worker holds, and the plan each worker last lost to an expired claim.
-    held: dict[str, str] = field(default_factory=dict)
+    # The plan each worker holds (its claim), and the plan each worker last lost to an expired claim.
+    claimed: dict[str, str] = field(default_factory=dict)
     lost: dict[str, str] = field(default_factory=dict)
     plans: dict[str, ModelPlan] = field(default_factory=dict)
     completed: list[str] = field(default_factory=list)
     discarded: list[str] = field(default_factory=list)
     in_review: list[str] = field(default_factory=list)
     # Plans rejected too many times (status "held"), waiting for a person to release them.
-    held_in_review: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
     review_required: bool = False
-    # What the agent wrote into a held plan's file and 9plan has not read back yet.
+    # What the agent wrote into a claimed plan's file and 9plan has not read back yet.
     file_notes: dict[str, tuple[str, str]] = field(default_factory=dict)
     now: float = 0.0
 
@@ -122,7 +122,7 @@ class Model:
         return not mp.waiting and all(self.plans[d].status == "completed" for d in mp.deps)
 
     def expired(self) -> list[str]:
-        found = [pid for pid in self.held.values() if self.plans[pid].lease_until < self.now]
+        found = [pid for pid in self.claimed.values() if self.plans[pid].lease_until < self.now]
         return sorted(found, key=lambda pid: (self.plans[pid].lease_until, pid))
 
 
@@ -228,7 +228,7 @@ class NineplanMachine(RuleBasedStateMachine):
         for plan_id in expired:
             mp = self.model.plans[plan_id]
             self.model.lost[mp.worker] = plan_id
-            del self.model.held[mp.worker]
+            del self.model.claimed[mp.worker]
             mp.attempts += 1
             mp.waiting = mp.attempts >= MAX_ATTEMPTS
             mp.status, mp.worker, mp.lease_until = "queued", None, None
@@ -243,12 +243,12 @@ class NineplanMachine(RuleBasedStateMachine):
         name = worker_name(worker)
         reclaimed = self._reclaim()
         ready = [pid for pid in self.model.queue if self.model.ready(pid)]
-        if name in self.model.held or not ready:
+        if name in self.model.claimed or not ready:
             with pytest.raises(NineplanError) as info:
                 services.plan_pull(session_name=self.name, worker=worker)
-            if name in self.model.held:
+            if name in self.model.claimed:
                 expected = "PLAN_ALREADY_ACTIVE"
-            elif self.model.queue or self.model.held:
+            elif self.model.queue or self.model.claimed:
                 expected = "QUEUE_BLOCKED"
             else:
                 expected = "QUEUE_EMPTY"
@@ -260,7 +260,7 @@ class NineplanMachine(RuleBasedStateMachine):
         expected = ready[0]
         assert plan.id == expected and plan.worker == name
         self.model.queue.remove(expected)
-        self.model.held[name] = expected
+        self.model.claimed[name] = expected
         self.model.lost.pop(name, None)
         mp = self.model.plans[expected]
         mp.status, mp.worker, mp.lease_until = "active", name, self.model.now + LEASE
@@ -277,8 +277,8 @@ class NineplanMachine(RuleBasedStateMachine):
         the refusal the model predicts: LEASE_LOST (the text kept, the plan unchanged) or
         NO_ACTIVE_PLAN."""
         name = worker_name(worker)
-        if name in self.model.held:
-            plan_id = self.model.held[name]
+        if name in self.model.claimed:
+            plan_id = self.model.claimed[name]
             self.model.plans[plan_id].lease_until = self.model.now + LEASE
             return plan_id
         if name in self.model.lost:
@@ -311,7 +311,7 @@ class NineplanMachine(RuleBasedStateMachine):
         assert re.fullmatch(pattern, stored), (stored, pattern)
         mp.sections["notes"] = stored
         mp.status, mp.worker, mp.lease_until = "queued", None, None
-        del self.model.held[worker_name(worker)]
+        del self.model.claimed[worker_name(worker)]
         if position == "front":
             self.model.queue.insert(0, plan_id)
         else:
@@ -337,11 +337,11 @@ class NineplanMachine(RuleBasedStateMachine):
         if plan_id is not None:
             assert call().id == plan_id
 
-    @precondition(lambda self: self.model.held)
+    @precondition(lambda self: self.model.claimed)
     @rule(data=st.data(), notes=st.one_of(st.just(""), SOME_TEXT))
     def agent_edits_the_file(self, data, notes):
         """An agent rewrites the Notes section of its plan file by hand."""
-        plan_id = data.draw(st.sampled_from(sorted(self.model.held.values())))
+        plan_id = data.draw(st.sampled_from(sorted(self.model.claimed.values())))
         sections = {**self.model.plans[plan_id].sections, "notes": notes}
         text = planfiles.render(sections)
         planfiles.plan_path(self.name, plan_id).write_text(text, encoding="utf-8", newline="")
@@ -358,7 +358,7 @@ class NineplanMachine(RuleBasedStateMachine):
         call = lambda: services.plan_discard(session_name=self.name, reason=reason, worker=worker)  # noqa: E731
         if self._holder_call(worker, "discard", call) is None:
             return
-        plan_id = self.model.held[worker_name(worker)]
+        plan_id = self.model.claimed[worker_name(worker)]
         dependents = {pid: mp.sections["notes"] for pid, mp in self.model.plans.items() if plan_id in mp.deps}
         self._closed(worker, call().plan, discard_reason=reason)
         # Plans that waited for it stop waiting, with a note saying why.
@@ -371,7 +371,7 @@ class NineplanMachine(RuleBasedStateMachine):
     def _closed(self, worker, plan, **text) -> None:
         """The worker's plan left the queue for good: completed with an outcome, or discarded."""
         name = worker_name(worker)
-        plan_id = self.model.held.pop(name)
+        plan_id = self.model.claimed.pop(name)
         assert plan.id == plan_id
         self.model.absorb(plan_id)
         mp = self.model.plans[plan_id]
@@ -390,7 +390,7 @@ class NineplanMachine(RuleBasedStateMachine):
     @rule(data=st.data())
     def approve(self, data):
         plan_id = data.draw(st.sampled_from(self.model.in_review))
-        review.plan_review(session_name=self.name, plan_id=plan_id, decision="approve", actor="user:rita")
+        services.plan_review(session_name=self.name, plan_id=plan_id, decision="approve", actor="user:rita")
         self.model.in_review.remove(plan_id)
         self.model.completed.append(plan_id)
         self.model.plans[plan_id].status = "completed"
@@ -399,7 +399,7 @@ class NineplanMachine(RuleBasedStateMachine):
     @rule(data=st.data(), notes=SOME_TEXT)
     def reject(self, data, notes):
         plan_id = data.draw(st.sampled_from(self.model.in_review))
-        written = review.plan_review(
+        written = services.plan_review(
             session_name=self.name, plan_id=plan_id, decision="reject", notes=notes, actor="user:rita"
         )
         self.model.in_review.remove(plan_id)
@@ -414,19 +414,19 @@ class NineplanMachine(RuleBasedStateMachine):
         assert (row.worker, row.claimed_at, row.lease_expires_at) == (None, None, None)
         if mp.rejections >= MAX_REJECTIONS:
             mp.status = "held"
-            self.model.held_in_review.append(plan_id)
+            self.model.held.append(plan_id)
             assert written.place is None
         else:
             mp.status = "queued"
             self.model.queue.insert(0, plan_id)
             assert written.place == 1
 
-    @precondition(lambda self: self.model.held_in_review)
+    @precondition(lambda self: self.model.held)
     @rule(data=st.data())
     def release(self, data):
-        plan_id = data.draw(st.sampled_from(self.model.held_in_review))
-        review.plan_release(session_name=self.name, plan_id=plan_id, actor="user:sam")
-        self.model.held_in_review.remove(plan_id)
+        plan_id = data.draw(st.sampled_from(self.model.held))
+        services.plan_release(session_name=self.name, plan_id=plan_id, actor="user:sam")
+        self.model.held.remove(plan_id)
         self.model.plans[plan_id].status, self.model.plans[plan_id].rejections = "queued", 0
         self.model.queue.insert(0, plan_id)
 
@@ -439,7 +439,7 @@ class NineplanMachine(RuleBasedStateMachine):
         plan_id = data.draw(st.sampled_from(others))
         self.expect_error(
             "VALIDATION_ERROR",
-            lambda: review.plan_review(
+            lambda: services.plan_review(
                 session_name=self.name, plan_id=plan_id, decision=decision, notes="x", actor="user:rita"
             ),
         )
@@ -487,7 +487,7 @@ class NineplanMachine(RuleBasedStateMachine):
         state = queries.session_state(self.name, limit=None)
         assert [p.id for p in state.queue] == self.model.queue
         assert state.queue_length == len(self.model.queue)
-        assert {p.worker: p.id for p in state.held} == self.model.held
+        assert {p.worker: p.id for p in state.claimed} == self.model.claimed
         assert state.completed_count == len(self.model.completed)
         assert state.discarded_count == len(self.model.discarded)
         not_ready = [pid for pid in self.model.queue[: queries.BLOCKED_SCAN] if not self.model.ready(pid)]
@@ -521,7 +521,7 @@ class NineplanMachine(RuleBasedStateMachine):
             assert deps == mp.deps, plan_id
         queued = sorted((p for p in rows.values() if p.status == "queued"), key=lambda p: p.sort_key)
         assert [p.id for p in queued] == self.model.queue
-        assert {p.worker: p.id for p in rows.values() if p.status == "active"} == self.model.held
+        assert {p.worker: p.id for p in rows.values() if p.status == "active"} == self.model.claimed
         completed = sorted((p for p in rows.values() if p.status == "completed"), key=lambda p: (p.completed_at, p.id))
         assert {p.id for p in completed} == set(self.model.completed)
         # The counts the triggers keep on the session row follow every step.
@@ -529,7 +529,7 @@ class NineplanMachine(RuleBasedStateMachine):
         statuses = [mp.status for mp in self.model.plans.values()]
         assert kept == (statuses.count("queued"), statuses.count("completed"), statuses.count("discarded"))
         assert sorted(p.id for p in rows.values() if p.status == "in_review") == sorted(self.model.in_review)
-        assert sorted(p.id for p in rows.values() if p.status == "held") == sorted(self.model.held_in_review)
+        assert sorted(p.id for p in rows.values() if p.status == "held") == sorted(self.model.held)
         assert {i: rows[i].rejections for i in rows} == {i: mp.rejections for i, mp in self.model.plans.items()}
 
     @invariant()
@@ -546,7 +546,7 @@ class NineplanMachine(RuleBasedStateMachine):
         if not self.name:
             return
         folder = planfiles.plans_dir(self.name)
-        open_ids = self.model.queue + list(self.model.held.values())
+        open_ids = self.model.queue + list(self.model.claimed.values())
         # Exactly one file per queued or active plan, nothing else: no temp files, nothing kept aside.
         assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.txt" for i in open_ids)
         assert not (planfiles.session_dir(self.name) / planfiles.PRESERVED_DIR).exists()
@@ -561,7 +561,7 @@ class NineplanMachine(RuleBasedStateMachine):
     def admin_validate_is_clean(self):
         if not self.name:
             return
-        result = queries.check_invariants(self.name)
+        result = invariants.check_invariants(self.name)
         assert result.valid, result.issues
 
 

@@ -20,7 +20,8 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from sessions_app import backup, errors, export_import, planfiles, queries, repair, services
+from sessions_app import backup, errors, export_import, invariants, planfiles, queries, repair, services
+from sessions_app.services import file_edits
 from sessions_app.admin import reads as admin_reads
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan
@@ -130,7 +131,7 @@ def complete(session):
 
 
 def issues(session) -> str:
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
     assert not result.valid
     return "\n".join(result.issues)
 
@@ -442,14 +443,14 @@ def test_a_stale_file_that_is_not_utf8_is_kept_aside_by_the_repair(session, comp
 
 def test_an_edit_after_the_read_ahead_is_read_again(session, active, sessions_dir):
     path = plan_file(sessions_dir, active)
-    ahead = services._read_ahead(session.name)
+    ahead = file_edits.read_ahead(session.name)
     assert ahead.plan_id == active.id and ahead.read.usable
     path.write_text(path.read_text() + "written after the read ahead\n")
 
-    fresh = services._file_now(active, ahead)
+    fresh = file_edits.file_now(active, ahead)
 
     assert fresh.text.endswith("written after the read ahead\n")
-    assert services._file_now(active, services._read_ahead(session.name)).text == fresh.text
+    assert file_edits.file_now(active, file_edits.read_ahead(session.name)).text == fresh.text
 
 
 # --- the queue length limit and defer --------------------------------------------------------

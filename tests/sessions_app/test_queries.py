@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from sessions_app import planfiles, queries, services
+from sessions_app import invariants, planfiles, queries, services
 from sessions_app.models import Plan
-from sessions_app.queries import INVARIANTS
+from sessions_app.invariants import INVARIANTS
 from tests.sessions_app.conftest import plan_file
 
 
@@ -72,7 +72,7 @@ def test_a_clean_session_is_valid(session, make_plan, complete_plan):
     make_plan(session, position="front")
     services.plan_pull(session_name=session.name)
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.valid is True
     assert result.invariants == dict.fromkeys(INVARIANTS, True)
@@ -81,7 +81,7 @@ def test_a_clean_session_is_valid(session, make_plan, complete_plan):
 
 @pytest.mark.django_db
 def test_an_empty_session_is_valid(session):
-    assert queries.check_invariants(session.name).valid is True
+    assert invariants.check_invariants(session.name).valid is True
 
 
 @pytest.mark.django_db
@@ -93,7 +93,7 @@ def test_it_reports_a_missing_plan_file(session, make_plan, sessions_dir, status
         services.plan_pull(session_name=session.name)
     plan_file(sessions_dir, plan).unlink()
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.valid is False
     assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "files_match_database": False}
@@ -110,7 +110,7 @@ def test_it_reports_an_orphan_file(session, make_plan, complete_plan, sessions_d
     orphan = plan_file(sessions_dir, done)
     orphan.write_text("# Context\nleft behind\n")
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "no_orphaned_files": False}
     assert len(result.issues) == 1
@@ -122,7 +122,7 @@ def test_it_reports_an_orphan_file(session, make_plan, complete_plan, sessions_d
 def test_it_reports_a_file_for_a_plan_that_never_existed(session, sessions_dir):
     (sessions_dir / session.name / "plans" / "zzzzz.txt").write_text("stray")
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.invariants["no_orphaned_files"] is False
     assert result.issues == [result.issues[0]] and "zzzzz.txt" in result.issues[0]
@@ -135,7 +135,7 @@ def test_it_reports_a_leftover_temp_file(session, make_plan, sessions_dir):
     leftover.write_text("torn")
     age(leftover)
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.invariants == {**dict.fromkeys(INVARIANTS, True), "no_orphaned_files": False}
     assert len(result.issues) == 1
@@ -146,14 +146,14 @@ def test_it_reports_a_leftover_temp_file(session, make_plan, sessions_dir):
 def test_a_fresh_temp_file_may_be_a_write_in_progress_and_is_not_reported(session, make_plan, sessions_dir):
     plan = make_plan(session)
     (sessions_dir / session.name / "plans" / f"{planfiles.TEMP_PREFIX}{plan.id}.txt").write_text("being written")
-    assert queries.check_invariants(session.name).valid is True
+    assert invariants.check_invariants(session.name).valid is True
 
 
 @pytest.mark.django_db
 def test_unrelated_files_are_not_reported(session, make_plan, sessions_dir):
     make_plan(session)
     (sessions_dir / session.name / "plans" / "README.md").write_text("notes for humans")
-    assert queries.check_invariants(session.name).valid is True
+    assert invariants.check_invariants(session.name).valid is True
 
 
 @pytest.mark.django_db
@@ -165,7 +165,7 @@ def test_it_reports_every_problem_at_once(session, make_plan, sessions_dir):
     (sessions_dir / session.name / "plans" / ".tmp-x.txt").write_text("torn")
     age(sessions_dir / session.name / "plans" / ".tmp-x.txt")
 
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
 
     assert result.invariants == {
         **dict.fromkeys(INVARIANTS, True),
@@ -178,7 +178,7 @@ def test_it_reports_every_problem_at_once(session, make_plan, sessions_dir):
 @pytest.mark.django_db
 def test_validating_an_unknown_session_gives_session_not_found(rejects):
     with rejects("SESSION_NOT_FOUND"):
-        queries.check_invariants("calm-blue-heron")
+        invariants.check_invariants("calm-blue-heron")
 
 
 def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):

@@ -13,7 +13,7 @@ import pytest
 from django.core.management import CommandError, call_command
 from django.db import connection
 
-from sessions_app import planfiles, queries, repair, search, services
+from sessions_app import invariants, planfiles, queries, repair, search, services
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder, plan_fields
 from tests.sessions_app.conftest import plan_file
@@ -40,7 +40,7 @@ def summary(actions) -> list[tuple[str, str, str]]:
 
 
 def assert_invalid(session, invariant: str, *needles: str) -> None:
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
     assert not result.valid
     assert result.invariants[invariant] is False, result.issues
     assert any(all(n in issue for n in needles) for issue in result.issues), result.issues
@@ -48,7 +48,7 @@ def assert_invalid(session, invariant: str, *needles: str) -> None:
 
 
 def assert_valid(session) -> None:
-    result = queries.check_invariants(session.name)
+    result = invariants.check_invariants(session.name)
     assert result.valid, result.issues
     assert result.issues == []
 
@@ -233,7 +233,7 @@ def test_old_temp_file_is_removed_and_a_fresh_one_left_alone(session, make_plan,
     fresh.write_text("# Context\nbeing writ")
     os.utime(old, (OLD, OLD))
     assert_invalid(session, "no_orphaned_files", old.name)
-    assert not any(fresh.name in issue for issue in queries.check_invariants(session.name).issues)
+    assert not any(fresh.name in issue for issue in invariants.check_invariants(session.name).issues)
 
     assert summary(repair.repair_all(apply=False)) == [(session.name, "remove_temp", old.name)]
     assert old.exists()

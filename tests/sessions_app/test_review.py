@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from sessions_app import planfiles, queries, review, services
+from sessions_app import invariants, planfiles, queries, services
 from sessions_app.models import Event, Plan, Revision, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import events, plan_file
@@ -43,7 +43,7 @@ def test_completing_in_a_reviewed_session_puts_the_plan_in_review_unsearchable(s
     # Its worker is free: the next plan can be pulled.
     services.plan_enqueue(session_name=session.name, **plan_fields(goal="Next"))
     assert services.plan_pull(session_name=session.name).goal == "Next"
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
 
 
 @pytest.mark.django_db
@@ -62,7 +62,7 @@ def test_approve_completes_and_indexes_the_plan():
     session = reviewed_session()
     plan = submit(session, goal="Write the tokenizer", outcome="Tokenizer written")
 
-    approved = review.plan_review(
+    approved = services.plan_review(
         session_name=session.name, plan_id=plan.id, decision="approve", notes="Looks right", actor="user:rita"
     ).plan
 
@@ -73,7 +73,7 @@ def test_approve_completes_and_indexes_the_plan():
     assert Session.objects.get(name=session.name).count_completed == 1
     assert Event.objects.filter(plan=plan).last().detail == {"decision": "approve", "notes": "Looks right"}
     assert events(plan)[-1] == ("plan_approved", "user:rita")
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
 
 
 @pytest.mark.django_db
@@ -85,7 +85,7 @@ def test_reject_returns_the_plan_to_the_front_with_the_notes(sessions_dir):
     services.plan_note(session_name=session.name, text="Started from the grammar.")
     plan = services.plan_complete(session_name=session.name, outcome="Built it").plan
 
-    written = review.plan_review(
+    written = services.plan_review(
         session_name=session.name, plan_id=plan.id, decision="reject", notes="Unicode input fails.", actor="user:rita"
     )
 
@@ -102,7 +102,7 @@ def test_reject_returns_the_plan_to_the_front_with_the_notes(sessions_dir):
     }
     assert Revision.objects.filter(plan=plan).last().kind == "review"
     assert hits(session, "tokenizer") == []
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
 
 
 @pytest.mark.django_db
@@ -110,18 +110,18 @@ def test_after_the_last_allowed_rejection_the_plan_is_held(settings, sessions_di
     settings.NINEPLAN_MAX_REJECTIONS = 2
     session = reviewed_session()
     plan = submit(session)
-    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="Again")
-    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="Still no.", actor="user:rita")
+    services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="Still no.", actor="user:rita")
 
     stored = Plan.objects.get(id=plan.id)
     assert (stored.status, stored.sort_key, stored.rejections) == ("held", None, 2)
     assert [k for k, _ in events(plan)][-2:] == ["plan_rejected", "plan_held"]
     assert not plan_file(sessions_dir, plan).exists()
-    assert queries.check_invariants(session.name).valid
+    assert invariants.check_invariants(session.name).valid
 
-    review.plan_release(session_name=session.name, plan_id=plan.id, actor="user:pat")
+    services.plan_release(session_name=session.name, plan_id=plan.id, actor="user:pat")
     stored = Plan.objects.get(id=plan.id)
     assert (stored.status, stored.rejections) == ("queued", 0)
     assert plan_file(sessions_dir, plan).exists()
@@ -132,7 +132,7 @@ def test_a_held_plan_can_be_discarded_by_staff(settings):
     settings.NINEPLAN_MAX_REJECTIONS = 1
     session = reviewed_session()
     plan = submit(session)
-    review.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
     services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="Not worth it", actor="user:pat")
     assert Plan.objects.get(id=plan.id).status == "discarded"
 
@@ -145,18 +145,18 @@ def test_review_refuses_bad_calls_and_changes_nothing(rejects):
     queued = Plan.objects.get(session=session, status="queued")
     call = dict(session_name=session.name, actor="user:rita")
     with rejects("VALIDATION_ERROR", field="decision"):
-        review.plan_review(plan_id=plan.id, decision="maybe", **call)
+        services.plan_review(plan_id=plan.id, decision="maybe", **call)
     with rejects("VALIDATION_ERROR", field="decision"):
-        review.plan_review(plan_id=plan.id, decision=None, **call)
+        services.plan_review(plan_id=plan.id, decision=None, **call)
     with rejects("VALIDATION_ERROR", field="notes"):
-        review.plan_review(plan_id=plan.id, decision="reject", notes="  ", **call)
+        services.plan_review(plan_id=plan.id, decision="reject", notes="  ", **call)
     with rejects("VALIDATION_ERROR", field="plan_id") as info:
-        review.plan_review(plan_id=queued.id, decision="approve", **call)
+        services.plan_review(plan_id=queued.id, decision="approve", **call)
     assert info.value.reason == "not_in_review"
     with rejects("PLAN_NOT_FOUND"):
-        review.plan_review(plan_id="zzzzz", decision="approve", **call)
+        services.plan_review(plan_id="zzzzz", decision="approve", **call)
     with rejects("SESSION_NOT_FOUND"):
-        review.plan_review(session_name="no-such-name", plan_id=plan.id, decision="approve", actor="x")
+        services.plan_review(session_name="no-such-name", plan_id=plan.id, decision="approve", actor="x")
     with rejects("VALIDATION_ERROR", field="review"):
         services.session_create(review="always")
     with rejects("VALIDATION_ERROR", field="review"):
@@ -165,7 +165,7 @@ def test_review_refuses_bad_calls_and_changes_nothing(rejects):
 
 @pytest.mark.django_db
 def test_staff_change_the_session_policy_with_an_event(session):
-    review.session_set_review(session_name=session.name, review="required", actor="user:pat")
+    services.session_set_review(session_name=session.name, review="required", actor="user:pat")
     assert Session.objects.get(name=session.name).review == "required"
     assert Event.objects.filter(session=session).last().detail == {"review": "required"}
     plan = submit(session)
@@ -185,7 +185,7 @@ def test_a_pull_with_only_plans_in_review_left_says_the_task_waits_for_review(se
     assert "Task complete" not in info.value.message
 
     second = submit(session, goal="Second")
-    review.plan_review(session_name=session.name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
+    services.plan_review(session_name=session.name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
     assert Plan.objects.get(id=first.id).status == "held"
     with rejects("QUEUE_BLOCKED") as info:
         services.plan_pull(session_name=session.name)
@@ -195,7 +195,7 @@ def test_a_pull_with_only_plans_in_review_left_says_the_task_waits_for_review(se
     )
 
     # Once every plan is decided, the task is complete.
-    review.plan_review(session_name=session.name, plan_id=second.id, decision="approve", actor="user:rita")
+    services.plan_review(session_name=session.name, plan_id=second.id, decision="approve", actor="user:rita")
     services.plan_discard_any(session_name=session.name, plan_id=first.id, reason="Not needed", actor="user:pat")
     with rejects("QUEUE_EMPTY", match="Task complete"):
         services.plan_pull(session_name=session.name)

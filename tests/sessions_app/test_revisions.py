@@ -8,7 +8,7 @@ import json
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from sessions_app import planfiles, review, revisions, services
+from sessions_app import planfiles, revisions, services
 from sessions_app.models import SECTIONS, Plan, Revision
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file, revised_plan
@@ -84,18 +84,18 @@ def test_storage_grows_with_the_text_written_not_with_copies(session, settings):
 def test_restore_of_a_queued_plan_rewrites_its_file_and_refuses_what_it_cannot(session, sessions_dir, rejects):
     revised_plan(session, "kept", "gone")
     plan = services.plan_defer(session_name=session.name, reason="x").plan
-    review.plan_restore(session_name=session.name, plan_id=plan.id, number=2, actor="user:sam")
+    services.plan_restore(session_name=session.name, plan_id=plan.id, number=2, actor="user:sam")
     stored = Plan.objects.get(id=plan.id)
     assert stored.notes == "kept"
     assert plan_file(sessions_dir, plan).read_text() == planfiles.render(stored.sections())
     assert kinds(plan)[-1][1] == "restore"
     with rejects("VALIDATION_ERROR", field="revision"):
-        review.plan_restore(session_name=session.name, plan_id=plan.id, number=99, actor="user:sam")
+        services.plan_restore(session_name=session.name, plan_id=plan.id, number=99, actor="user:sam")
     with rejects("VALIDATION_ERROR", field="revision"):
-        review.plan_restore(session_name=session.name, plan_id=plan.id, number="2", actor="user:sam")
+        services.plan_restore(session_name=session.name, plan_id=plan.id, number="2", actor="user:sam")
     with rejects("VALIDATION_ERROR", field="revision"):
-        review.plan_restore(session_name=session.name, plan_id=plan.id, number=5, actor="user:sam")  # the current text
+        services.plan_restore(session_name=session.name, plan_id=plan.id, number=5, actor="user:sam")  # the current text
     services.plan_pull(session_name=session.name)
     done = services.plan_complete(session_name=session.name, outcome="done").plan
     with rejects("VALIDATION_ERROR", field="plan_id"):
-        review.plan_restore(session_name=session.name, plan_id=done.id, number=2, actor="user:sam")
+        services.plan_restore(session_name=session.name, plan_id=done.id, number=2, actor="user:sam")

@@ -451,7 +451,7 @@ def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
     crowd(complete_plan, copies=2)
     # Stemmed, both names are one word: the search must still keep them apart.
     names = iter(["quiet-grey-heron", "quiet-grey-herons"])
-    monkeypatch.setattr(services, "new_session_name", lambda: next(names))
+    monkeypatch.setattr(services.sessions, "new_session_name", lambda: next(names))
     heron, herons = services.session_create(), services.session_create()
     mine = complete_plan(heron, goal="Ledger migration")
     theirs = complete_plan(herons, goal="Ledger migration")

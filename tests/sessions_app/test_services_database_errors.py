@@ -9,6 +9,7 @@ import pytest
 from django.db import connection
 
 from sessions_app import errors, services, transactions
+from sessions_app.services import writing
 from sessions_app.errors import DatabaseFailed
 from sessions_app.models import Event, Session
 
@@ -18,7 +19,7 @@ def test_a_broken_database_rule_is_reported_and_rolled_back(session):
     events = Event.objects.count()
     with pytest.raises(DatabaseFailed) as info:
         with transactions.write():
-            services._event(session.name, Event.Kind.REPAIRED, "test")
+            writing.record_event(session.name, Event.Kind.REPAIRED, "test")
             Session.objects.create(name=session.name)  # the primary key exists
     error = info.value
     assert error.category == "DATABASE_ERROR"
@@ -38,11 +39,11 @@ def test_a_deadlock_is_reported_as_a_collision_that_is_safe_to_retry():
     def writer(label: str, one: str, other: str) -> None:
         try:
             with transactions.write():
-                services._lock_session(one)
+                writing.lock_session(one)
                 both_locked_one.wait()
                 # Each now waits for the row the other holds: PostgreSQL breaks the cycle
                 # by failing one of the two transactions.
-                services._lock_session(other)
+                writing.lock_session(other)
             outcomes[label] = "ok"
         except DatabaseFailed as exc:
             outcomes[label] = exc

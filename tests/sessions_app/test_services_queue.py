@@ -132,7 +132,7 @@ def test_it_refuses_to_grow_the_queue_past_its_limit(session, make_plan, setting
 def test_it_draws_another_plan_id_on_a_collision(session, make_plan, monkeypatch):
     first = make_plan(session)
     drawn = iter([first.id, "zz999"])
-    monkeypatch.setattr(services, "new_plan_id", lambda: next(drawn))
+    monkeypatch.setattr(services.queue, "new_plan_id", lambda: next(drawn))
 
     second = make_plan(session)
 
@@ -143,7 +143,7 @@ def test_it_draws_another_plan_id_on_a_collision(session, make_plan, monkeypatch
 @pytest.mark.django_db
 def test_it_gives_database_error_when_no_free_plan_id_is_found(session, make_plan, monkeypatch, rejects):
     taken = make_plan(session)
-    monkeypatch.setattr(services, "new_plan_id", lambda: taken.id)
+    monkeypatch.setattr(services.queue, "new_plan_id", lambda: taken.id)
     with rejects("DATABASE_ERROR", match="free plan id"):
         make_plan(session)
 

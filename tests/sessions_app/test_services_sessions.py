@@ -43,7 +43,7 @@ def test_it_gives_every_session_a_new_name():
 def test_it_draws_another_name_when_the_first_is_taken(monkeypatch, sessions_dir):
     taken = services.session_create()
     drawn = iter([taken.name, taken.name, "fresh-green-heron"])
-    monkeypatch.setattr(services, "new_session_name", lambda: next(drawn))
+    monkeypatch.setattr(services.sessions, "new_session_name", lambda: next(drawn))
 
     session = services.session_create()
 
@@ -55,7 +55,7 @@ def test_it_draws_another_name_when_the_first_is_taken(monkeypatch, sessions_dir
 @pytest.mark.django_db
 def test_it_gives_database_error_when_no_free_name_is_found(monkeypatch, rejects):
     taken = services.session_create()
-    monkeypatch.setattr(services, "new_session_name", itertools.repeat(taken.name).__next__)
+    monkeypatch.setattr(services.sessions, "new_session_name", itertools.repeat(taken.name).__next__)
 
     with rejects("DATABASE_ERROR", match="free session name"):
         services.session_create()

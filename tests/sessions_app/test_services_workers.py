@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import clock, errors, planfiles, queries, services
+from sessions_app import clock, errors, invariants, planfiles, queries, services
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file
@@ -56,7 +56,7 @@ def row(plan: Plan) -> Plan:
 
 
 def assert_valid(session) -> None:
-    report = queries.check_invariants(session.name)
+    report = invariants.check_invariants(session.name)
     assert report.valid, report.issues
 
 
@@ -349,7 +349,7 @@ def test_resume_state_shows_every_worker_and_what_blocked_plans_wait_for(short, 
     b = add(short, "B", depends_on=[a.id])
     pull(short, "w1")
     state = queries.session_state(short.name)
-    assert [(p.worker, p.id) for p in state.held] == [("w1", a.id)]
+    assert [(p.worker, p.id) for p in state.claimed] == [("w1", a.id)]
     assert [(x.plan_id, [w.id for w in x.waits_for]) for x in state.blocked] == [(b.id, [a.id])]
     assert "worker 'w1'" in state.blocked[0].describe()
 

@@ -1,4 +1,4 @@
-"""The review gate and the restore of a revision: services, like those of services.py.
+"""The review gate and the restore of a revision.
 
 A plan that needs review (added with ``review``, or in a session whose ``review`` is
 ``required``) goes to ``in_review`` when its agent completes it: its worker is free, and it
@@ -15,24 +15,23 @@ import logging
 from collections.abc import Callable
 
 from django.conf import settings
+
 from sessions_app import clock, errors, inputs, revisions, statements, transactions
+from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
-from sessions_app.models import SECTIONS, Event, Plan, ReviewPolicy, Revision, Session
-from sessions_app.services import (
+from sessions_app.models import SECTIONS, Event, Plan, Revision
+from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, write_file
+from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,
     Written,
-    _absorb_file,
-    _event,
-    _file_now,
-    _lock_session,
-    _next_position,
-    _plan_of,
-    _read_ahead,
-    _stamp,
-    _touch,
-    _write_file,
+    back_to_queue,
     compose_append,
+    lock_session,
+    plan_for_write,
+    record_event,
+    set_sections,
+    touch,
 )
 
 log = logging.getLogger("nineplan.services")
@@ -59,11 +58,12 @@ def plan_review(
         notes = inputs.text("notes", notes, required=True)
     else:
         notes = inputs.text("notes", notes, required=False) if notes is not None else ""
+    name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     place = None
     with transactions.write() as undo:
         # The plan row, then the session row, as every writer takes them.
-        name, plan = _plan_of(session_name, plan_id)
-        session = _lock_session(name)
+        plan = plan_for_write(name, plan_id)
+        session = lock_session(name)
         if precondition is not None:
             precondition(plan)
         if plan.status != Plan.Status.IN_REVIEW:
@@ -76,36 +76,35 @@ def plan_review(
         if decision == "approve":
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
-            _touch(plan)
+            touch(plan)
             statements.update_plan(plan, ("status", "completed_at", *TOUCHED))
-            _event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
+            record_event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
         else:
             before = plan.sections()
-            plan.notes = compose_append(plan.notes, f"### Rejected in review by {actor}, {_stamp(now)}\n\n{notes}")
+            plan.notes = compose_append(plan.notes, f"### Rejected in review by {actor}, {utc_text(now)}\n\n{notes}")
             inputs.plan_size({**plan.sections(), "outcome": plan.outcome}, field="notes")
             plan.rejections += 1
             held = plan.rejections >= settings.NINEPLAN_MAX_REJECTIONS
             # The claim that finished the plan is over: back in the queue it is unclaimed (no
             # worker, no lease), as a requeued plan is; its attempts stand (a rejection is no
             # lost claim).
-            plan.worker = plan.claimed_at = plan.lease_expires_at = None
             if held:
                 plan.status, plan.sort_key = Plan.Status.HELD, None
+                plan.worker = plan.claimed_at = plan.lease_expires_at = None
             else:
                 # Sent back to the front: the work was nearly done and the notes say what is missing.
-                plan.status, plan.sort_key = Plan.Status.QUEUED, _next_position(session, "front")
-                place = 1
-            _touch(plan)
+                place = back_to_queue(plan, session, "front")
+            touch(plan)
             statements.update_plan(plan, (*SECTIONS, *RETURNED, "rejections", *TOUCHED))
             revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
-            _event(
+            record_event(
                 session.name, Event.Kind.PLAN_REJECTED, actor, plan,
                 decision=decision, notes=notes, rejections=plan.rejections,
             )
             if held:
-                _event(session.name, Event.Kind.PLAN_HELD, actor, plan, rejections=plan.rejections)
+                record_event(session.name, Event.Kind.PLAN_HELD, actor, plan, rejections=plan.rejections)
             else:
-                _write_file(undo, plan, previous=None)
+                write_file(undo, plan, previous=None)
     log.info("plan reviewed", extra={"session": session.name, "plan": plan.id, "decision": decision})
     return Written(plan, place)
 
@@ -114,20 +113,20 @@ def plan_release(*, session_name: str, plan_id: str, position: str | None = None
     """Returns a held plan to the queue (a person decided it gets another try); its count
     of rejections starts again."""
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
+    name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write() as undo:
-        name, plan = _plan_of(session_name, plan_id)
-        session = _lock_session(name)
+        plan = plan_for_write(name, plan_id)
+        session = lock_session(name)
         if plan.status != Plan.Status.HELD:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a held plan is released to the queue.", field="plan_id"
             )
-        plan.status, plan.sort_key, plan.rejections = Plan.Status.QUEUED, _next_position(session, position), 0
-        plan.worker = plan.claimed_at = plan.lease_expires_at = None
-        place = 1 if position == "front" else session.count_queued + 1
-        _touch(plan)
+        place = back_to_queue(plan, session, position)
+        plan.rejections = 0
+        touch(plan)
         statements.update_plan(plan, (*RETURNED, "rejections", *TOUCHED))
-        _event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position, released=True)
-        _write_file(undo, plan, previous=None)
+        record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position, released=True)
+        write_file(undo, plan, previous=None)
     return Written(plan, place)
 
 
@@ -136,18 +135,19 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
     is itself a new revision, so nothing is lost by it either."""
     if isinstance(number, bool) or not isinstance(number, int) or number < 1:
         raise ValidationFailed(f"revision must be a whole number from 1; got {inputs.shown(number)}.", field="revision")
-    ahead = _read_ahead(session_name, plan_id)
+    name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
+    ahead = read_ahead(name, plan_id)
     with transactions.write() as undo:
-        name, plan = _plan_of(session_name, plan_id)
-        session = _lock_session(name)
+        plan = plan_for_write(name, plan_id)
+        session = lock_session(name)
         if not plan.is_open:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a queued or active plan can be restored.", field="plan_id"
             )
-        previous = _file_now(plan, ahead)
+        previous = file_now(plan, ahead)
         # The agent's unsaved edits in the file become a revision first, so the restore
         # cannot overwrite them unrecorded.
-        _absorb_file(plan, actor, previous, strict=True)
+        absorb_file(plan, actor, previous, strict=True)
         target = revisions.text_at(plan, number)
         if target is None:
             raise ValidationFailed(f"Plan {plan.id} has no revision {number}.", field="revision")
@@ -155,33 +155,10 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         if target == before:
             raise ValidationFailed(f"Plan {plan.id}'s text is already as it was at revision {number}.", field="revision")
         inputs.plan_size({**target, "outcome": plan.outcome}, field="revision")
-        for name in SECTIONS:
-            setattr(plan, name, target[name])
-        _touch(plan)
+        set_sections(plan, target)
+        touch(plan)
         statements.update_plan(plan, (*SECTIONS, *TOUCHED))
         made = revisions.record(plan, kind=Revision.Kind.RESTORE, actor=actor, before=before)
-        _event(session.name, Event.Kind.PLAN_RESTORED, actor, plan, revision=number, new_revision=made)
-        _write_file(undo, plan, previous)
+        record_event(session.name, Event.Kind.PLAN_RESTORED, actor, plan, revision=number, new_revision=made)
+        write_file(undo, plan, previous)
     return Written(plan)
-
-
-def session_set_review(*, session_name: str, review: str, actor: str) -> Session:
-    """Staff change whether a session's completed plans wait for review (from the next completion)."""
-    review = inputs.choice("review", review, ReviewPolicy.values, default=ReviewPolicy.NONE)
-    with transactions.write():
-        session = _lock_session(session_name)
-        if session.review != review:
-            Session.objects.filter(name=session.name).update(review=review)
-            _event(session.name, Event.Kind.SESSION_CHANGED, actor, review=review)
-        session.review = review
-    return session
-
-
-# --- reads for the edges ------------------------------------------------------------------
-
-
-def last_rejection(plan: Plan) -> Event | None:
-    """The latest rejection of the plan, if it was ever sent back."""
-    if not plan.rejections:
-        return None
-    return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()

@@ -1,0 +1,76 @@
+"""The pieces of tool answers several tools share: capped lists of workers, blocked plans
+and plans in review, the queue's entries, and a write's answer with its plan-file notice.
+
+Every answer but a plan's own text stays under 2 KB of UTF-8 whatever the session holds
+(docs/design.md, "The edges"): lists are capped (with a count of the rest) and long texts
+become short snippets measured in encoded bytes, since one emoji costs four.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp_types import CallToolResult
+
+from mcp_bridge import responses
+from sessions_app import excerpts, queries, services
+from sessions_app.models import DEFAULT_WORKER, Plan
+
+LIST_CAP = 8
+WORKERS_CAP = 6
+BLOCKED_CAP = 3
+BATCH_CAP = 15
+ISSUE_CAP = 6
+SEARCH_BYTES = 1500
+
+
+def lease_text(plan: Plan) -> str | None:
+    return plan.lease_expires_at.isoformat(timespec="seconds") if plan.lease_expires_at else None
+
+
+def workers(state: queries.SessionState) -> list[dict[str, Any]]:
+    return [
+        {"worker": p.worker, "plan_id": p.id, "goal": excerpts.fit_json(p.goal, 40), "lease_until": lease_text(p)}
+        for p in state.claimed[:WORKERS_CAP]
+    ]
+
+
+def blocked(state: queries.SessionState) -> list[str]:
+    return [excerpts.fit_json(b.describe(), 150) for b in state.blocked[:BLOCKED_CAP]]
+
+
+def parallel_view(state: queries.SessionState, data: dict[str, Any]) -> None:
+    """Every worker's plan and lease, and what blocked plans wait for: only when a named
+    worker holds a plan or something is blocked, so a single agent's answers keep their shape."""
+    if any(p.worker != DEFAULT_WORKER for p in state.claimed):
+        data["workers"] = workers(state)
+        data["workers_more"] = max(0, len(state.claimed) - WORKERS_CAP)
+    if state.blocked:
+        data["blocked"] = blocked(state)
+
+
+def with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
+    """A plan file the service could not use is reported in the answer (``plan_file_notice``)."""
+    if not notice:
+        return summary
+    data["plan_file_notice"] = excerpts.fit_json(notice, 600)
+    return f"{summary} The plan file was not used: see plan_file_notice."
+
+
+def plan_written(name: str, written: services.Written, summary: str, **data: Any) -> CallToolResult:
+    """The answer to a write of the worker's plan: its id, then ``data``, and a notice when
+    the service could not use the plan file."""
+    data = {"plan_id": written.plan.id, **data}
+    return responses.ok(name, with_file_notice(written.file_notice, summary, data), data)
+
+
+def add_in_review(data: dict[str, Any], session_name: str) -> None:
+    """The plans waiting for a reviewer, when there are any."""
+    rows, total = queries.plans_in(session_name, Plan.Status.IN_REVIEW, limit=4)
+    if total:
+        data["in_review"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
+        data["in_review_count"] = total
+
+
+def queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
+    return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]

@@ -1,0 +1,150 @@
+"""What every tool call shares: the connection's current session, who is calling (the
+token's holder over HTTP), and ``run``, which resolves the session, runs the tool's body and
+maps every failure to the error text (docs/design.md, "Errors").
+
+Tools are plain ``def`` functions: the SDK runs them in worker threads, where the ORM
+may be used (an ``async def`` tool touching the ORM would fail).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+
+from django.db import close_old_connections
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+
+from mcp_bridge import auth, responses
+from mcp_bridge.readiness import wait_ready
+from sessions_app import inputs
+from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
+from sessions_app.identifiers import is_session_name
+
+log = logging.getLogger("nineplan.mcp")
+# Who the events of a tool call name: over stdio (and over loopback HTTP without a token)
+# simply "agent"; with a token, "agent:<token name>", so reviewers can tell machines apart.
+ACTOR = "agent"
+
+
+class ConnectionState:
+    """The current session of each connection (set by create/resume).
+
+    Over stdio one process is one connection. Over HTTP the MCP session id
+    (``mcp-session-id``, protocol versions with an initialize handshake) tells
+    connections apart. A stateless HTTP request (protocol 2026-07-28, the SDK client's
+    default) carries no such id, so nothing is remembered between its calls: the client
+    passes ``session_name`` on every call. Remembering "the last session" per process
+    instead would hand one agent's session to every other agent of that process.
+
+    The id is only a header: the SDK checks that it belongs to the caller's token on the
+    handshake protocols of a stateful server, but a stateless request (or a stateless
+    server) passes whatever id the client sends. So the state is keyed on the token as
+    well as the id: a request bearing another token's id finds nothing of it.
+    """
+
+    # Stateful HTTP sessions come and go (the SDK ends idle ones); the oldest entries are
+    # dropped beyond this many, so a long-running server does not grow without bound.
+    MAX_CONNECTIONS = 10_000
+
+    def __init__(self) -> None:
+        self._current: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _key(ctx: Context | None) -> str | None:
+        try:
+            headers = ctx.headers if ctx is not None else None
+        except Exception:  # outside a request (in-process calls) there are no headers
+            headers = None
+        if headers is None:
+            return "local"
+        sid = headers.get("mcp-session-id")
+        if not sid:
+            return None
+        found = holder(ctx)
+        owner = "anonymous" if found is None else f"token-{found.token_id}"
+        return f"http:{owner}:{sid}"
+
+    def remembers(self, ctx: Context | None) -> bool:
+        """Whether this connection keeps a current session between calls."""
+        return self._key(ctx) is not None
+
+    def get(self, ctx: Context | None) -> str | None:
+        key = self._key(ctx)
+        if key is None:
+            return None
+        with self._lock:
+            name = self._current.get(key)
+            if name is not None:
+                self._current.move_to_end(key)
+            return name
+
+    def set(self, ctx: Context | None, name: str) -> None:
+        key = self._key(ctx)
+        if key is None:
+            return
+        with self._lock:
+            self._current[key] = name
+            self._current.move_to_end(key)
+            while len(self._current) > self.MAX_CONNECTIONS:
+                self._current.popitem(last=False)
+
+
+STATELESS_HINT = (
+    " This connection keeps no current session (stateless HTTP): pass session_name='{name}' on every call."
+)
+
+
+def connection_state(ctx: Context) -> ConnectionState:
+    return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
+
+
+def holder(ctx: Context | None) -> auth.Holder | None:
+    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+    try:
+        request = ctx.request_context.request if ctx is not None else None
+    except ValueError:  # outside a request (in-process calls)
+        return None
+    return auth.holder_of(request)
+
+
+def actor(ctx: Context | None) -> str:
+    found = holder(ctx)
+    return ACTOR if found is None else f"{ACTOR}:{found.name}"
+
+
+def run(
+    ctx: Context,
+    session_name: str | None,
+    body: Callable[[str | None], CallToolResult],
+    *,
+    needs_session: bool = True,
+) -> CallToolResult:
+    """Resolve the session, run the body, and map every failure to the error text
+    (docs/design.md, "Errors")."""
+    requested = session_name if session_name is not None else connection_state(ctx).get(ctx)
+    shown = requested if is_session_name(requested) else connection_state(ctx).get(ctx)
+    try:
+        wait_ready()
+        close_old_connections()
+        if needs_session:
+            if requested is None:
+                if not connection_state(ctx).remembers(ctx):
+                    raise NoSessionSelected(
+                        "No session_name was given, and this connection keeps no current session between "
+                        "calls (stateless HTTP), so every call must name its session.",
+                        reason=STATELESS_CONNECTION,
+                    )
+                raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
+            inputs.session_name(requested)
+        return body(requested)
+    except NineplanError as exc:
+        return responses.from_exception(shown, exc)
+    except Exception as exc:  # never a traceback or a generic "internal error" to the agent
+        log.exception("tool failed unexpectedly", extra={"session": shown})
+        return responses.unexpected(shown, type(exc).__name__)
+    finally:
+        close_old_connections()

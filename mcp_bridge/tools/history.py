@@ -1,0 +1,68 @@
+"""The history tools: search completed plans, read one."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from mcp_bridge import responses
+from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import SessionArg
+from sessions_app import excerpts, inputs, queries
+
+
+def history_search(
+    ctx: Context,
+    query: Annotated[str, Field(description="Words describing what you need, e.g. 'invoice model migration'.")],
+    max_results: Annotated[int | None, Field(description="How many results, 1 to 8 (default 5).")] = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Search the session's completed plans (best match first) to find what earlier
+    work produced: use it to resolve a plan's inputs. Words match in any form ("caching"
+    finds "cached"), the last one also as a prefix. Plans matching all your words rank
+    first; partial matches follow. Discarded plans never appear.
+    Example: {"query": "invoice models"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        limit = inputs.positive_int("max_results", max_results, default=5, maximum=8)
+        hits = queries.history_search(query, session_name=name, max_results=limit)
+        # More results get shorter snippets, so the answer's size does not grow with them.
+        each = answers.SEARCH_BYTES // max(1, len(hits)) - 60
+        results = [
+            {
+                "id": h.plan.id,
+                "goal": excerpts.fit_json(h.plan.goal, each * 2 // 5),
+                "outcome": excerpts.fit_json(h.plan.outcome, each * 3 // 5),
+                "relevance_rank": h.rank,
+            }
+            for h in hits
+        ]
+        summary = f"{len(results)} result(s)." + (" Read one with 9plan_history_get." if results else "")
+        return responses.ok(name, summary, {"results": results})
+
+    return calls.run(ctx, session_name, body)
+
+
+def history_get(
+    ctx: Context,
+    plan_id: Annotated[str, Field(description="A completed plan's 5-character id, e.g. 'k3x9q'.")],
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Read one completed plan in full: every section, its notes and its outcome.
+    Example: {"plan_id": "k3x9q"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = queries.history_get(session_name=name, plan_id=plan_id)
+        data = {
+            "plan_id": plan.id,
+            **plan.sections(),
+            "outcome": plan.outcome,
+            # A string here, so the text and the structured content spell the time alike.
+            "completed_at": plan.completed_at.isoformat(timespec="seconds") if plan.completed_at else None,
+        }
+        return responses.ok(name, "Completed plan.", data)
+
+    return calls.run(ctx, session_name, body)

@@ -1,0 +1,85 @@
+"""The inspection tools: the invariant check, the session list, a session's state."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+
+from mcp_bridge import responses
+from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import SessionArg
+from sessions_app import excerpts, invariants, planfiles, queries
+
+
+def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """Check the session's invariants: one active plan at most, queue order intact, every
+    queued/active plan has its file, no stray files. Each issue names the plan and the fix.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        result = invariants.check_invariants(name)
+        data = {
+            "valid": result.valid,
+            "invariants": result.invariants,
+            "issues": [excerpts.fit_json(i, 160) for i in result.issues[:answers.ISSUE_CAP]],
+            "issues_more": max(0, len(result.issues) - answers.ISSUE_CAP),
+        }
+        return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
+
+    return calls.run(ctx, session_name, body)
+
+
+def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """List the sessions on this server, newest first, with queue length, completed count
+    and whether a plan is active. Use it to find a session name to resume.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        if name is not None:
+            queries.get_session(name)  # a named session must exist; the list is the same
+        sessions, total = queries.session_list(limit=answers.LIST_CAP)
+        rows = [
+            {
+                "name": s.name,
+                "created": s.created_at.isoformat(timespec="seconds"),
+                "task_description": excerpts.fit_json(s.task_description, 40),
+                "queue_length": s.queue_length,
+                "completed_count": s.completed_count,
+                "has_active_plan": s.has_active_plan,
+            }
+            for s in sessions
+        ]
+        data = {"sessions": rows, "total": total, "more": total - len(rows)}
+        return responses.ok(name, f"{total} session(s).", data)
+
+    return calls.run(ctx, session_name, body, needs_session=False)
+
+
+def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+    """Detailed state of the session for debugging: queue with positions, active plan, plan
+    files on disk and whether they match the database.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        state = queries.session_state(name, limit=answers.LIST_CAP)
+        files = planfiles.list_plan_files(name)
+        validation_result = invariants.check_invariants(name)
+        active = state.active
+        data = {
+            "task_description": excerpts.fit_json(state.session.task_description, 150),
+            "queue": answers.queue_entries(state.queue, key="position"),
+            "queue_length": state.queue_length,
+            "active_plan": None
+            if active is None
+            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 100), "file_path": queries.plan_path(active)},
+            "completed_count": state.completed_count,
+            "plan_files": files[:answers.LIST_CAP],
+            "plan_files_count": len(files),
+            "file_db_match": validation_result.invariants["files_match_database"]
+            and validation_result.invariants["no_orphaned_files"],
+        }
+        answers.add_in_review(data, name)
+        answers.parallel_view(state, data)
+        return responses.ok(name, "Session state.", data)
+
+    return calls.run(ctx, session_name, body)

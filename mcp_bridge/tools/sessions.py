@@ -1,0 +1,96 @@
+"""The session tools: create and resume."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from mcp_bridge import responses
+from mcp_bridge.tools import answers, calls
+from sessions_app import excerpts, interventions, queries, services
+
+
+def session_create(
+    ctx: Context,
+    task_description: Annotated[
+        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+    ] = None,
+    review: Annotated[
+        str | None,
+        Field(
+            description="'none' (default): a completed plan is done at once; 'required': every completed plan "
+            "waits for a reviewer's approval.",
+            json_schema_extra={"enum": ["none", "required"]},
+        ),
+    ] = None,
+    lease_seconds: Annotated[
+        int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
+    ] = None,
+    max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
+) -> CallToolResult:
+    """Start a new 9plan session: a work queue for one big task. Returns its three-word name
+    (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
+    The new session becomes this connection's current session.
+    Example: {"task_description": "Port the billing service to Django"}"""
+
+    def body(_: str | None) -> CallToolResult:
+        session = services.session_create(
+            task_description=task_description,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            review=review,
+            actor=calls.actor(ctx),
+        )
+        calls.connection_state(ctx).set(ctx, session.name)
+        summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
+        if not calls.connection_state(ctx).remembers(ctx):
+            summary += calls.STATELESS_HINT.format(name=session.name)
+        return responses.ok(session.name, summary, {"session_path": queries.session_path(session.name)})
+
+    return calls.run(ctx, None, body, needs_session=False)
+
+
+def session_resume(
+    ctx: Context,
+    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
+) -> CallToolResult:
+    """Resume a session after a restart or context compaction: makes it current and returns
+    its whole state (task, queue in order, active plan, completed count). If a plan is
+    active, read its file and carry on with it.
+    Example: {"session_name": "brave-amber-otter"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        state = queries.session_state(name, limit=answers.LIST_CAP)
+        calls.connection_state(ctx).set(ctx, state.session.name)
+        active = state.default_workers_plan
+        data = {
+            "session_path": queries.session_path(state.session.name),
+            "task_description": excerpts.fit_json(state.session.task_description, 200),
+            "queue": answers.queue_entries(state.queue),
+            "queue_length": state.queue_length,
+            "queue_more": state.queue_length - len(state.queue),
+            "active_plan": None
+            if active is None
+            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
+            "completed_count": state.completed_count,
+        }
+        answers.add_in_review(data, state.session.name)
+        answers.parallel_view(state, data)
+        # What a reviewer or an integration did to the session's plans since an agent last
+        # acted here: a discarded or taken-back plan must not go unnoticed.
+        changed = interventions.interventions(state.session.name)
+        if changed:
+            data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
+        hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        if changed:
+            hint += " Others changed plans meanwhile: see changed_by_others."
+        if not calls.connection_state(ctx).remembers(ctx):
+            hint += calls.STATELESS_HINT.format(name=state.session.name)
+        return responses.ok(state.session.name, f"Session resumed. {hint}", data)
+
+    if session_name is None or not isinstance(session_name, str):
+        session_name = ""
+    return calls.run(ctx, session_name, body)

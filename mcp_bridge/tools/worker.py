@@ -1,0 +1,132 @@
+"""The tools for the plan a worker holds: defer, complete, discard and note."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import PositionArg, SessionArg, WorkerArg
+from sessions_app import excerpts, queries, services
+from sessions_app.models import Plan
+
+
+def plan_defer(
+    ctx: Context,
+    reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
+    position: PositionArg = None,
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Put the active plan back in the queue without finishing it. Blocked on something?
+    Defer to 'back' (or add the blocker at the front first). Decomposing? Add the subplans
+    with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
+    the plan file are kept.
+    Example: {"reason": "Needs the schema plan first", "position": "back"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        placed = services.plan_defer(
+            session_name=name, reason=reason, position=position, worker=worker, actor=calls.actor(ctx)
+        )
+        return answers.plan_written(
+            name, placed, "Plan deferred.", plan_path=queries.plan_path(placed.plan), queue_position=placed.place
+        )
+
+    return calls.run(ctx, session_name, body)
+
+
+def plan_complete(
+    ctx: Context,
+    outcome: Annotated[
+        str,
+        Field(description="What was done and what it produced (files, names, decisions): later plans find it by search."),
+    ],
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Mark the active plan done. Stores the outcome, keeps your edits to the plan file,
+    makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
+    queue status; pull the next plan after.
+    Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
+
+    def body(name: str | None) -> CallToolResult:
+        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=calls.actor(ctx))
+        plan = written.plan
+        status = queries.queue_status(name)
+        data = {
+            "queue_length": status.length,
+            "completed_count": status.completed,
+            "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
+        }
+        if plan.status == Plan.Status.IN_REVIEW:
+            data["status"] = plan.status
+            done = "Plan submitted for review: a reviewer approves it (then it is searchable) or sends it back."
+        else:
+            done = "Plan completed."
+        if status.next_id:
+            hint = "Next: 9plan_queue_pull."
+        elif status.unfinished:
+            data["unfinished_count"] = status.unfinished
+            hint = (
+                f"Nothing else is queued, but {status.unfinished} plan(s) are still active with other workers or "
+                "await review: the task is not done yet."
+            )
+        else:
+            hint = "The queue is empty: task complete! 🎉"
+        return answers.plan_written(name, written, f"{done} {hint}", **data)
+
+    return calls.run(ctx, session_name, body)
+
+
+def plan_discard(
+    ctx: Context,
+    reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Drop the active plan without doing it. A discarded plan is never searchable history.
+    Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
+    still needed later.
+    Example: {"reason": "Superseded by the new auth plan"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
+        return answers.plan_written(name, written, "Plan discarded.", queue_length=queries.queue_length(name))
+
+    return calls.run(ctx, session_name, body)
+
+
+def plan_note(
+    ctx: Context,
+    text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
+    mode: Annotated[
+        str | None,
+        Field(
+            description="'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. "
+            "Exactly 'append' or 'replace', lowercase.",
+            json_schema_extra={"enum": ["append", "replace"]},
+        ),
+    ] = None,
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Write the active plan's Notes: findings, decisions, progress, so they survive context
+    loss. 'append' is safe alongside other writers and never loses earlier notes; it is
+    not idempotent (a retried append appends twice). 'replace' overwrites all Notes.
+    Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
+
+    def body(name: str | None) -> CallToolResult:
+        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=calls.actor(ctx))
+        return answers.plan_written(
+            name,
+            written,
+            "Notes written.",
+            mode=mode or "append",
+            notes_chars=len(written.plan.notes),
+            plan_path=queries.plan_path(written.plan),
+        )
+
+    return calls.run(ctx, session_name, body)

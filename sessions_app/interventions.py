@@ -1,0 +1,109 @@
+"""What others did to an agent's plans: the reads of the event log that tell an agent who
+discarded, took back, moved, reviewed or restored its plans, and when (docs/design.md, "The
+edges": an agent is told what others did). Reads only, on error paths and on resume."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db.models import Q
+
+from sessions_app.clock import utc_text
+from sessions_app.models import Event, Plan
+
+INTERVENTION_KINDS = (
+    "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
+)
+INTERVENTIONS_SHOWN = 3
+
+
+def is_agent_actor(actor: str) -> bool:
+    """Agents act as "agent" (stdio, or HTTP without a token) or "agent:<token name>", with
+    "/<worker>" after it when a call named its worker."""
+    return actor == "agent" or actor.startswith(("agent:", "agent/"))
+
+
+AGENT_ACTORS = Q(actor="agent") | Q(actor__startswith="agent:") | Q(actor__startswith="agent/")
+
+
+@dataclass(frozen=True)
+class Intervention:
+    """A change someone other than an agent (a reviewer in the admin, an integration) made
+    to a plan: what, who, when and why, so the agent that held or queued it is told."""
+
+    plan_id: str
+    kind: str
+    actor: str
+    at: datetime
+    reason: str
+
+    def describe(self) -> str:
+        what = {
+            "plan_discarded": "was discarded",
+            "plan_requeued": "was taken back and returned to the queue",
+            "plan_moved": "was moved in the queue",
+            "plan_approved": "was approved in review",
+            "plan_rejected": "was sent back in review to the front of the queue",
+            "plan_held": "was rejected too often and is held for a person",
+            "plan_restored": "had its text restored to an earlier revision",
+        }[self.kind]
+        why = f": {self.reason}" if self.reason else ""
+        return f"Plan {self.plan_id} {what} by {self.actor} at {utc_text(self.at)}{why}."
+
+
+def _intervention(event: Event) -> Intervention:
+    detail = event.detail if isinstance(event.detail, dict) else {}
+    reason = (
+        detail.get("reason")
+        or detail.get("notes")
+        or (f"to the {detail['position']}" if detail.get("position") else "")
+        or (f"revision {detail['revision']}" if detail.get("revision") else "")
+    )
+    return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
+
+
+def interventions(session_name: str) -> list[Intervention]:
+    """What others did to the session's plans since an agent last acted in it, newest first
+    (a few at most): what resume tells an agent coming back."""
+    last_agent = (
+        Event.objects.filter(session_id=session_name)
+        .filter(AGENT_ACTORS)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+    found = Event.objects.filter(session_id=session_name, kind__in=INTERVENTION_KINDS, id__gt=last_agent or 0)
+    found = found.exclude(AGENT_ACTORS).order_by("-id")
+    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
+
+
+def latest_intervention(plan: Plan) -> Intervention | None:
+    event = (
+        Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS)
+        .exclude(AGENT_ACTORS)
+        .order_by("-id")
+        .first()
+    )
+    return None if event is None else _intervention(event)
+
+
+def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:
+    """Why the plan an agent (``actor``, which names its worker) last pulled in the session
+    is no longer active, when someone else took it away (discarded or returned it to the
+    queue); None otherwise."""
+    pulled = Event.objects.filter(session_id=session_name, kind="plan_pulled")
+    if actor is not None:
+        pulled = pulled.filter(actor=actor)
+    pulled = pulled.order_by("-id").only("id", "plan_id").first()
+    if pulled is None:
+        return None
+    after = (
+        Event.objects.filter(
+            session_id=session_name, plan_id=pulled.plan_id, id__gt=pulled.id, kind__in=INTERVENTION_KINDS[:2]
+        )
+        .exclude(AGENT_ACTORS)
+        .order_by("-id")
+        .first()
+    )
+    return None if after is None else _intervention(after)

@@ -1,0 +1,308 @@
+"""Claims: a pull hands a worker the first ready plan; its lease runs until the worker's
+next write; an expired claim is reclaimed, and the worker that lost it is fenced off
+(docs/design.md, "Model and invariants": workers, claims, lost claims; "Services and
+queries": reclaiming, what a pull says when it hands nothing out)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.db import IntegrityError
+
+from sessions_app import clock, errors, inputs, interventions, planfiles, queries, revisions, statements, transactions
+from sessions_app.clock import utc_text
+from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
+from sessions_app.errors import SessionNotFound, ValidationFailed
+from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
+from sessions_app.services.file_edits import absorb_file, write_file
+from sessions_app.services.writing import (
+    RETURNED,
+    TOUCHED,
+    Written,
+    append_note_if_room,
+    back_to_queue,
+    lease_until,
+    lock_session,
+    plan_for_write,
+    record_event,
+    touch,
+    worker_actor,
+)
+
+log = logging.getLogger("nineplan.services")
+
+RECLAIM_ACTOR = "lease"
+BLOCKED_SHOWN = 5
+
+
+def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
+    """Claims the first ready plan in queue order for ``worker`` (one plan per worker);
+    exactly one caller wins each plan when several race. Expired claims of the session are
+    reclaimed first, and stay reclaimed even when nothing can be handed out."""
+    worker = inputs.worker(worker)
+    actor = worker_actor(actor, worker)
+    refusal: NineplanError | None = None
+    name = inputs.session_name(session_name)
+    with transactions.write() as undo:
+        now = clock.now()
+        # Whether a claim ran out is read before the session row is locked: on PostgreSQL
+        # every claim of the session waits for that row, from the lock to the commit, and
+        # a claim rarely runs out (one that runs out after this read is reclaimed by the
+        # next pull). The worker's own plan is read under the lock: read before it, a plan
+        # the worker claimed in another process meanwhile would be missed, and the claim
+        # below would wait on that process's completion while it waits for the session.
+        expiring = statements.has_expired_claims(name, now)
+        session = lock_session(name)
+        if expiring:
+            reclaim_expired_in(session, now, undo)
+        holding, lost_a_claim = statements.worker_before_claim(session.name, worker)
+        plan = None if holding else statements.first_ready(session.name)
+        if holding:
+            whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
+            refusal = PlanAlreadyActive(
+                f"Plan {holding} is already active{whose} in session '{session.name}'; a worker works one plan at a time."
+            )
+        elif plan is None:
+            refusal = _nothing_ready(session.name)
+        else:
+            # Compare-and-set: the claim holds only if the plan is still queued; the unique
+            # "one active plan per worker" constraint is the last line.
+            plan.status, plan.sort_key = Plan.Status.ACTIVE, None
+            plan.worker, plan.claimed_at, plan.updated_at = worker, now, now
+            plan.lease_expires_at = lease_until(session.lease_seconds, now)
+            try:
+                claimed = statements.update_plan(
+                    plan,
+                    ("status", "sort_key", "worker", "claimed_at", "lease_expires_at", "updated_at"),
+                    only_if_status=Plan.Status.QUEUED,
+                )
+            except IntegrityError:
+                raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
+            if claimed != 1:
+                raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
+            if lost_a_claim:
+                statements.forget_lost_claim(session.name, worker)
+            detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
+            record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
+            # Restored inside the transaction: if the file cannot be written the pull is
+            # undone, rather than reporting an error for a plan that is now active anyway.
+            # Only checked, never read: a link or FIFO in the file's place is left alone, and the
+            # answer's text then comes from the database.
+            if planfiles.probe(session.name, plan.id).state == planfiles.MISSING:
+                write_file(undo, plan, previous=None)
+    if refusal is not None:
+        raise refusal
+    log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
+    return plan
+
+
+def _awaiting_review(session_name: str) -> QueueBlocked | None:
+    """The refusal when nothing is queued or active but plans wait for a reviewer (in
+    review) or for a person (held after their last rejection): the task is not done."""
+    parts = []
+    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held for a person")):
+        rows, total = queries.plans_in(session_name, status, limit=BLOCKED_SHOWN)
+        if total:
+            more = f" and {total - len(rows)} more" if total > len(rows) else ""
+            parts.append(f"{total} plan(s) {what} ({', '.join(p.id for p in rows)}{more})")
+    if not parts:
+        return None
+    return QueueBlocked(
+        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". An approval "
+        "completes a plan; a rejection puts it back at the front of the queue with the reviewer's notes.",
+        reason=errors.AWAITING_REVIEW,
+    )
+
+
+def _nothing_ready(session_name: str) -> NineplanError:
+    """Why a pull found nothing to hand out: the task is done, nothing was added yet, or
+    plans wait (for other plans, for the workers holding those, or for a person)."""
+    counts = Session.objects.filter(name=session_name).values("count_queued", "count_completed", "count_discarded")[0]
+    active = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .order_by("claimed_at", "id")
+        .values_list("id", "worker", "lease_expires_at")
+    )
+    if not counts["count_queued"] and not active:
+        if reviewed := _awaiting_review(session_name):
+            return reviewed
+        if counts["count_completed"]:
+            return QueueEmpty("Task complete! 🎉 The queue is empty.")
+        if not counts["count_discarded"]:
+            return QueueEmpty(
+                f"The queue is empty: no plan was added to session '{session_name}' yet.", reason=errors.NOTHING_ADDED
+            )
+        return QueueEmpty(
+            f"The queue is empty and no plan of session '{session_name}' was completed "
+            f"({counts['count_discarded']} discarded).",
+            reason=errors.NOTHING_COMPLETED,
+        )
+    claims = "; ".join(
+        f"{pid} (worker '{w}', lease until {utc_text(until)})" for pid, w, until in active[:BLOCKED_SHOWN]
+    )
+    if not counts["count_queued"]:
+        return QueueBlocked(
+            f"No plan is queued, but {len(active)} plan(s) are still active: {claims}. Their workers may add or "
+            "defer plans.",
+            reason=errors.OTHERS_ACTIVE,
+        )
+    waits = queries.blocked_plans(session_name, limit=BLOCKED_SHOWN)
+    described = "; ".join(w.describe() for w in waits)
+    more = counts["count_queued"] - len(waits)
+    message = f"{counts['count_queued']} plan(s) are queued but none is ready: {described}"
+    message += f"; and {more} more." if more > 0 else "."
+    everyone_waits_for_person = all(w.waiting_for_person for w in waits) and more <= 0
+    return QueueBlocked(message, reason=errors.WAITING_FOR_PERSON if everyone_waits_for_person else None)
+
+
+# --- the worker's claim --------------------------------------------------------------------
+
+
+@dataclass
+class Claim:
+    """The plan a worker's write acts on and its session's lease; or, when the worker's
+    claim was reclaimed, the LEASE_LOST to raise once its late text is kept."""
+
+    plan: Plan | None
+    lease_seconds: int = 0
+    lost: LeaseLost | None = None
+
+
+def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | None = None, **late) -> Claim:
+    """The plan ``worker`` holds, locked for this write (and so fenced against a reclaim);
+    else LEASE_LOST if its claim was reclaimed (its text kept aside), else NO_ACTIVE_PLAN."""
+    found = statements.claimed_plan(session_name, worker)
+    if found is not None:
+        plan, lease = found
+        return Claim(plan, lease)
+    if statements.session_for_write(session_name, lock=False) is None:
+        raise SessionNotFound.named(session_name)
+    lost = statements.lost_claim(session_name, worker)
+    if lost is None:
+        # An agent that finds its plan gone is told who took it and why, so its work is
+        # not silently thrown away (read only on this error path).
+        fate = interventions.fate_of_last_pulled(session_name, actor)
+        told = f" {fate.describe()}" if fate is not None else ""
+        whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
+        raise NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+    plan_id, lost_at = lost
+    if text is not None:
+        record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
+    holder = statements.claim_holder(plan_id)
+    where = f" it is now held by worker '{holder}'" if holder else " it went back to the queue"
+    kept = (
+        " Your text was not applied: it is kept with the plan, shown to its next holder and to reviewers."
+        if text is not None
+        else ""
+    )
+    return Claim(
+        None,
+        lost=LeaseLost(
+            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was reclaimed at {utc_text(lost_at)} "
+            f"(the lease ran out without a write);{where}. Nothing of the plan was changed.{kept}",
+            field="worker",
+        ),
+    )
+
+
+def renew(plan: Plan, lease_seconds: int, now: datetime) -> None:
+    plan.lease_expires_at = lease_until(lease_seconds, now)
+
+
+def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
+    """Renews the lease of the plan ``worker`` holds, changing nothing else: for a worker
+    busy for longer than the lease without writing."""
+    worker = inputs.worker(worker)
+    name = inputs.session_name(session_name)
+    with transactions.write():
+        claim = claim_of(name, worker, worker_actor(actor, worker), "renew")
+        if claim.plan is not None:
+            renew(claim.plan, claim.lease_seconds, clock.now())
+            statements.renew(claim.plan.id, claim.plan.lease_expires_at)
+    if claim.lost is not None:
+        raise claim.lost
+    return claim.plan
+
+
+# --- reclaiming ------------------------------------------------------------------------------
+
+
+def reclaim_expired_in(session: Session, now: datetime, undo: transactions.Undo) -> list[Plan]:
+    """Every claim of the session whose lease ran out before ``now`` goes back to the front
+    of the queue (inside the caller's write transaction, with the session row held)."""
+    expired = statements.expired_claims(session.name, now)
+    # The oldest claim ends up first in the queue.
+    for plan in reversed(expired):
+        _reclaim(session, plan, now, undo, actor=RECLAIM_ACTOR, why="its lease ran out without a write")
+    return expired
+
+
+def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, why: str) -> None:
+    """The plan leaves its worker: everything the worker wrote stays (its notes, and its
+    plan file's edits, taken in now), a note says whose claim ended when and why, and the
+    worker's next write gets LEASE_LOST. The claim counts as a failed attempt, and at the
+    session's max_attempts the plan waits for a person."""
+    worker, expired_at = plan.worker, plan.lease_expires_at
+    previous = planfiles.read_plan_file(session.name, plan.id)
+    absorb_file(plan, actor, previous, strict=False)
+    plan.attempts += 1
+    waits = plan.attempts >= session.max_attempts
+    note = (
+        f"Reclaimed {utc_text(now)}: the claim of worker '{worker}' (lease until {utc_text(expired_at)}) ended: {why}; "
+        f"attempt {plan.attempts} of {session.max_attempts} lost."
+    )
+    if waits:
+        note += " It is not handed out again until a person requeues or discards it."
+    before = plan.sections()
+    append_note_if_room(plan, note)
+    back_to_queue(plan, session, "front")
+    plan.waiting_for_person = waits
+    touch(plan, now)
+    statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+    revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
+    statements.record_lost_claim(session.name, worker, plan.id, now)
+    record_event(
+        session.name,
+        Event.Kind.PLAN_RECLAIMED,
+        actor,
+        plan,
+        worker=worker,
+        lease_expired_at=utc_text(expired_at),
+        attempts=plan.attempts,
+        waiting_for_person=waits,
+    )
+    write_file(undo, plan, previous)
+    log.warning(
+        "claim reclaimed",
+        extra={"session": session.name, "plan": plan.id, "worker": worker, "attempts": plan.attempts},
+    )
+
+
+def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
+    """Reclaims every expired claim (of one session, or of all): what the periodic sweep of
+    the long-running servers and ``nineplan_reclaim`` run. Returns the plans reclaimed."""
+    now = clock.now()
+    names = [inputs.session_name(session_name)] if session_name is not None else statements.sessions_with_expired_claims(now)
+    reclaimed: list[Plan] = []
+    for name in names:
+        with transactions.write() as undo:
+            session = lock_session(name)
+            reclaimed += reclaim_expired_in(session, now, undo)
+    return reclaimed
+
+
+def plan_reclaim(*, session_name: str, plan_id: str, actor: str) -> Written:
+    """Takes an active plan back from its worker now, as an expired lease would (staff
+    action, for a worker that is stuck): the plan goes to the front of the queue with
+    everything its worker wrote, the attempt counts, and the worker's next write gets
+    LEASE_LOST."""
+    name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
+    with transactions.write() as undo:
+        plan = plan_for_write(name, plan_id)
+        session = lock_session(name)
+        if plan.status != Plan.Status.ACTIVE:
+            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only an active plan can be reclaimed.", field="plan_id")
+        _reclaim(session, plan, clock.now(), undo, actor=actor, why=f"taken back by {actor}")
+    return Written(plan, 1)

@@ -1,0 +1,244 @@
+"""Adding plans to a session's queue (one, or several in order), with the plans each
+depends on, and moving a queued plan to either end (docs/design.md, "Model and
+invariants": queue order, dependencies)."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from sessions_app import clock, inputs, planfiles, revisions, statements, transactions
+from sessions_app.errors import DatabaseFailed, ValidationFailed
+from sessions_app.identifiers import new_plan_id
+from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.services.file_edits import write_file
+from sessions_app.services.sessions import ID_ATTEMPTS
+from sessions_app.services.writing import (
+    Written,
+    check_queue_room,
+    lock_session,
+    next_sort_key,
+    place_at,
+    plan_for_write,
+    record_event,
+)
+
+log = logging.getLogger("nineplan.services")
+
+MAX_DEPENDENCIES = 50
+
+
+@dataclass(frozen=True)
+class PlanInput:
+    context: str
+    goal: str
+    approach: str
+    success_criteria: str
+    inputs: str = ""
+    outputs: str = ""
+
+
+def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
+    get = fields.get if isinstance(fields, dict) else lambda k: getattr(fields, k)
+    checked = PlanInput(
+        context=inputs.text(prefix + "context", get("context"), required=True),
+        goal=inputs.text(prefix + "goal", get("goal"), required=True),
+        approach=inputs.text(prefix + "approach", get("approach"), required=True),
+        success_criteria=inputs.text(prefix + "success_criteria", get("success_criteria"), required=True),
+        inputs=inputs.text(prefix + "inputs", get("inputs"), required=False),
+        outputs=inputs.text(prefix + "outputs", get("outputs"), required=False),
+    )
+    inputs.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
+    return checked
+
+
+def _new_plan_id(session_name: str, avoid: list[str] = ()) -> str:
+    for _ in range(ID_ATTEMPTS):
+        candidate = new_plan_id()
+        # A file already named after the id (one a crash left, say) is never overwritten.
+        if (
+            candidate not in avoid
+            and not statements.plan_id_taken(candidate)
+            and planfiles.file_identity(session_name, candidate) is None
+        ):
+            return candidate
+        log.warning("plan id collision; drawing another", extra={"plan": candidate})
+    raise DatabaseFailed("Could not find a free plan id after several attempts.")
+
+
+def plan_enqueue(
+    *,
+    session_name: str,
+    context: str,
+    goal: str,
+    approach: str,
+    success_criteria: str,
+    inputs: str | None = None,
+    outputs: str | None = None,
+    position: str | None = None,
+    review: bool | None = None,
+    actor: str = "agent",
+) -> Written:
+    """Adds one plan at the front (blocking) or back (eventual) of the queue, with its file."""
+    fields = dict(
+        context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
+    )
+    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, review=review, actor=actor)[0]
+
+
+def plan_enqueue_many(
+    *,
+    session_name: str,
+    plans: list[dict] | list[PlanInput],
+    position: str | None = None,
+    review: bool | None = None,
+    actor: str = "agent",
+) -> list[Written]:
+    """Adds several plans that keep the given order, at the front or the back; all or none.
+
+    A plan (a dict) may name ``depends_on``: ids of plans of the session, or (in a batch)
+    the index of an earlier plan of the same call. It is handed out only once every plan
+    it depends on is completed. With ``review``, each waits for a reviewer's approval when
+    completed."""
+    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    review = inputs.flag("review", review)
+    if not isinstance(plans, list) or not plans:
+        raise ValidationFailed("plans must be a non-empty list of plans.", field="plans")
+    if len(plans) > settings.NINEPLAN_MAX_BATCH:
+        raise ValidationFailed(
+            f"plans has {len(plans)} entries; at most {settings.NINEPLAN_MAX_BATCH} are allowed in one call.",
+            field="plans",
+        )
+    prefix = (lambda i: f"plans[{i}].") if len(plans) > 1 else (lambda i: "")
+    checked = []
+    wanted: list[list[str | int]] = []
+    for i, p in enumerate(plans):
+        if not isinstance(p, (dict, PlanInput)):
+            raise ValidationFailed(f"plans[{i}] must be an object with the plan's sections.", field=f"plans[{i}]")
+        checked.append(_plan_input(p, prefix(i)))
+        deps = p.get("depends_on") if isinstance(p, dict) else None
+        wanted.append(_dependency_input(prefix(i) + "depends_on", deps, i, batch=len(plans) > 1))
+    name = inputs.session_name(session_name)
+    created: list[Plan] = []
+    with transactions.write() as undo:
+        session = lock_session(name)
+        check_queue_room(session, len(checked))
+        _check_dependencies_exist(session, wanted, prefix)
+        now = clock.now()
+        first_place = place_at(session, position)
+        ids: list[str] = []
+        for _ in checked:
+            ids.append(_new_plan_id(session.name, avoid=ids))
+        # Front insertion reverses order (A, B, C at the front gives C, B, A), so a batch
+        # going to the front is inserted last-first: it then reads A, B, C at the front.
+        order = list(range(len(checked)))
+        if position == "front":
+            order.reverse()
+        by_index: dict[int, Plan] = {}
+        for i in order:
+            plan = Plan(
+                id=ids[i],
+                session_id=session.name,
+                status=Plan.Status.QUEUED,
+                sort_key=next_sort_key(session, position),
+                created_at=now,
+                updated_at=now,
+                review=review,
+                **vars(checked[i]),
+            )
+            statements.insert_plan(plan)
+            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now)
+            by_index[i] = plan
+        pairs = []
+        for i, deps in enumerate(wanted):
+            for dep in deps:
+                pairs.append((ids[i], ids[dep] if isinstance(dep, int) else dep))
+        statements.insert_dependencies(pairs)
+        for i in order:
+            plan = by_index[i]
+            detail = {"position": position}
+            if wanted[i]:
+                detail["depends_on"] = [ids[d] if isinstance(d, int) else d for d in wanted[i]]
+            record_event(session.name, Event.Kind.PLAN_CREATED, actor, plan, **detail)
+            write_file(undo, plan)
+        created = [by_index[i] for i in range(len(checked))]
+    for plan in created:
+        log.info("plan added", extra={"session": session.name, "plan": plan.id, "position": position})
+    return [Written(plan, first_place + i) for i, plan in enumerate(created)]
+
+
+def _dependency_input(field: str, value: object, index: int, *, batch: bool) -> list[str | int]:
+    """The plans a new plan depends on, as given: plan ids, or (in a batch) the index of an
+    earlier plan of the same call. Repeats are dropped."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ValidationFailed(f"{field} must be a list of plan ids.", field=field)
+    if len(value) > MAX_DEPENDENCIES:
+        raise ValidationFailed(
+            f"{field} has {len(value)} entries; at most {MAX_DEPENDENCIES} are allowed.", field=field
+        )
+    found: list[str | int] = []
+    for j, dep in enumerate(value):
+        at = f"{field}[{j}]"
+        if isinstance(dep, int) and not isinstance(dep, bool):
+            if not batch and index == 0:
+                raise ValidationFailed(
+                    f"{at} is {dep}: a plan index only names an earlier plan of the same 9plan_queue_add_batch call; "
+                    "give a plan id here.",
+                    field=at,
+                )
+            if not 0 <= dep < index:
+                raise ValidationFailed(
+                    f"{at} is {dep}: an index must name an earlier plan of this batch (0 to {index - 1})."
+                    if index
+                    else f"{at} is {dep}: the first plan of a batch has no earlier plan to depend on.",
+                    field=at,
+                )
+        else:
+            inputs.plan_id(dep, field=at)
+        if dep not in found:
+            found.append(dep)
+    return found
+
+
+def _check_dependencies_exist(session: Session, wanted: list[list[str | int]], prefix) -> None:
+    """Every plan id named is a plan of this session that may still complete: a dependency
+    exists before its dependent, so no cycle can form, and none waits for a discarded plan."""
+    named = {dep for deps in wanted for dep in deps if isinstance(dep, str)}
+    if not named:
+        return
+    status = dict(Plan.objects.filter(session_id=session.name, id__in=named).values_list("id", "status"))
+    for i, deps in enumerate(wanted):
+        for j, dep in enumerate(deps):
+            if not isinstance(dep, str):
+                continue
+            at = f"{prefix(i)}depends_on[{j}]"
+            if dep not in status:
+                raise ValidationFailed(
+                    f"{at}: no plan {dep} in session '{session.name}'; a plan can only depend on plans already in "
+                    "its session (or, in a batch, on an earlier plan of the batch by its index).",
+                    field=at,
+                )
+            if status[dep] == Plan.Status.DISCARDED:
+                raise ValidationFailed(
+                    f"{at}: plan {dep} was discarded and will never complete; a plan cannot wait for it.", field=at
+                )
+
+
+def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Written:
+    """Moves a queued plan to the front or back of its queue."""
+    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
+    with transactions.write():
+        plan = plan_for_write(name, plan_id)
+        session = lock_session(name)
+        if plan.status != Plan.Status.QUEUED:
+            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
+        new_key = next_sort_key(session, position)
+        Plan.objects.filter(id=plan.id).update(sort_key=new_key, updated_at=clock.now())
+        plan.sort_key = new_key
+        record_event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
+    return Written(plan, place_at(session, position, was_queued=True))

@@ -1,0 +1,161 @@
+"""The write kit every service shares: what a write returns, the session and plan rows
+locked for it, the event it records, and the few steps of a plan's life that several
+services take (back to the queue, a note appended when it fits).
+
+Each piece runs inside the caller's write transaction (sessions_app/transactions.py);
+none opens one itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+
+from django.conf import settings
+
+from sessions_app import clock, errors, statements
+from sessions_app.errors import PlanNotFound, SessionNotFound, ValidationFailed
+from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Session
+
+ACTOR_CHARS = Event._meta.get_field("actor").max_length
+
+# What a write of a plan sets beside its text: its version and when it changed.
+TOUCHED = ("version", "updated_at")
+# What changes when a plan goes back to the queue: its claim ends.
+RETURNED = ("status", "sort_key", "worker", "claimed_at", "lease_expires_at")
+LEASE = ("lease_expires_at",)
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a write did to a plan: the plan as stored; its place in the queue (1 = pulled
+    next) when the write left it queued, as the write's own transaction saw it (counting
+    afterwards could also count plans another writer queued meanwhile); and, when its plan
+    file was not taken in, why (``file_notice``, for the caller to pass on)."""
+
+    plan: Plan
+    place: int | None = None
+    file_notice: str = ""
+
+
+def lock_session(name: str) -> Session:
+    """The session row (``name`` already checked), with its plan counts as they are inside
+    this write transaction; locked on PostgreSQL."""
+    session = statements.session_for_write(name)
+    if session is None:
+        raise SessionNotFound.named(name)
+    return session
+
+
+def plan_for_write(session_name: str, plan_id: str) -> Plan:
+    """The plan ``plan_id`` of the session (both already checked), locked for this write on
+    PostgreSQL: the plan row before the session row, as every writer takes them."""
+    plan = statements.plan_for_write(session_name, plan_id)
+    if plan is None:
+        if statements.session_for_write(session_name, lock=False) is None:
+            raise SessionNotFound.named(session_name)
+        raise PlanNotFound.in_session(plan_id, session_name)
+    return plan
+
+
+def record_event(session_name: str, kind: str, actor: str, plan: Plan | str | None = None, **detail) -> None:
+    """An event of the session, in the transaction of the change it records."""
+    plan_id = plan.id if isinstance(plan, Plan) else plan
+    statements.insert_event(session_name, kind, actor, plan_id, detail, clock.now())
+
+
+def touch(plan: Plan, at: datetime | None = None) -> None:
+    """The plan's text or state changed: one version more, and when."""
+    plan.version += 1
+    plan.updated_at = at or clock.now()
+
+
+def worker_actor(actor: str, worker: str) -> str:
+    """Who an event names: the caller, and the worker when it named one (a single agent's
+    events read as they always did)."""
+    if worker == DEFAULT_WORKER:
+        return actor
+    return f"{actor[: ACTOR_CHARS - len(worker) - 1]}/{worker}"
+
+
+def lease_until(lease_seconds: int, now: datetime) -> datetime:
+    return now + timedelta(seconds=lease_seconds)
+
+
+# --- the queue ---------------------------------------------------------------------------
+
+
+def next_sort_key(session: Session, position: str) -> int:
+    """The sort key of a plan put at ``position`` (front or back) of the session's queue."""
+    # One end of the (session, status, sort_key) index, read directly. MIN and MAX
+    # in one aggregate make SQLite scan the whole queue instead, a cost that grows with
+    # the queue (docs/benchmarks.md).
+    end = statements.end_of_queue(session.name, front=position == "front")
+    if end is None:
+        return 0
+    return end - 1 if position == "front" else end + 1
+
+
+def place_at(session: Session, position: str, *, was_queued: bool = False) -> int:
+    """Where a plan put at ``position`` now is in the queue (1 = next), from the queue's
+    length as this transaction found it. A plan that ``was_queued`` already is counted in
+    that length; a plan entering the queue is not."""
+    if position == "front":
+        return 1
+    return session.count_queued if was_queued else session.count_queued + 1
+
+
+def back_to_queue(plan: Plan, session: Session, position: str) -> int:
+    """The plan goes to ``position`` of the queue, unclaimed (no worker, no lease); returns
+    its place. A plan that was queued already (one waiting for a person) moves there. The
+    caller writes the plan row."""
+    was_queued = plan.status == Plan.Status.QUEUED
+    plan.status = Plan.Status.QUEUED
+    plan.worker = plan.claimed_at = plan.lease_expires_at = None
+    plan.sort_key = next_sort_key(session, position)
+    return place_at(session, position, was_queued=was_queued)
+
+
+def check_queue_room(session: Session, adding: int) -> None:
+    limit = settings.NINEPLAN_MAX_QUEUE_LENGTH
+    length = session.count_queued
+    if length + adding > limit:
+        raise ValidationFailed(
+            f"queue: adding {adding} plan(s) would make the queue {length + adding} long; at most {limit} are allowed.",
+            field="queue",
+            reason=errors.QUEUE_FULL,
+        )
+
+
+# --- notes -------------------------------------------------------------------------------
+
+
+def compose_append(stored: str, fragment: str) -> str:
+    """Stored notes without trailing whitespace, a blank line, then the fragment
+    without its leading whitespace-only lines. Interior characters are never touched
+    (docs/design.md, "Plan files")."""
+    head = stored.rstrip()
+    # A line ends at "\n" (so "\r\n" too), as in plan files; splitlines() would also
+    # break at NEL or U+2028 and drop them from the start of the first real line.
+    start = 0
+    while (end := fragment.find("\n", start)) != -1 and fragment[start:end].strip() == "":
+        start = end + 1
+    tail = fragment[start:]
+    return tail if head == "" else f"{head}\n\n{tail}"
+
+
+def append_note_if_room(plan: Plan, note: str) -> bool:
+    """Appends a note 9plan writes itself (a reclaim, a dropped dependency) to the plan's
+    Notes, unless that would break a size limit: such a note must never make the write that
+    adds it fail. Returns whether it was appended."""
+    notes = compose_append(plan.notes, note)
+    size = sum(len(v) for v in {**plan.sections(), "notes": notes}.values())
+    if len(notes) > settings.NINEPLAN_MAX_FIELD_CHARS or size > settings.NINEPLAN_MAX_PLAN_CHARS:
+        return False
+    plan.notes = notes
+    return True
+
+
+def set_sections(plan: Plan, sections: dict[str, str]) -> None:
+    for name in SECTIONS:
+        setattr(plan, name, sections[name])
