@@ -307,8 +307,8 @@ def worker_before_claim(session_name: str, worker: str) -> tuple[str | None, boo
                 EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND worker = %s)""",
             [session_name, Plan.Status.ACTIVE, worker, session_name, worker],
         )
-        held, lost = cur.fetchone()
-    return held, bool(lost)
+        holding, lost = cur.fetchone()
+    return holding, bool(lost)
 
 
 def forget_lost_claim(session_name: str, worker: str) -> None:

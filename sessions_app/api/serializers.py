@@ -135,7 +135,7 @@ class SessionStateSerializer(serializers.Serializer):
     )
     active_plan = PlanSummarySerializer(source="active", allow_null=True)
     workers = PlanSummarySerializer(
-        source="held", many=True, help_text="Every active plan, one per worker holding one, with its lease."
+        source="claimed", many=True, help_text="Every active plan, one per worker holding one, with its lease."
     )
     blocked = BlockedPlanSerializer(
         many=True, help_text="Queued plans near the front that cannot be pulled now, with what each waits for."
