@@ -26,7 +26,7 @@ from django.utils.text import smart_split, unescape_string_literal
 from sessions_app import excerpts, queries, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
-from sessions_app.admin.roles import actor_for, can_intervene
+from sessions_app.admin.roles import INTERVENE_PERMISSION, VIEW_PLAN, actor_for, can_intervene
 from sessions_app.errors import NineplanError, PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, SECTIONS, Event, Plan, Session
@@ -263,7 +263,7 @@ class SessionAdmin(NineplanAdmin):
         return TemplateResponse(request, "admin/sessions_app/session_page.html", context)
 
     def search_view(self, request):
-        if not (request.user.has_perm("sessions_app.view_plan") or request.user.has_perm("sessions_app.change_plan")):
+        if not (request.user.has_perm(VIEW_PLAN) or request.user.has_perm(INTERVENE_PERMISSION)):
             raise PermissionDenied
         if request.method not in ("GET", "HEAD"):
             return HttpResponseNotAllowed(["GET"])

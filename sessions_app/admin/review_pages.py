@@ -20,7 +20,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 
 from sessions_app import review, revisions
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin.roles import actor_for, can_intervene, can_review
+from sessions_app.admin.roles import VIEW_PLAN, actor_for, can_intervene, can_review
 from sessions_app.errors import NineplanError
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, Event, Plan, ReviewPolicy
@@ -81,7 +81,7 @@ def plan_context(request, plan: Plan) -> dict:
 
 
 def inbox_view(model_admin, request):
-    if not request.user.has_perm("sessions_app.view_plan"):
+    if not request.user.has_perm(VIEW_PLAN):
         raise PermissionDenied
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])

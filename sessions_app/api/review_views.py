@@ -19,16 +19,13 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from sessions_app import inputs, review, revisions
-from sessions_app.admin.roles import REVIEW_PERMISSION, actor_for
+from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_EVENT, VIEW_PLAN, VIEW_SESSION, actor_for
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
 from sessions_app.api.views import (
     PLAN_PATH,
     REVISION_IN_PATH,
-    VIEW_EVENT,
-    VIEW_PLAN,
-    VIEW_SESSION,
     HasViewPermission,
     ReadOnlyView,
     _etag,

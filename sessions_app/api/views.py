@@ -25,6 +25,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
+from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
 from sessions_app.api import reads as api_reads
 from sessions_app import event_feed, export_import, inputs, queries
 from sessions_app.api import params, serializers as s
@@ -32,9 +33,6 @@ from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 
-VIEW_SESSION = "sessions_app.view_session"
-VIEW_PLAN = "sessions_app.view_plan"
-VIEW_EVENT = "sessions_app.view_event"
 HISTORY_DEPTH = 50
 
 
