@@ -23,17 +23,8 @@ from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_EVENT, VIEW_PLAN, V
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
-from sessions_app.api.views import (
-    PLAN_PATH,
-    REVISION_IN_PATH,
-    HasViewPermission,
-    ReadOnlyView,
-    _etag,
-    _plan_id,
-    _session_name,
-    documented,
-    etag_header,
-)
+from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
+from sessions_app.api.views import HasViewPermission, ReadOnlyView, _etag, _plan_id, _session_name
 from sessions_app.errors import PlanNotFound
 
 TAG_REVIEW = ["review"]
@@ -50,9 +41,6 @@ class ReviewDecisionSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Why; required to reject. Appended to the plan's Notes under a heading naming the reviewer.",
     )
-
-
-IF_MATCH = etag_header("If-Match", "The plan's ETag, from GET /api/sessions/{name}/plans/{plan_id}/.", required=True)
 
 
 def _matches(header: str, etag: str) -> bool:

@@ -17,7 +17,7 @@ from django.urls import reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, permissions
 from rest_framework.renderers import JSONRenderer
@@ -29,7 +29,7 @@ from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
 from sessions_app.api import reads as api_reads
 from sessions_app import event_feed, export_import, inputs, queries
 from sessions_app.api import params, serializers as s
-from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
+from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 
@@ -46,82 +46,6 @@ class HasViewPermission(permissions.BasePermission):
         if not (user and user.is_authenticated):
             return False  # DRF turns this into 401 with a WWW-Authenticate challenge
         return user.has_perms(view.required_perms)
-
-
-def _problems(*codes: int) -> dict:
-    text = {
-        400: "A parameter is malformed; `parameter` names it.",
-        401: "No or bad credentials.",
-        403: "The user lacks the view permissions.",
-        404: "No such session or plan (or a malformed name or id).",
-        503: "The database is busy or unreachable; retry.",
-    }
-    return {
-        (code, PROBLEM_CONTENT_TYPE): OpenApiResponse(s.ProblemSerializer, description=text[code]) for code in codes
-    }
-
-
-def etag_header(name: str, description: str, *, required: bool) -> OpenApiParameter:
-    """A conditional request's header carrying an ETag (If-None-Match, If-Match)."""
-    return OpenApiParameter(name, type=str, location=OpenApiParameter.HEADER, required=required, description=description)
-
-
-IF_NONE_MATCH = etag_header(
-    "If-None-Match",
-    "The ETag of an earlier answer: a 304 without a body comes back if nothing changed.",
-    required=False,
-)
-SESSION_IN_PATH = OpenApiParameter(
-    "name",
-    type=params.SESSION_NAME_SCHEMA,
-    location=OpenApiParameter.PATH,
-    description="The session's name: three lowercase words joined by '-', like brave-amber-otter.",
-)
-PLAN_IN_PATH = OpenApiParameter(
-    "plan_id",
-    type=params.PLAN_ID_SCHEMA,
-    location=OpenApiParameter.PATH,
-    description="The plan's id: 5 characters of a-z and 0-9, like k3x9q.",
-)
-REVISION_IN_PATH = OpenApiParameter(
-    "number", type=int, location=OpenApiParameter.PATH, description="The revision's number."
-)
-PLAN_PATH = [SESSION_IN_PATH, PLAN_IN_PATH]
-PAGED = [params.PAGE, params.PAGE_SIZE]
-NOT_MODIFIED = {304: OpenApiResponse(description="Not modified since the ETag sent in If-None-Match.")}
-READ_PROBLEMS = (401, 403, 404, 503)
-
-
-def documented(
-    operation_id: str,
-    summary: str,
-    description: str,
-    tags: list[str],
-    ok,
-    *,
-    parameters=(),
-    conditional: bool = False,
-    problems=READ_PROBLEMS,
-    answers=None,
-    **more,
-):
-    """The OpenAPI description of one endpoint. ``parameters`` are OpenApiParameters or the
-    query parameters of api/params.py; a ``conditional`` endpoint also takes If-None-Match
-    and may answer 304. The answers are ``ok`` (200), the 304, ``answers`` (other statuses),
-    then the ``problems``, with 400 added when a query parameter or a body can be malformed."""
-    parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
-    codes = set(problems)
-    if "request" in more or any(p.location == OpenApiParameter.QUERY for p in parameters):
-        codes.add(400)
-    return extend_schema(
-        operation_id=operation_id,
-        summary=summary,
-        description=description,
-        tags=tags,
-        parameters=parameters + ([IF_NONE_MATCH] if conditional else []),
-        responses={200: ok, **(NOT_MODIFIED if conditional else {}), **(answers or {}), **_problems(*sorted(codes))},
-        **more,
-    )
 
 
 def _session_name(raw: str) -> str:
