@@ -2,20 +2,15 @@
 formats the result. The API is read-only but for one write, the review decision
 (api/review_views.py); any other write method gets 405.
 
-Names and ids in the path are checked against their exact formats before any lookup, and
-a malformed one is simply not found (404): it could name nothing, and a path-traversal
-attempt learns nothing more than that.
+Names and ids in the path are checked before any lookup (api/paths.py).
 """
 
 from __future__ import annotations
-
-import hashlib
 
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.utils.cache import patch_cache_control, patch_vary_headers
-from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter
 from drf_spectacular.views import SpectacularSwaggerView
@@ -27,11 +22,9 @@ from rest_framework.views import APIView
 
 from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
 from sessions_app.api import reads as api_reads
-from sessions_app import event_feed, export_import, inputs, queries
-from sessions_app.api import params, serializers as s
+from sessions_app import event_feed, export_import, queries
+from sessions_app.api import etags, params, paths, serializers as s
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
-from sessions_app.errors import PlanNotFound, SessionNotFound
-from sessions_app.identifiers import is_plan_id, is_session_name
 
 HISTORY_DEPTH = 50
 
@@ -46,32 +39,6 @@ class HasViewPermission(permissions.BasePermission):
         if not (user and user.is_authenticated):
             return False  # DRF turns this into 401 with a WWW-Authenticate challenge
         return user.has_perms(view.required_perms)
-
-
-def _session_name(raw: str) -> str:
-    if not is_session_name(raw):
-        raise SessionNotFound(f"No session named {inputs.shown(raw)} exists (names are three lowercase words).")
-    return raw
-
-
-def _plan_id(raw: str) -> str:
-    if not is_plan_id(raw):
-        raise PlanNotFound(f"No plan {inputs.shown(raw)} exists (ids are 5 characters of a-z and 0-9).")
-    return raw
-
-
-def _etag(fingerprint: str) -> str:
-    # Hashed so that clients treat it as opaque; weak because the same state may be
-    # rendered as JSON or as the browsable HTML page.
-    return f'W/"{hashlib.blake2b(fingerprint.encode(), digest_size=10).hexdigest()}"'
-
-
-def _not_modified(request, etag: str) -> bool:
-    header = request.headers.get("If-None-Match")
-    if not header:
-        return False
-    wanted = etag.removeprefix("W/")
-    return any(tag == "*" or tag.removeprefix("W/") == wanted for tag in parse_etags(header))
 
 
 class ReadOnlyView(APIView):
@@ -90,8 +57,8 @@ class ReadOnlyView(APIView):
     def conditional(self, request, fingerprint: str, build) -> Response:
         """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
         Checked only here, after authentication: a stranger learns nothing from a 304."""
-        etag = _etag(fingerprint)
-        if _not_modified(request, etag):
+        etag = etags.for_fingerprint(fingerprint)
+        if etags.matches(request.headers.get("If-None-Match"), etag):
             return Response(status=304, headers={"ETag": etag})
         response = build()
         response["ETag"] = etag
@@ -229,7 +196,7 @@ class SessionDetailView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
 
         def build():
             state = queries.session_state(name)
@@ -253,7 +220,7 @@ class SessionQueueView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         return self.conditional_page(
             request,
             name,
@@ -279,7 +246,7 @@ class SessionPlansView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         qs = api_reads.plans(name, status=STATUS.parse(request))
         return self.conditional_page(request, name, qs, s.PlanSummarySerializer)
 
@@ -298,7 +265,7 @@ class PlanDetailView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str, plan_id: str):
-        name, plan_id = _session_name(name), _plan_id(plan_id)
+        name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         detail = api_reads.plan_detail(name, plan_id)
         return self.conditional(
             request,
@@ -319,7 +286,7 @@ class SessionValidationView(ReadOnlyView):
         parameters=[SESSION_IN_PATH],
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         result = queries.check_invariants(name)
         body = {"session": name, "valid": result.valid, "invariants": result.invariants, "issues": result.issues}
         return Response(s.ValidationSerializer(body).data)
@@ -340,7 +307,7 @@ class SessionExportView(ReadOnlyView):
     def get(self, request, name: str):
         # Streamed as it is read: memory stays flat whatever the session's size. The
         # session is looked up first, so a missing one is still a 404 problem.
-        pieces = export_import.export_stream(_session_name(name))
+        pieces = export_import.export_stream(paths.session_name(name))
         response = StreamingHttpResponse((piece.encode("utf-8") for piece in pieces), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="{name}.json"'
         return response
