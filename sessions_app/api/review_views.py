@@ -22,9 +22,9 @@ from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_EVENT, VIEW_PLAN, V
 from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
+from sessions_app.api.base import ApiView, HasViewPermission
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
 from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
-from sessions_app.api.views import HasViewPermission, ReadOnlyView
 from sessions_app.errors import PlanNotFound
 
 TAG_REVIEW = ["review"]
@@ -43,7 +43,7 @@ class ReviewDecisionSerializer(serializers.Serializer):
     )
 
 
-class PlanReviewView(ReadOnlyView):
+class PlanReviewView(ApiView):
     permission_classes = [HasReviewPermission]
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT, REVIEW_PERMISSION)
 
@@ -108,7 +108,7 @@ class RevisionDetailSerializer(RevisionSerializer):
     )
 
 
-class PlanRevisionsView(ReadOnlyView):
+class PlanRevisionsView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -126,7 +126,7 @@ class PlanRevisionsView(ReadOnlyView):
         return Response(RevisionSerializer(rows, many=True).data)
 
 
-class PlanRevisionView(ReadOnlyView):
+class PlanRevisionView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(

@@ -10,99 +10,23 @@ from __future__ import annotations
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
-from django.utils.cache import patch_cache_control, patch_vary_headers
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, permissions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
-from sessions_app.api import reads as api_reads
 from sessions_app import event_feed, export_import, queries
-from sessions_app.api import etags, params, paths, serializers as s
+from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app.api import params, paths, serializers as s
+from sessions_app.api import reads as api_reads
+from sessions_app.api.base import ApiView
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
 
 HISTORY_DEPTH = 50
-
-
-class HasViewPermission(permissions.BasePermission):
-    """Signed in, and holding the view permissions the endpoint's data needs."""
-
-    message = "You need the view permissions on 9plan sessions, plans and events for this endpoint."
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        if not (user and user.is_authenticated):
-            return False  # DRF turns this into 401 with a WWW-Authenticate challenge
-        return user.has_perms(view.required_perms)
-
-
-class ReadOnlyView(APIView):
-    permission_classes = [HasViewPermission]
-    required_perms: tuple[str, ...] = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        response = super().finalize_response(request, response, *args, **kwargs)
-        # Answers depend on who asks and hold plan text (an export holds all of it): no
-        # cache may keep them, not even the client's own on disk. A client that wants to
-        # revalidate keeps the ETag itself and sends it in If-None-Match.
-        patch_cache_control(response, private=True, no_cache=True, no_store=True)
-        patch_vary_headers(response, ("Authorization", "Cookie"))
-        return response
-
-    def conditional(self, request, fingerprint: str, build) -> Response:
-        """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
-        Checked only here, after authentication: a stranger learns nothing from a 304."""
-        etag = etags.for_fingerprint(fingerprint)
-        if etags.matches(request.headers.get("If-None-Match"), etag):
-            return Response(status=304, headers={"ETag": etag})
-        response = build()
-        response["ETag"] = etag
-        return response
-
-    @staticmethod
-    def page_params(request) -> tuple[int, int]:
-        return params.PAGE.parse(request), params.PAGE_SIZE.parse(request)
-
-    def page(self, request, qs, serializer, number: int, per_page: int, with_rows=None) -> dict:
-        """One page of ``qs`` (two queries: the count and the rows; ``with_rows`` may add
-        what the serializer needs of the page's rows, in a fixed number more)."""
-        count = qs.count()
-        start = (number - 1) * per_page
-        rows = list(qs[start : start + per_page]) if start < count else []
-        context = {"request": request, **(with_rows(rows) if with_rows and rows else {})}
-        url = request.build_absolute_uri()
-        return {
-            "count": count,
-            "page": number,
-            "page_size": per_page,
-            "next": replace_query_param(url, "page", number + 1) if start + per_page < count else None,
-            "previous": (
-                None
-                if number == 1
-                else remove_query_param(url, "page")
-                if number == 2
-                else replace_query_param(url, "page", number - 1)
-            ),
-            "results": serializer(rows, many=True, context=context).data,
-        }
-
-    def conditional_page(self, request, name: str, qs, serializer, with_rows=None) -> Response:
-        """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
-        parameters are checked before the session is looked up: a bad one is a 400 whether
-        or not the session exists."""
-        number, per_page = self.page_params(request)
-        return self.conditional(
-            request,
-            api_reads.session_fingerprint(name),
-            lambda: Response(self.page(request, qs, serializer, number, per_page, with_rows)),
-        )
-
-
 TAG_SESSIONS = ["sessions"]
 TAG_PLANS = ["plans"]
 
@@ -132,7 +56,7 @@ def _url_template(request, route: str, names: tuple[str, ...]) -> str:
     return url.replace("%7B", "{").replace("%7D", "}")
 
 
-class ApiRootView(ReadOnlyView):
+class ApiRootView(ApiView):
     """The REST API's endpoints, each as an absolute URL; a part in braces, like {name}, is
     to be filled in. Every endpoint but the schema and the docs needs credentials."""
 
@@ -160,7 +84,7 @@ HAS_QUEUED = params.ChoiceParam(
 SEARCH = params.TextParam("search", 200, "Only sessions whose name or task description contains this text.")
 
 
-class SessionListView(ReadOnlyView):
+class SessionListView(ApiView):
     required_perms = (VIEW_SESSION,)
 
     @documented(
@@ -182,7 +106,7 @@ class SessionListView(ReadOnlyView):
         return Response(self.page(request, qs, s.SessionSummarySerializer, *self.page_params(request)))
 
 
-class SessionDetailView(ReadOnlyView):
+class SessionDetailView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -207,7 +131,7 @@ class SessionDetailView(ReadOnlyView):
         return self.conditional(request, api_reads.session_fingerprint(name), build)
 
 
-class SessionQueueView(ReadOnlyView):
+class SessionQueueView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -233,7 +157,7 @@ class SessionQueueView(ReadOnlyView):
 STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
 
 
-class SessionPlansView(ReadOnlyView):
+class SessionPlansView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -251,7 +175,7 @@ class SessionPlansView(ReadOnlyView):
         return self.conditional_page(request, name, qs, s.PlanSummarySerializer)
 
 
-class PlanDetailView(ReadOnlyView):
+class PlanDetailView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
@@ -274,7 +198,7 @@ class PlanDetailView(ReadOnlyView):
         )
 
 
-class SessionValidationView(ReadOnlyView):
+class SessionValidationView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -292,7 +216,7 @@ class SessionValidationView(ReadOnlyView):
         return Response(s.ValidationSerializer(body).data)
 
 
-class SessionExportView(ReadOnlyView):
+class SessionExportView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
@@ -320,7 +244,7 @@ HISTORY_SESSION = params.NameParam("session", "session", "Search only this sessi
 HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per page (1 to 50, default 10).")
 
 
-class HistorySearchView(ReadOnlyView):
+class HistorySearchView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -381,7 +305,7 @@ FEED_PLAN = params.NameParam("plan", "plan", "Only this plan's events.")
 FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, default 100).")
 
 
-class EventFeedView(ReadOnlyView):
+class EventFeedView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
