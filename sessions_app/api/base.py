@@ -8,11 +8,10 @@ from __future__ import annotations
 from django.utils.cache import patch_cache_control, patch_vary_headers
 from rest_framework import permissions
 from rest_framework.response import Response
-from rest_framework.utils.urls import remove_query_param, replace_query_param
 from rest_framework.views import APIView
 
 from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
-from sessions_app.api import etags, params
+from sessions_app.api import etags, pagination
 from sessions_app.api import reads as api_reads
 
 
@@ -53,40 +52,13 @@ class ApiView(APIView):
         response["ETag"] = etag
         return response
 
-    @staticmethod
-    def page_params(request) -> tuple[int, int]:
-        return params.PAGE.parse(request), params.PAGE_SIZE.parse(request)
-
-    def page(self, request, qs, serializer, number: int, per_page: int, with_rows=None) -> dict:
-        """One page of ``qs`` (two queries: the count and the rows; ``with_rows`` may add
-        what the serializer needs of the page's rows, in a fixed number more)."""
-        count = qs.count()
-        start = (number - 1) * per_page
-        rows = list(qs[start : start + per_page]) if start < count else []
-        context = {"request": request, **(with_rows(rows) if with_rows and rows else {})}
-        url = request.build_absolute_uri()
-        return {
-            "count": count,
-            "page": number,
-            "page_size": per_page,
-            "next": replace_query_param(url, "page", number + 1) if start + per_page < count else None,
-            "previous": (
-                None
-                if number == 1
-                else remove_query_param(url, "page")
-                if number == 2
-                else replace_query_param(url, "page", number - 1)
-            ),
-            "results": serializer(rows, many=True, context=context).data,
-        }
-
     def conditional_page(self, request, name: str, qs, serializer, with_rows=None) -> Response:
         """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
         parameters are checked before the session is looked up: a bad one is a 400 whether
         or not the session exists."""
-        number, per_page = self.page_params(request)
+        window = pagination.Window.requested(request)
         return self.conditional(
             request,
             api_reads.session_fingerprint(name),
-            lambda: Response(self.page(request, qs, serializer, number, per_page, with_rows)),
+            lambda: Response(pagination.queryset_page(request, qs, serializer, window, with_rows)),
         )

@@ -21,7 +21,7 @@ from rest_framework.views import APIView
 
 from sessions_app import event_feed, export_import, queries
 from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
-from sessions_app.api import params, paths, serializers as s
+from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
 from sessions_app.api.base import ApiView
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
@@ -103,7 +103,8 @@ class SessionListView(ApiView):
             has_queued=flag[HAS_QUEUED.parse(request)],
             search=SEARCH.parse(request),
         )
-        return Response(self.page(request, qs, s.SessionSummarySerializer, *self.page_params(request)))
+        window = pagination.Window.requested(request)
+        return Response(pagination.queryset_page(request, qs, s.SessionSummarySerializer, window))
 
 
 class SessionDetailView(ApiView):
@@ -260,23 +261,19 @@ class HistorySearchView(ApiView):
     def get(self, request):
         query = QUERY.parse(request)
         session = HISTORY_SESSION.parse(request)
-        number = params.PAGE.parse(request)
-        per_page = HISTORY_PAGE_SIZE.parse(request)
-        end = number * per_page
-        start = end - per_page
+        window = pagination.Window.requested(request, HISTORY_PAGE_SIZE)
         hits = []
-        if start < HISTORY_DEPTH:
-            hits = queries.history_search(query, session_name=session, max_results=min(end, HISTORY_DEPTH))
-        url = request.build_absolute_uri()
+        if window.start < HISTORY_DEPTH:
+            hits = queries.history_search(query, session_name=session, max_results=min(window.end, HISTORY_DEPTH))
+        # The hits are not counted: a full page short of the depth links to a next page,
+        # which may turn out empty.
+        more = len(hits) == window.end and window.end < HISTORY_DEPTH
         body = {
             "query": query,
             "session": session,
-            "page": number,
-            "page_size": per_page,
-            "next": replace_query_param(url, "page", number + 1) if len(hits) == end and end < HISTORY_DEPTH else None,
-            "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
+            **window.links(request, has_next=more, name_first_page=True),
             "results": s.HistoryHitSerializer(
-                hits[start:end], many=True, context={"request": request, "query": query}
+                hits[window.start : window.end], many=True, context={"request": request, "query": query}
             ).data,
         }
         return Response(body)
