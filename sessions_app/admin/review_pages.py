@@ -15,12 +15,12 @@ from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path, reverse
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.urls import path
 
 from sessions_app import revisions, services
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin.roles import actor_for, can_intervene, can_review
+from sessions_app.admin.base import plan_url, redirect_back, session_url
+from sessions_app.admin.roles import VIEW_PLAN, actor_for, can_intervene, can_review
 from sessions_app.errors import NineplanError
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, Event, Plan, ReviewPolicy
@@ -81,7 +81,7 @@ def plan_context(request, plan: Plan) -> dict:
 
 
 def inbox_view(model_admin, request):
-    if not request.user.has_perm("sessions_app.view_plan"):
+    if not request.user.has_perm(VIEW_PLAN):
         raise PermissionDenied
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
@@ -97,13 +97,6 @@ def inbox_view(model_admin, request):
         here=request.get_full_path(),
     )
     return TemplateResponse(request, "admin/sessions_app/review_inbox.html", context)
-
-
-def _back(request, plan_id: str):
-    target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
-        target = reverse("admin:sessions_app_plan_change", args=[plan_id])
-    return HttpResponseRedirect(target)
 
 
 def _plan_session(plan_id: str) -> str:
@@ -132,7 +125,7 @@ def _plan_action(allowed):
                 messages.error(request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
             else:
                 messages.success(request, done)
-            return _back(request, plan_id)
+            return redirect_back(request, plan_url(plan_id))
 
         return view
 
@@ -182,7 +175,7 @@ def policy_view(request, name: str):
         messages.error(request, f"Session {name}: {exc.category}: {exc.message}")
     else:
         messages.success(request, POLICY.format(session=name, review=value))
-    return HttpResponseRedirect(reverse("admin:sessions_app_session_change", args=[name]))
+    return HttpResponseRedirect(session_url(name))
 
 
 POLICY_CHOICES = ReviewPolicy.choices

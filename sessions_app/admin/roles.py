@@ -1,9 +1,10 @@
-"""Who may do what in the admin.
+"""Who may do what, in the admin and over the REST API: every permission 9plan checks is
+named here.
 
 Reviewers read everything and change nothing: their group holds only the ``view_*``
-permissions of 9plan's models. Intervening (discard, move, requeue) needs the
-``change_plan`` permission, and even then goes through the services, never the generic
-forms.
+permissions of 9plan's models, the ones the REST API's reads need too. Intervening
+(discard, move, requeue) needs the ``change_plan`` permission, and even then goes through
+the services, never the generic forms.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ from django.contrib.contenttypes.models import ContentType
 from sessions_app.models import Event, Plan, Session
 
 REVIEWERS_GROUP = "reviewers"
+VIEW_SESSION = "sessions_app.view_session"
+VIEW_PLAN = "sessions_app.view_plan"
+VIEW_EVENT = "sessions_app.view_event"
 INTERVENE_PERMISSION = "sessions_app.change_plan"
 # Approving or rejecting a plan in review; plain reviewers only read.
 REVIEW_PERMISSION = "sessions_app.review_plan"

@@ -13,30 +13,18 @@ every unsafe method); integrations use token authentication, which needs none.
 
 from __future__ import annotations
 
-from django.utils.http import parse_etags
 from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
 from sessions_app import inputs, revisions, services
-from sessions_app.admin.roles import REVIEW_PERMISSION, actor_for
+from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_EVENT, VIEW_PLAN, VIEW_SESSION, actor_for
+from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
+from sessions_app.api.base import ApiView, HasViewPermission
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
-from sessions_app.api.views import (
-    PLAN_PATH,
-    REVISION_IN_PATH,
-    VIEW_EVENT,
-    VIEW_PLAN,
-    VIEW_SESSION,
-    HasViewPermission,
-    ReadOnlyView,
-    _etag,
-    _plan_id,
-    _session_name,
-    documented,
-    etag_header,
-)
+from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound
 
 TAG_REVIEW = ["review"]
@@ -55,15 +43,7 @@ class ReviewDecisionSerializer(serializers.Serializer):
     )
 
 
-IF_MATCH = etag_header("If-Match", "The plan's ETag, from GET /api/sessions/{name}/plans/{plan_id}/.", required=True)
-
-
-def _matches(header: str, etag: str) -> bool:
-    wanted = etag.removeprefix("W/")
-    return any(tag == "*" or tag.removeprefix("W/") == wanted for tag in parse_etags(header))
-
-
-class PlanReviewView(ReadOnlyView):
+class PlanReviewView(ApiView):
     permission_classes = [HasReviewPermission]
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT, REVIEW_PERMISSION)
 
@@ -85,7 +65,7 @@ class PlanReviewView(ReadOnlyView):
         examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
     )
     def post(self, request, name: str, plan_id: str):
-        name, plan_id = _session_name(name), _plan_id(plan_id)
+        name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         header = request.headers.get("If-Match")
         if not header:
             raise PreconditionRequired()
@@ -93,7 +73,8 @@ class PlanReviewView(ReadOnlyView):
         body.is_valid(raise_exception=True)
 
         def unchanged(plan) -> None:
-            if not _matches(header, _etag(api_reads.plan_detail(name, plan.id).fingerprint)):
+            current = etags.for_fingerprint(api_reads.plan_detail(name, plan.id).fingerprint)
+            if not etags.matches(header, current):
                 raise PreconditionFailed()
 
         services.plan_review(
@@ -106,7 +87,7 @@ class PlanReviewView(ReadOnlyView):
         )
         detail = api_reads.plan_detail(name, plan_id)
         response = Response(s.PlanDetailSerializer(detail, context={"request": request}).data)
-        response["ETag"] = _etag(detail.fingerprint)
+        response["ETag"] = etags.for_fingerprint(detail.fingerprint)
         return response
 
 
@@ -127,7 +108,7 @@ class RevisionDetailSerializer(RevisionSerializer):
     )
 
 
-class PlanRevisionsView(ReadOnlyView):
+class PlanRevisionsView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -139,13 +120,13 @@ class PlanRevisionsView(ReadOnlyView):
         parameters=PLAN_PATH,
     )
     def get(self, request, name: str, plan_id: str):
-        name, plan_id = _session_name(name), _plan_id(plan_id)
+        name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         plan = api_reads.plan(name, plan_id)
         rows = [revisions.Version(r) for r in plan.revisions.order_by("-number")]
         return Response(RevisionSerializer(rows, many=True).data)
 
 
-class PlanRevisionView(ReadOnlyView):
+class PlanRevisionView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -157,7 +138,7 @@ class PlanRevisionView(ReadOnlyView):
         parameters=[*PLAN_PATH, REVISION_IN_PATH],
     )
     def get(self, request, name: str, plan_id: str, number: str):
-        name, plan_id = _session_name(name), _plan_id(plan_id)
+        name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         plan = api_reads.plan(name, plan_id)
         found = revisions.revision(plan, int(number)) if number.isascii() and number.isdigit() and len(number) < 10 else None
         if found is None:

@@ -2,218 +2,31 @@
 formats the result. The API is read-only but for one write, the review decision
 (api/review_views.py); any other write method gets 405.
 
-Names and ids in the path are checked against their exact formats before any lookup, and
-a malformed one is simply not found (404): it could name nothing, and a path-traversal
-attempt learns nothing more than that.
+Names and ids in the path are checked before any lookup (api/paths.py).
 """
 
 from __future__ import annotations
 
-import hashlib
-
 from django.conf import settings
 from django.http import StreamingHttpResponse
 from django.urls import reverse
-from django.utils.cache import patch_cache_control, patch_vary_headers
-from django.utils.http import parse_etags
 from django.views.decorators.csrf import csrf_exempt
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter
 from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework import exceptions, permissions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
-from rest_framework.utils.urls import remove_query_param, replace_query_param
+from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
+from sessions_app import event_feed, export_import, invariants, queries
+from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
-from sessions_app import event_feed, export_import, inputs, invariants, queries
-from sessions_app.api import params, serializers as s
-from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
-from sessions_app.errors import PlanNotFound, SessionNotFound
-from sessions_app.identifiers import is_plan_id, is_session_name
+from sessions_app.api.base import ApiView
+from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
 
-VIEW_SESSION = "sessions_app.view_session"
-VIEW_PLAN = "sessions_app.view_plan"
-VIEW_EVENT = "sessions_app.view_event"
 HISTORY_DEPTH = 50
-
-
-class HasViewPermission(permissions.BasePermission):
-    """Signed in, and holding the view permissions the endpoint's data needs."""
-
-    message = "You need the view permissions on 9plan sessions, plans and events for this endpoint."
-
-    def has_permission(self, request, view) -> bool:
-        user = request.user
-        if not (user and user.is_authenticated):
-            return False  # DRF turns this into 401 with a WWW-Authenticate challenge
-        return user.has_perms(view.required_perms)
-
-
-def _problems(*codes: int) -> dict:
-    text = {
-        400: "A parameter is malformed; `parameter` names it.",
-        401: "No or bad credentials.",
-        403: "The user lacks the view permissions.",
-        404: "No such session or plan (or a malformed name or id).",
-        503: "The database is busy or unreachable; retry.",
-    }
-    return {
-        (code, PROBLEM_CONTENT_TYPE): OpenApiResponse(s.ProblemSerializer, description=text[code]) for code in codes
-    }
-
-
-def etag_header(name: str, description: str, *, required: bool) -> OpenApiParameter:
-    """A conditional request's header carrying an ETag (If-None-Match, If-Match)."""
-    return OpenApiParameter(name, type=str, location=OpenApiParameter.HEADER, required=required, description=description)
-
-
-IF_NONE_MATCH = etag_header(
-    "If-None-Match",
-    "The ETag of an earlier answer: a 304 without a body comes back if nothing changed.",
-    required=False,
-)
-SESSION_IN_PATH = OpenApiParameter(
-    "name",
-    type=params.SESSION_NAME_SCHEMA,
-    location=OpenApiParameter.PATH,
-    description="The session's name: three lowercase words joined by '-', like brave-amber-otter.",
-)
-PLAN_IN_PATH = OpenApiParameter(
-    "plan_id",
-    type=params.PLAN_ID_SCHEMA,
-    location=OpenApiParameter.PATH,
-    description="The plan's id: 5 characters of a-z and 0-9, like k3x9q.",
-)
-REVISION_IN_PATH = OpenApiParameter(
-    "number", type=int, location=OpenApiParameter.PATH, description="The revision's number."
-)
-PLAN_PATH = [SESSION_IN_PATH, PLAN_IN_PATH]
-PAGED = [params.PAGE, params.PAGE_SIZE]
-NOT_MODIFIED = {304: OpenApiResponse(description="Not modified since the ETag sent in If-None-Match.")}
-READ_PROBLEMS = (401, 403, 404, 503)
-
-
-def documented(
-    operation_id: str,
-    summary: str,
-    description: str,
-    tags: list[str],
-    ok,
-    *,
-    parameters=(),
-    conditional: bool = False,
-    problems=READ_PROBLEMS,
-    answers=None,
-    **more,
-):
-    """The OpenAPI description of one endpoint. ``parameters`` are OpenApiParameters or the
-    query parameters of api/params.py; a ``conditional`` endpoint also takes If-None-Match
-    and may answer 304. The answers are ``ok`` (200), the 304, ``answers`` (other statuses),
-    then the ``problems``, with 400 added when a query parameter or a body can be malformed."""
-    parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
-    codes = set(problems)
-    if "request" in more or any(p.location == OpenApiParameter.QUERY for p in parameters):
-        codes.add(400)
-    return extend_schema(
-        operation_id=operation_id,
-        summary=summary,
-        description=description,
-        tags=tags,
-        parameters=parameters + ([IF_NONE_MATCH] if conditional else []),
-        responses={200: ok, **(NOT_MODIFIED if conditional else {}), **(answers or {}), **_problems(*sorted(codes))},
-        **more,
-    )
-
-
-def _session_name(raw: str) -> str:
-    if not is_session_name(raw):
-        raise SessionNotFound(f"No session named {inputs.shown(raw)} exists (names are three lowercase words).")
-    return raw
-
-
-def _plan_id(raw: str) -> str:
-    if not is_plan_id(raw):
-        raise PlanNotFound(f"No plan {inputs.shown(raw)} exists (ids are 5 characters of a-z and 0-9).")
-    return raw
-
-
-def _etag(fingerprint: str) -> str:
-    # Hashed so that clients treat it as opaque; weak because the same state may be
-    # rendered as JSON or as the browsable HTML page.
-    return f'W/"{hashlib.blake2b(fingerprint.encode(), digest_size=10).hexdigest()}"'
-
-
-def _not_modified(request, etag: str) -> bool:
-    header = request.headers.get("If-None-Match")
-    if not header:
-        return False
-    wanted = etag.removeprefix("W/")
-    return any(tag == "*" or tag.removeprefix("W/") == wanted for tag in parse_etags(header))
-
-
-class ReadOnlyView(APIView):
-    permission_classes = [HasViewPermission]
-    required_perms: tuple[str, ...] = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
-
-    def finalize_response(self, request, response, *args, **kwargs):
-        response = super().finalize_response(request, response, *args, **kwargs)
-        # Answers depend on who asks and hold plan text (an export holds all of it): no
-        # cache may keep them, not even the client's own on disk. A client that wants to
-        # revalidate keeps the ETag itself and sends it in If-None-Match.
-        patch_cache_control(response, private=True, no_cache=True, no_store=True)
-        patch_vary_headers(response, ("Authorization", "Cookie"))
-        return response
-
-    def conditional(self, request, fingerprint: str, build) -> Response:
-        """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
-        Checked only here, after authentication: a stranger learns nothing from a 304."""
-        etag = _etag(fingerprint)
-        if _not_modified(request, etag):
-            return Response(status=304, headers={"ETag": etag})
-        response = build()
-        response["ETag"] = etag
-        return response
-
-    @staticmethod
-    def page_params(request) -> tuple[int, int]:
-        return params.PAGE.parse(request), params.PAGE_SIZE.parse(request)
-
-    def page(self, request, qs, serializer, number: int, per_page: int, with_rows=None) -> dict:
-        """One page of ``qs`` (two queries: the count and the rows; ``with_rows`` may add
-        what the serializer needs of the page's rows, in a fixed number more)."""
-        count = qs.count()
-        start = (number - 1) * per_page
-        rows = list(qs[start : start + per_page]) if start < count else []
-        context = {"request": request, **(with_rows(rows) if with_rows and rows else {})}
-        url = request.build_absolute_uri()
-        return {
-            "count": count,
-            "page": number,
-            "page_size": per_page,
-            "next": replace_query_param(url, "page", number + 1) if start + per_page < count else None,
-            "previous": (
-                None
-                if number == 1
-                else remove_query_param(url, "page")
-                if number == 2
-                else replace_query_param(url, "page", number - 1)
-            ),
-            "results": serializer(rows, many=True, context=context).data,
-        }
-
-    def conditional_page(self, request, name: str, qs, serializer, with_rows=None) -> Response:
-        """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
-        parameters are checked before the session is looked up: a bad one is a 400 whether
-        or not the session exists."""
-        number, per_page = self.page_params(request)
-        return self.conditional(
-            request,
-            api_reads.session_fingerprint(name),
-            lambda: Response(self.page(request, qs, serializer, number, per_page, with_rows)),
-        )
-
-
 TAG_SESSIONS = ["sessions"]
 TAG_PLANS = ["plans"]
 
@@ -243,7 +56,7 @@ def _url_template(request, route: str, names: tuple[str, ...]) -> str:
     return url.replace("%7B", "{").replace("%7D", "}")
 
 
-class ApiRootView(ReadOnlyView):
+class ApiRootView(ApiView):
     """The REST API's endpoints, each as an absolute URL; a part in braces, like {name}, is
     to be filled in. Every endpoint but the schema and the docs needs credentials."""
 
@@ -271,7 +84,7 @@ HAS_QUEUED = params.ChoiceParam(
 SEARCH = params.TextParam("search", 200, "Only sessions whose name or task description contains this text.")
 
 
-class SessionListView(ReadOnlyView):
+class SessionListView(ApiView):
     required_perms = (VIEW_SESSION,)
 
     @documented(
@@ -290,10 +103,11 @@ class SessionListView(ReadOnlyView):
             has_queued=flag[HAS_QUEUED.parse(request)],
             search=SEARCH.parse(request),
         )
-        return Response(self.page(request, qs, s.SessionSummarySerializer, *self.page_params(request)))
+        window = pagination.Window.requested(request)
+        return Response(pagination.queryset_page(request, qs, s.SessionSummarySerializer, window))
 
 
-class SessionDetailView(ReadOnlyView):
+class SessionDetailView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -307,7 +121,7 @@ class SessionDetailView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
 
         def build():
             state = queries.session_state(name)
@@ -318,7 +132,7 @@ class SessionDetailView(ReadOnlyView):
         return self.conditional(request, api_reads.session_fingerprint(name), build)
 
 
-class SessionQueueView(ReadOnlyView):
+class SessionQueueView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -331,7 +145,7 @@ class SessionQueueView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         return self.conditional_page(
             request,
             name,
@@ -344,7 +158,7 @@ class SessionQueueView(ReadOnlyView):
 STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
 
 
-class SessionPlansView(ReadOnlyView):
+class SessionPlansView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -357,12 +171,12 @@ class SessionPlansView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         qs = api_reads.plans(name, status=STATUS.parse(request))
         return self.conditional_page(request, name, qs, s.PlanSummarySerializer)
 
 
-class PlanDetailView(ReadOnlyView):
+class PlanDetailView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
@@ -376,7 +190,7 @@ class PlanDetailView(ReadOnlyView):
         conditional=True,
     )
     def get(self, request, name: str, plan_id: str):
-        name, plan_id = _session_name(name), _plan_id(plan_id)
+        name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         detail = api_reads.plan_detail(name, plan_id)
         return self.conditional(
             request,
@@ -385,7 +199,7 @@ class PlanDetailView(ReadOnlyView):
         )
 
 
-class SessionValidationView(ReadOnlyView):
+class SessionValidationView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -397,13 +211,13 @@ class SessionValidationView(ReadOnlyView):
         parameters=[SESSION_IN_PATH],
     )
     def get(self, request, name: str):
-        name = _session_name(name)
+        name = paths.session_name(name)
         result = invariants.check_invariants(name)
         body = {"session": name, "valid": result.valid, "invariants": result.invariants, "issues": result.issues}
         return Response(s.ValidationSerializer(body).data)
 
 
-class SessionExportView(ReadOnlyView):
+class SessionExportView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
@@ -418,7 +232,7 @@ class SessionExportView(ReadOnlyView):
     def get(self, request, name: str):
         # Streamed as it is read: memory stays flat whatever the session's size. The
         # session is looked up first, so a missing one is still a 404 problem.
-        pieces = export_import.export_stream(_session_name(name))
+        pieces = export_import.export_stream(paths.session_name(name))
         response = StreamingHttpResponse((piece.encode("utf-8") for piece in pieces), content_type="application/json")
         response["Content-Disposition"] = f'attachment; filename="{name}.json"'
         return response
@@ -431,7 +245,7 @@ HISTORY_SESSION = params.NameParam("session", "session", "Search only this sessi
 HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per page (1 to 50, default 10).")
 
 
-class HistorySearchView(ReadOnlyView):
+class HistorySearchView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
@@ -447,23 +261,19 @@ class HistorySearchView(ReadOnlyView):
     def get(self, request):
         query = QUERY.parse(request)
         session = HISTORY_SESSION.parse(request)
-        number = params.PAGE.parse(request)
-        per_page = HISTORY_PAGE_SIZE.parse(request)
-        end = number * per_page
-        start = end - per_page
+        window = pagination.Window.requested(request, HISTORY_PAGE_SIZE)
         hits = []
-        if start < HISTORY_DEPTH:
-            hits = queries.history_search(query, session_name=session, max_results=min(end, HISTORY_DEPTH))
-        url = request.build_absolute_uri()
+        if window.start < HISTORY_DEPTH:
+            hits = queries.history_search(query, session_name=session, max_results=min(window.end, HISTORY_DEPTH))
+        # The hits are not counted: a full page short of the depth links to a next page,
+        # which may turn out empty.
+        more = len(hits) == window.end and window.end < HISTORY_DEPTH
         body = {
             "query": query,
             "session": session,
-            "page": number,
-            "page_size": per_page,
-            "next": replace_query_param(url, "page", number + 1) if len(hits) == end and end < HISTORY_DEPTH else None,
-            "previous": replace_query_param(url, "page", number - 1) if number > 1 else None,
+            **window.links(request, has_next=more, name_first_page=True),
             "results": s.HistoryHitSerializer(
-                hits[start:end], many=True, context={"request": request, "query": query}
+                hits[window.start : window.end], many=True, context={"request": request, "query": query}
             ).data,
         }
         return Response(body)
@@ -492,7 +302,7 @@ FEED_PLAN = params.NameParam("plan", "plan", "Only this plan's events.")
 FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, default 100).")
 
 
-class EventFeedView(ReadOnlyView):
+class EventFeedView(ApiView):
     required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(

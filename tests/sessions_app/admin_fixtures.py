@@ -20,6 +20,7 @@ from sessions_app.models import Plan, Session
 from tests.conftest import plan_fields
 
 PASSWORD = "a long test passphrase 7"
+HOSTILE = "<script>alert(1)</script> and <img src=x onerror=alert(1)>"
 
 
 def fast_hashing(settings) -> None:
@@ -76,6 +77,10 @@ def staff_client(staff) -> Client:
     return client_for(staff)
 
 
+def text_of(response) -> str:
+    return response.content.decode()
+
+
 def enqueue(session: Session, goal: str, position: str | None = None, **overrides) -> Plan:
     return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(goal=goal, **overrides)).plan
 
@@ -112,6 +117,12 @@ def busy(session):
         "active": by_goal["Migrate the customers"],
         "queued": [Plan.objects.get(id=p.id) for p in (q1, q2, q3)],
     }
+
+
+@pytest.fixture
+def quiet(db):
+    """A session with nothing queued and no work done."""
+    return services.session_create(task_description="Write the release notes")
 
 
 def session_url(name: str) -> str:

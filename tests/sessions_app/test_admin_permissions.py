@@ -11,7 +11,7 @@ from django.test import Client
 from django.urls import reverse
 
 from sessions_app import planfiles
-from sessions_app.admin import DISCARDED, MOVED, REQUEUED
+from sessions_app.admin.plans import DISCARDED, MOVED, REQUEUED
 from sessions_app.models import Event, Plan
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     act_url,

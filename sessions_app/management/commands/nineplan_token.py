@@ -8,8 +8,7 @@ from django.db import transaction
 from rest_framework.authtoken.models import Token
 
 from nineplan.commands import PersonCommand
-from sessions_app.admin.roles import ensure_reviewers_group
-from sessions_app.api.views import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION, ensure_reviewers_group
 
 
 class Command(PersonCommand):

@@ -1,0 +1,131 @@
+"""The sessions: their list with counts, filters and last activity, and a session's page
+(queue, workers, active and blocked plans, history, timeline, chart, invariant check)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.template.response import TemplateResponse
+from django.utils.html import format_html
+
+from sessions_app import excerpts
+from sessions_app.admin import history_search, render, review_pages
+from sessions_app.admin import reads as admin_reads
+from sessions_app.admin.base import NineplanAdmin, plan_url
+from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
+from sessions_app.admin.roles import can_intervene
+from sessions_app.identifiers import is_session_name
+from sessions_app.models import Session
+
+INVARIANT_LABELS = {
+    "single_active_plan": "At most one active plan per worker",
+    "claims_valid": "Every active plan has a worker and a lease",
+    "dependencies_valid": "No plan handed out before its dependencies",
+    "queue_order_preserved": "Queue positions unique and ordered",
+    "files_match_database": "Every queued or active plan has its file",
+    "no_orphaned_files": "No plan file without a plan",
+    "search_index_in_sync": "Search index holds every completed plan",
+}
+
+
+@admin.register(Session)
+class SessionAdmin(NineplanAdmin):
+    list_display = (
+        "name",
+        "task",
+        "created_at",
+        "queue_length",
+        "active_plan",
+        "completed_count",
+        "discarded_count",
+        "last_activity",
+    )
+    search_fields = ("name", "task_description")
+    list_filter = (ActivePlanFilter, QueuedWorkFilter, ("created_at", admin.DateFieldListFilter))
+    ordering = ("-created_at", "name")
+    list_per_page = 50
+    change_list_template = "admin/sessions_app/session/change_list.html"
+
+    def get_queryset(self, request):
+        return admin_reads.annotate_sessions(super().get_queryset(request))
+
+    @admin.display(description="task", ordering="task_description")
+    def task(self, obj):
+        return excerpts.one_line(obj.task_description, 100) or "—"
+
+    @admin.display(description="queue", ordering="queue_length")
+    def queue_length(self, obj):
+        return obj.queue_length
+
+    @admin.display(description="active plan", ordering="active_plan_goal")
+    def active_plan(self, obj):
+        if not obj.active_plan_id:
+            return "—"
+        return format_html(
+            '<a href="{}">{}</a> {}', plan_url(obj.active_plan_id), obj.active_plan_id, excerpts.one_line(obj.active_plan_goal, 80)
+        )
+
+    @admin.display(description="completed", ordering="completed_count")
+    def completed_count(self, obj):
+        return obj.completed_count
+
+    @admin.display(description="discarded", ordering="discarded_count")
+    def discarded_count(self, obj):
+        return obj.discarded_count
+
+    @admin.display(description="last activity", ordering="last_activity")
+    def last_activity(self, obj):
+        return obj.last_activity
+
+    def get_urls(self):
+        return [*history_search.urls(self), *super().get_urls()]
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        page = self.read_page(request, object_id, is_session_name, admin_reads.session_page)
+        state = page.state
+        invariants = [
+            {
+                "name": key,
+                "label": INVARIANT_LABELS.get(key, key),
+                "ok": ok,
+                "issues": page.validation.issues_by_invariant.get(key, []),
+            }
+            for key, ok in page.validation.invariants.items()
+        ]
+        context = self.page_context(
+            request,
+            title=f"Session {state.session.name}",
+            session=state.session,
+            queue=list(enumerate(state.queue, start=1)),
+            queue_length=state.queue_length,
+            queue_hidden=state.queue_length - len(state.queue),
+            active=state.active,
+            workers=[
+                {
+                    "plan": p,
+                    "expired": p.lease_expires_at is not None and p.lease_expires_at < page.now,
+                    "attempt": p.attempts + 1,
+                }
+                for p in state.claimed
+            ],
+            max_attempts=state.session.max_attempts,
+            blocked=[b for b in state.blocked if not b.waiting_for_person],
+            waiting=[b for b in state.blocked if b.waiting_for_person],
+            completed=page.completed,
+            completed_count=state.completed_count,
+            discarded=page.discarded,
+            discarded_count=state.discarded_count,
+            in_review=page.in_review[0],
+            in_review_count=page.in_review[1],
+            held_plans=page.held[0],
+            held_count=page.held[1],
+            awaiting_count=page.in_review[1] + page.held[1],
+            timeline=render.timeline(page.events),
+            event_count=page.event_count,
+            chart=render.chart(page.series),
+            valid=page.validation.valid,
+            invariants=invariants,
+            can_intervene=can_intervene(request.user),
+            here=request.get_full_path(),
+            review_choices=review_pages.POLICY_CHOICES,
+        )
+        return TemplateResponse(request, "admin/sessions_app/session_page.html", context)

@@ -1,0 +1,64 @@
+"""What every REST endpoint shares: who may call it (signed in, holding the view
+permissions its data needs), answers no cache keeps, and conditional reads under an ETag.
+The read endpoints (api/views.py) and the review decision (api/review_views.py) are
+ApiViews alike."""
+
+from __future__ import annotations
+
+from django.utils.cache import patch_cache_control, patch_vary_headers
+from rest_framework import permissions
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app.api import etags, pagination
+from sessions_app.api import reads as api_reads
+
+
+class HasViewPermission(permissions.BasePermission):
+    """Signed in, and holding the view permissions the endpoint's data needs."""
+
+    message = "You need the view permissions on 9plan sessions, plans and events for this endpoint."
+
+    def has_permission(self, request, view) -> bool:
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False  # DRF turns this into 401 with a WWW-Authenticate challenge
+        return user.has_perms(view.required_perms)
+
+
+class ApiView(APIView):
+    """A REST endpoint; ``required_perms`` are the permissions its data needs."""
+
+    permission_classes = [HasViewPermission]
+    required_perms: tuple[str, ...] = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        # Answers depend on who asks and hold plan text (an export holds all of it): no
+        # cache may keep them, not even the client's own on disk. A client that wants to
+        # revalidate keeps the ETag itself and sends it in If-None-Match.
+        patch_cache_control(response, private=True, no_cache=True, no_store=True)
+        patch_vary_headers(response, ("Authorization", "Cookie"))
+        return response
+
+    def conditional(self, request, fingerprint: str, build) -> Response:
+        """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
+        Checked only here, after authentication: a stranger learns nothing from a 304."""
+        etag = etags.for_fingerprint(fingerprint)
+        if etags.matches(request.headers.get("If-None-Match"), etag):
+            return Response(status=304, headers={"ETag": etag})
+        response = build()
+        response["ETag"] = etag
+        return response
+
+    def conditional_page(self, request, name: str, qs, serializer, with_rows=None) -> Response:
+        """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
+        parameters are checked before the session is looked up: a bad one is a 400 whether
+        or not the session exists."""
+        window = pagination.Window.requested(request)
+        return self.conditional(
+            request,
+            api_reads.session_fingerprint(name),
+            lambda: Response(pagination.queryset_page(request, qs, serializer, window, with_rows)),
+        )
