@@ -22,9 +22,9 @@ def main(argv: list[str] | None = None) -> None:
     else:
         os.environ["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
     if argv[1:2] == ["--version"]:
-        from nineplan import __version__
+        from nineplan.version import version
 
-        sys.stdout.write(f"9plan {__version__}\n")
+        sys.stdout.write(f"9plan {version()}\n")
         return
     from django.core.exceptions import ImproperlyConfigured
 
