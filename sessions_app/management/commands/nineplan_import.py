@@ -16,8 +16,9 @@ MAX_BYTES = 512 * 1024 * 1024
 
 class Command(PersonCommand):
     help = (
-        "Import a session from FILE ('-' for stdin), as written by nineplan_export or the API's export "
-        "endpoint, into a database that does not hold it yet: plans, events and the open plans' files. "
+        "Import a session that nineplan_export wrote. FILE ('-' for stdin), as written by nineplan_export or "
+        "the API's export endpoint, goes into a database that does not hold it yet: plans, events and the open "
+        "plans' files. "
         "The whole document is checked first; on any error nothing is changed."
     )
 
