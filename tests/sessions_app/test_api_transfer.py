@@ -35,7 +35,7 @@ def snapshot(session_name: str) -> dict:
     return {
         "session": list(Session.objects.filter(name=session_name).values()),
         "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
-        # Ids are re-drawn on import (see export_import.py); order and every other column must hold.
+        # Ids are re-drawn on import (see sessions_app/export_import/); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
         "revisions": list(
             Revision.objects.filter(plan__session_id=session_name).order_by("plan_id", "number").values_list(*REVISION_COLUMNS)
