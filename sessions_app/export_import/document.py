@@ -53,6 +53,10 @@ EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 INT32 = 2**31 - 1
+# Read once: an enum's values are rebuilt on every access, and each piece checks one.
+PLAN_STATUSES = tuple(Plan.Status.values)
+REVISION_KINDS = tuple(Revision.Kind.values)
+EVENT_KINDS = tuple(Event.Kind.values)
 HEADER_KEYS = ("format", "version", "exported_at", "session")
 DOCUMENT_KEYS = (*HEADER_KEYS, "plans", "events")
 
@@ -218,7 +222,7 @@ def check_revision(where: str, plan_id: str | None, row: object, previous: int) 
     return Revision(
         plan_id=plan_id,
         number=number,
-        kind=choice(f"{where}.kind", row["kind"], Revision.Kind.values),
+        kind=choice(f"{where}.kind", row["kind"], REVISION_KINDS),
         actor=actor_name(f"{where}.actor", row["actor"]),
         sections=sections,
         undo=undo,
@@ -239,8 +243,8 @@ def check_plan(at: str, row: object, version: int, session: Session) -> tuple[Pl
     row = check_object(at, row, PLAN_KEYS_V3 if version >= 3 else PLAN_KEYS)
     plan_id = inputs.plan_id(row["id"], field=f"{at}.id")
     status = row["status"]
-    if status not in Plan.Status.values:
-        raise fail(f"{at}.status", f"must be one of {', '.join(Plan.Status.values)}; got {inputs.shown(status)}.")
+    if status not in PLAN_STATUSES:
+        raise fail(f"{at}.status", f"must be one of {', '.join(PLAN_STATUSES)}; got {inputs.shown(status)}.")
     position = row["sort_key"]
     if status == Plan.Status.QUEUED:
         position = whole_number(f"{at}.sort_key", position)
@@ -321,8 +325,8 @@ def check_event(at: str, row: object, session: Session) -> tuple[Event, int]:
     against the others by the import."""
     row = check_object(at, row, EVENT_KEYS)
     number = whole_number(f"{at}.id", row["id"], minimum=1)
-    if row["kind"] not in Event.Kind.values:
-        raise fail(f"{at}.kind", f"must be one of {', '.join(Event.Kind.values)}; got {inputs.shown(row['kind'])}.")
+    if row["kind"] not in EVENT_KINDS:
+        raise fail(f"{at}.kind", f"must be one of {', '.join(EVENT_KINDS)}; got {inputs.shown(row['kind'])}.")
     plan_id = row["plan"]
     if plan_id is not None:
         plan_id = inputs.plan_id(plan_id, field=f"{at}.plan")

@@ -131,7 +131,10 @@ def _header(stream: BinaryIO) -> dict:
             raise fail("document", "must be a JSON object.")
         for key in reader.keys():
             if key in HEADER_KEYS:
-                found[key] = reader.value()
+                try:
+                    found[key] = reader.value()
+                except Unreadable as exc:
+                    raise _unreadable(key, exc) from None
                 if len(found) == len(HEADER_KEYS):
                     break
             else:

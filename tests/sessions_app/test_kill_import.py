@@ -55,15 +55,21 @@ def staged_files(sessions_dir: Path) -> int:
     return sum(len(os.listdir(folder)) for folder in sessions_dir.glob(f"{planfiles.IMPORT_FOLDER_PREFIX}*"))
 
 
-def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions_dir, subprocess_env, tmp_path):
+def killed_import(tmp_path: Path, sessions_dir: Path, env: dict, files: int) -> Path:
+    """The document, after a real import of it was killed with ``files`` plan files written
+    (inside its write transaction: it writes them before its commit)."""
     document = tmp_path / "big.json"
     document.write_text(json.dumps(big_document()), encoding="utf-8")
     importing = subprocess.Popen(
-        [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=subprocess_env,
+        [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
-    # Killed inside its write transaction, with hundreds of plan files written.
-    kill_when(importing, lambda: staged_files(sessions_dir) >= 300, "it wrote its plan files")
+    kill_when(importing, lambda: staged_files(sessions_dir) >= files, "it wrote its plan files")
+    return document
+
+
+def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions_dir, subprocess_env, tmp_path):
+    document = killed_import(tmp_path, sessions_dir, subprocess_env, 300)
 
     assert not Session.objects.exists() and not Plan.objects.exists() and not Event.objects.exists()
     # Nothing where the session's files go: only the folder aside, which no run looks at.
@@ -87,13 +93,7 @@ def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions
 
 
 def test_a_rerun_after_a_killed_import_needs_no_repair_first(sessions_dir, subprocess_env, tmp_path):
-    document = tmp_path / "big.json"
-    document.write_text(json.dumps(big_document()), encoding="utf-8")
-    importing = subprocess.Popen(
-        [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=subprocess_env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-    kill_when(importing, lambda: staged_files(sessions_dir) >= 100, "it wrote its plan files")
+    document = killed_import(tmp_path, sessions_dir, subprocess_env, 100)
     again = subprocess.run(
         [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=600,
