@@ -14,7 +14,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from nineplan.progress import Progress
-from sessions_app import export_import, planfiles, queries
+from sessions_app import export_import, invariants, planfiles
 from sessions_app.export_import import reader, restore
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO
@@ -207,7 +207,7 @@ def test_the_keys_may_come_in_any_order(document, tmp_path):
     # Sorted, the header comes after the plans, and the events before them.
     call_command("nineplan_import", written(document, tmp_path / "d.json", sort_keys=True), stdout=io.StringIO())
     assert session_snapshot(document["session"]["name"]) == document.before
-    assert queries.check_invariants(document["session"]["name"]).valid
+    assert invariants.check_invariants(document["session"]["name"]).valid
 
 
 def test_a_plan_too_long_to_decode_whole_is_read_key_by_key(document, tmp_path, monkeypatch):

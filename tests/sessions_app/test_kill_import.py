@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from sessions_app import planfiles, queries
+from sessions_app import invariants, planfiles
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.test_backup import kill_when
@@ -89,7 +89,7 @@ def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions
     call_command("nineplan_import", str(document), stdout=open(os.devnull, "w"))
     assert Plan.objects.filter(session_id=NAME, status="queued").count() == PLANS
     assert len(planfiles.list_plan_files(NAME)) == PLANS
-    assert queries.check_invariants(NAME).valid
+    assert invariants.check_invariants(NAME).valid
 
 
 def test_a_rerun_after_a_killed_import_needs_no_repair_first(sessions_dir, subprocess_env, tmp_path):
@@ -101,5 +101,5 @@ def test_a_rerun_after_a_killed_import_needs_no_repair_first(sessions_dir, subpr
     assert again.returncode == 0, again.stderr
     assert again.stdout.strip() == NAME and len(planfiles.list_plan_files(NAME)) == PLANS
     # The killed run's folder aside is still there for the repair; the session is whole.
-    assert queries.check_invariants(NAME).valid
+    assert invariants.check_invariants(NAME).valid
     assert len(list(sessions_dir.glob(f"{planfiles.IMPORT_FOLDER_PREFIX}*"))) == 1
