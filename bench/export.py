@@ -1,9 +1,10 @@
 """Peak memory of exporting a session, streamed (nineplan_export, the REST export) against
-the same document built whole in memory, at two session sizes.
+the same document built whole in memory, at two session sizes; and of importing that
+document (nineplan_import, read as a stream) against the document decoded whole.
 
-Each export runs in a process of its own, whose peak resident memory (ru_maxrss, from
-wait4) is the figure: a streamed export should cost the same at 100,000 plans as at
-10,000, where a document built in memory grows with the session.
+Each export or import runs in a process of its own, whose peak resident memory
+(ru_maxrss, from wait4) is the figure: streamed, it should cost the same at 100,000 plans
+as at 10,000, where a document held in memory grows with the session.
 """
 
 from __future__ import annotations
@@ -27,6 +28,14 @@ from sessions_app import export_import
 text = json.dumps(export_import.export_session(sys.argv[1]), ensure_ascii=False, indent=1)
 with open(sys.argv[2], "w", encoding="utf-8") as out:
     out.write(text)
+"""
+
+# The first step of the import before it streamed: the whole document decoded in memory.
+DECODED = """
+import json, sys
+with open(sys.argv[1], "rb") as fh:
+    document = json.loads(fh.read().decode("utf-8"))
+print(len(document["plans"]))
 """
 
 # The REST endpoint through Django's WSGI handler, as gunicorn would run it.
@@ -114,16 +123,54 @@ def run(data_dir: Path, params: dict) -> dict:
                  whole_seconds * 1000, "ms", "(shown)"),
             _row(f"REST export, {size:,} plans: time", rest_seconds * 1000, None, "ms", "(shown)"),
         ]
-    small, large = sizes[0], sizes[-1]
-    ratio = measured[large] / measured[small]
-    rows.append(
-        {"bench": "export", "figure": f"nineplan_export peak RSS: {large:,} vs {small:,} plans (flat)",
-         "value": measured[large], "baseline": measured[small], "unit": "MB", "ratio": ratio,
-         "target": f"<= {FLAT}x", "met": ratio <= FLAT}
-    )
+    rows.append(_flat("export", "nineplan_export", measured))
     return {"rows": rows}
 
 
-def _row(figure: str, value: float, baseline: float | None, unit: str, target: str) -> dict:
-    return {"bench": "export", "figure": figure, "value": value, "baseline": baseline, "unit": unit,
+def _flat(bench: str, command: str, measured: dict[int, float]) -> dict:
+    """The target: the peak at the largest size within FLAT of the peak at the smallest."""
+    small, large = min(measured), max(measured)
+    ratio = measured[large] / measured[small]
+    return {"bench": bench, "figure": f"{command} peak RSS: {large:,} vs {small:,} plans (flat)",
+            "value": measured[large], "baseline": measured[small], "unit": "MB", "ratio": ratio,
+            "target": f"<= {FLAT}x", "met": ratio <= FLAT}
+
+
+def _row(figure: str, value: float, baseline: float | None, unit: str, target: str, *, bench: str = "export") -> dict:
+    return {"bench": bench, "figure": figure, "value": value, "baseline": baseline, "unit": unit,
             "ratio": None if baseline is None else value / baseline, "target": target, "met": None}
+
+
+def run_import(data_dir: Path, params: dict) -> dict:
+    """nineplan_import of an exported session at each size, each into a fresh database."""
+    setup_django(data_dir)
+    from sessions_app import services
+
+    session = services.session_create(task_description="import benchmark", actor="bench").name
+    sizes = params["import_sizes"]
+    rows, measured, done = [], {}, 0
+    for size in sizes:
+        seed(session, done, size - done, sizes[-1])
+        done = size
+        document = data_dir / f"export-{size}.json"
+        _peak([PYTHON, MANAGE, "nineplan_export", session, "-o", str(document)], data_dir)
+        into = data_dir / f"into-{size}"
+        into.mkdir()
+        # The tables first, on their own: the import's figure is the import's alone.
+        _peak([PYTHON, MANAGE, "migrate", "--noinput", "-v", "0"], into)
+        streamed, seconds, out = _peak([PYTHON, MANAGE, "nineplan_import", str(document)], into)
+        assert out.strip() == session, out
+        whole, whole_seconds, count = _peak([PYTHON, "-c", DECODED, str(document)], data_dir)
+        assert int(count) == size
+        progress(f"import: {size:,} plans measured")
+        measured[size] = streamed
+        label = f"{size:,} plans ({document.stat().st_size / 1e6:,.0f} MB document)"
+        document.unlink()
+        rows += [
+            _row(f"nineplan_import, {label}: peak RSS (baseline: decoded whole)", streamed, whole, "MB", "(shown)",
+                 bench="import"),
+            _row(f"nineplan_import, {size:,} plans: time (baseline: decoding alone)", seconds * 1000,
+                 whole_seconds * 1000, "ms", "(shown)", bench="import"),
+        ]
+    rows.append(_flat("import", "nineplan_import", measured))
+    return {"rows": rows}

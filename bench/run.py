@@ -42,6 +42,7 @@ BENCHMARKS = {
     "workers-pg": ("workers", "run_postgres"),
     "pages": ("pages", "run"),
     "export": ("export", "run"),
+    "import": ("export", "run_import"),
 }
 
 # Each benchmark's sizes: (a full run, a --quick run that only checks the benchmarks work).
@@ -64,6 +65,7 @@ SIZES = {
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),
+    "import_sizes": ([10_000, 100_000], [100, 1_000]),
 }
 DEFAULT = {name: full for name, (full, _) in SIZES.items()}
 QUICK = {name: quick for name, (_, quick) in SIZES.items()}

@@ -10,11 +10,8 @@ nothing is printed, so stdout stays the protocol's.
 
 from __future__ import annotations
 
-import io
 import logging
 import threading
-
-from django.conf import settings
 
 log = logging.getLogger("nineplan.mcp")
 
@@ -27,24 +24,13 @@ _thread: threading.Thread | None = None
 
 
 def prepare_database() -> None:
-    from django.core.management import call_command
-    from django.db import OperationalError, close_old_connections, connection
+    from django.db import close_old_connections
 
-    if connection.vendor == "sqlite":
-        from pathlib import Path
+    from nineplan import tables
 
-        Path(settings.DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    settings.NINEPLAN_SESSIONS_PATH.mkdir(parents=True, exist_ok=True)
-    for attempt in range(3):
-        try:
-            # Output goes to a buffer, never stdout; two servers starting on one fresh
-            # database race here, and the loser simply finds the migrations applied.
-            call_command("migrate", interactive=False, verbosity=0, stdout=io.StringIO(), stderr=io.StringIO())
-            break
-        except OperationalError:
-            if attempt == 2:
-                raise
-            log.warning("migrate raced another process; retrying")
+    # Nothing is printed (stdout is the protocol's); every start migrates, so that what
+    # runs after a migrate (the search and count triggers) is in place too.
+    tables.migrate()
     # What a killed process left behind is put right before the first tool call.
     from sessions_app import repair
 

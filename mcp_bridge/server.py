@@ -14,6 +14,7 @@ from mcp_types import INTERNAL_ERROR, ToolAnnotations
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, readiness, responses, suggestions
+from nineplan.version import version
 from sessions_app import inputs
 from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name
@@ -115,7 +116,7 @@ def build_server() -> NineplanServer:
 def new_server() -> NineplanServer:
     """The server with its instructions and prompt but no tools yet: it needs none of
     Django's apps, so it can answer `initialize` while they load (then add_tools)."""
-    server = NineplanServer("9plan", instructions=prompts.INSTRUCTIONS, version="1.0.0")
+    server = NineplanServer("9plan", instructions=prompts.INSTRUCTIONS, version=version())
     server.prompt(name="bootstrap", title="Set up a 9plan session", description=description(prompts.bootstrap))(
         prompts.bootstrap
     )

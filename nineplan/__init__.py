@@ -1,3 +1,10 @@
 """9plan: a session-scoped work queue for AI agents."""
 
-__version__ = "0.2.0"
+
+def __getattr__(name: str):
+    # Read on first use (nineplan.version), not whenever a module of the package is imported.
+    if name == "__version__":
+        from nineplan.version import version
+
+        return version()
+    raise AttributeError(f"module 'nineplan' has no attribute {name!r}")

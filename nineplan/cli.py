@@ -11,6 +11,12 @@ from __future__ import annotations
 import os
 import sys
 
+OWN_APPS = ("sessions_app", "mcp_bridge")
+# Django's commands that a newcomer runs on 9plan's data before anything else (the first
+# login): like 9plan's own commands, they find the tables made on a fresh database.
+LOGIN_COMMANDS = ("createsuperuser", "changepassword")
+HELP = ("help", "--help", "-h")
+
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv if argv is None else argv)
@@ -22,9 +28,9 @@ def main(argv: list[str] | None = None) -> None:
     else:
         os.environ["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
     if argv[1:2] == ["--version"]:
-        from nineplan import __version__
+        from nineplan.version import version
 
-        sys.stdout.write(f"9plan {__version__}\n")
+        sys.stdout.write(f"9plan {version()}\n")
         return
     from django.core.exceptions import ImproperlyConfigured
 
@@ -36,6 +42,17 @@ def main(argv: list[str] | None = None) -> None:
 
             Command().run_from_argv(argv)
             return
+        import django
+
+        if len(argv) < 2 or (argv[1] in HELP and len(argv) == 2):
+            django.setup()
+            sys.stdout.write(commands_help(os.path.basename(argv[0])))
+            return
+        if argv[1] in LOGIN_COMMANDS:
+            from nineplan import tables
+
+            django.setup()
+            tables.make_if_missing()
         from django.core.management import execute_from_command_line
 
         execute_from_command_line(argv)
@@ -44,3 +61,25 @@ def main(argv: list[str] | None = None) -> None:
         # and on stderr so that an MCP client reading stdout sees nothing but protocol.
         sys.stderr.write(f"9plan: configuration error: {exc}\n")
         sys.exit(2)
+
+
+def commands_help(prog: str) -> str:
+    """`9plan help`: 9plan's own commands first, a line each, then everything else."""
+    from django.core.management import get_commands, load_command_class
+
+    found = get_commands()
+    own = sorted(name for name, app in found.items() if app in OWN_APPS)
+    width = max(len(name) for name in own) + 2
+    lines = [f"Usage: {prog} COMMAND [options]; '{prog} help COMMAND' describes one.", "", "9plan's commands:"]
+    for name in own:
+        text = " ".join(load_command_class(found[name], name).help.split())
+        lines.append(f"  {name.ljust(width)}{text.split('. ')[0].rstrip('.')}")
+    lines += ["", f"Your first login (a superuser, who sees and may do everything): {prog} createsuperuser", ""]
+    lines.append("Other commands, Django's and its apps' (for developers and maintenance):")
+    by_app: dict[str, list[str]] = {}
+    for name, app in found.items():
+        if app not in OWN_APPS:
+            by_app.setdefault("django" if app == "django.core" else app.rpartition(".")[2], []).append(name)
+    for app in sorted(by_app):
+        lines.append(f"  [{app}] {', '.join(sorted(by_app[app]))}")
+    return "\n".join(lines) + "\n"

@@ -7,6 +7,7 @@ import logging
 
 from django.core.management.base import BaseCommand
 
+from nineplan import tables
 from nineplan.progress import Progress
 from sessions_app.identifiers import is_session_name
 
@@ -22,7 +23,13 @@ class PersonCommand(BaseCommand):
     when asked for with -v 2 (or -v 3 for debug). Warnings and errors always do.
     """
 
+    # Whether the command reads or writes 9plan's tables, which a fresh database lacks.
+    needs_tables = True
+
     def execute(self, *args, **options):
+        if self.needs_tables:
+            # As `mcp` and `serve` do: a first command on a fresh data directory works.
+            tables.make_if_missing()
         root = logging.getLogger()
         configured = root.level
         wanted = VERBOSITY_LEVELS.get(int(options.get("verbosity", 1)), logging.DEBUG)

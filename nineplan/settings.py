@@ -22,6 +22,7 @@ from nineplan.config import (
     env_path,
     env_str,
 )
+from nineplan.version import version
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -285,7 +286,7 @@ SPECTACULAR_SETTINGS = {
         "`manage.py nineplan_token USER`); only this schema and its docs page are public. "
         "Errors are application/problem+json (RFC 9457) with a `category`."
     ),
-    "VERSION": "1",
+    "VERSION": version(),
     "SCHEMA_PATH_PREFIX": "/api/",
     "SERVE_INCLUDE_SCHEMA": False,
     # Public on purpose: they describe the API and hold no data, and the docs page could

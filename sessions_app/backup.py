@@ -3,14 +3,21 @@
 The database is copied first, as one snapshot; the plan files after it. A file that
 changes in between is reconciled by the repair when a backup is restored (a plan
 without its file is rendered from the database, a file without its plan is kept aside),
-so a restore is: put the copy in place, then run ``manage.py nineplan_repair --apply``.
+so a restore is: check the backup (``backup_verify``), put the copy in place, then run
+``manage.py nineplan_repair --apply``.
+
+A backup is built in a folder named ``….incomplete`` and given its final name only once
+it is whole, with its manifest (``backup.json``, what it holds) written last: a backup
+killed midway can never pass for a finished one, and ``backup_verify`` refuses it.
 """
 
 from __future__ import annotations
 
 import errno
+import json
 import logging
 import os
+import shutil
 import sqlite3
 import stat
 from pathlib import Path
@@ -20,12 +27,16 @@ from django.db import connection
 from django.utils import timezone
 
 from nineplan.progress import Progress
+from nineplan.version import version
 from sessions_app import planfiles
 
 log = logging.getLogger("nineplan.backup")
 
 DB_FILE = "9plan.sqlite3"
 SESSIONS_DIR = "sessions"
+MANIFEST = "backup.json"
+MANIFEST_FORMAT = "9plan-backup"
+INCOMPLETE = ".incomplete"
 
 
 def default_backup_dir() -> Path:
@@ -38,21 +49,95 @@ def backup_create(*, destination: Path | None = None, progress: Progress | None 
     ``notice`` receives what a person must know (that PostgreSQL needs pg_dump)."""
     progress = progress or Progress()
     destination = Path(destination or default_backup_dir())
-    target = destination / timezone.now().strftime("9plan-%Y%m%dT%H%M%S%f")
-    target.mkdir(parents=True, exist_ok=False)
-    if connection.vendor == "sqlite":
-        db_path = connection.settings_dict["NAME"]
-        progress.stage(f"Copying the database {db_path}")
-        _copy_sqlite(Path(db_path), target / DB_FILE)
-    elif notice is not None:
-        notice("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only.")
-    sessions = planfiles.sessions_root()
-    if sessions.is_dir():
-        progress.stage(f"Copying plan files from {sessions}")
-        _copy_tree(sessions, target / SESSIONS_DIR, progress)
+    started = timezone.now()
+    target = destination / started.strftime("9plan-%Y%m%dT%H%M%S%f")
+    building = target.with_name(target.name + INCOMPLETE)
+    building.mkdir(parents=True, exist_ok=False)
+    if target.exists():  # only ever by hand: never overwrite it
+        building.rmdir()
+        raise FileExistsError(f"{target} exists already")
+    try:
+        database = None
+        if connection.vendor == "sqlite":
+            db_path = connection.settings_dict["NAME"]
+            progress.stage(f"Copying the database {db_path}")
+            _copy_sqlite(Path(db_path), building / DB_FILE)
+            database = DB_FILE
+        elif notice is not None:
+            notice("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only.")
+        sessions = planfiles.sessions_root()
+        (building / SESSIONS_DIR).mkdir()
+        if sessions.is_dir():
+            progress.stage(f"Copying plan files from {sessions}")
+            _copy_tree(sessions, building / SESSIONS_DIR, progress)
+        manifest = {
+            "format": MANIFEST_FORMAT,
+            "version": 1,
+            "created_at": started.isoformat(),
+            "9plan": version(),
+            "database": database,
+            "files": _count_files(building / SESSIONS_DIR),
+        }
+        (building / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        # The one step that makes it a backup: until here it is named incomplete.
+        os.rename(building, target)
+    except BaseException:
+        # A failure this process sees (a full disk, say) leaves nothing; only a killed
+        # backup leaves its incomplete folder, under that name.
+        shutil.rmtree(building, ignore_errors=True)
+        raise
     progress.finish()
     log.info("backup written", extra={"path": str(target)})
     return target
+
+
+def _count_files(folder: Path) -> int:
+    return sum(len(files) for _, _, files in os.walk(folder))
+
+
+class BackupRefused(Exception):
+    """What makes a folder no backup to restore from."""
+
+
+def backup_verify(folder: Path) -> dict:
+    """The manifest of the finished backup in ``folder``; raises BackupRefused when it is
+    not one (killed midway, missing a part, or a damaged database copy)."""
+    folder = Path(folder)
+    if folder.name.endswith(INCOMPLETE):
+        raise BackupRefused(f"{folder} is a backup that never finished (it was stopped midway); do not restore it.")
+    try:
+        manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise BackupRefused(f"{folder} has no {MANIFEST}: it is not a finished 9plan backup; do not restore it.") from None
+    except (OSError, ValueError) as exc:
+        raise BackupRefused(f"{folder / MANIFEST} cannot be read ({exc}); do not restore this backup.") from None
+    if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
+        raise BackupRefused(f"{folder / MANIFEST} is not a 9plan backup's manifest; do not restore this folder.")
+    files = _count_files(folder / SESSIONS_DIR) if (folder / SESSIONS_DIR).is_dir() else -1
+    if files != manifest.get("files"):
+        raise BackupRefused(
+            f"{folder / SESSIONS_DIR} holds {max(files, 0):,} files where the backup wrote {manifest.get('files')}; "
+            "do not restore this backup."
+        )
+    if manifest.get("database"):
+        problem = _sqlite_problem(folder / manifest["database"])
+        if problem:
+            raise BackupRefused(f"{folder / manifest['database']} {problem}; do not restore this backup.")
+    return manifest
+
+
+def _sqlite_problem(path: Path) -> str:
+    if not path.is_file():
+        return "is missing"
+    try:
+        copy = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            found = copy.execute("PRAGMA quick_check").fetchone()[0]
+        finally:
+            copy.close()
+    except sqlite3.DatabaseError as exc:
+        return f"is not a readable SQLite database ({exc})"
+    return "" if found == "ok" else f"fails SQLite's check ({found})"
 
 
 def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
@@ -82,6 +167,9 @@ def _copy_tree(source: Path, target: Path, progress: Progress) -> None:
     """
     for folder, dirs, files in os.walk(source):  # does not descend into linked folders
         rel = Path(folder).relative_to(source)
+        if rel == Path("."):
+            # An import's files aside are no session's yet (export_import/staging.py).
+            dirs[:] = [name for name in dirs if not name.startswith(planfiles.IMPORT_FOLDER_PREFIX)]
         (target / rel).mkdir(parents=True, exist_ok=True)
         for name in dirs:
             if (Path(folder) / name).is_symlink():

@@ -37,6 +37,8 @@ PRESERVED_DIR = "preserved"
 # What 9plan does with anything in the sessions folder that is not what it wrote there (a
 # link, a FIFO, a device, a folder in a file's place): in every report that names one.
 LEFT_ALONE = "9plan neither reads, writes, moves nor deletes it"
+# An import's plan files, written aside in the sessions folder until its commit (export_import/staging.py).
+IMPORT_FOLDER_PREFIX = ".import-"
 
 
 def sessions_root() -> Path:
@@ -203,7 +205,7 @@ def _open_below(parent: int, name: str, shown: Path, *, create: bool) -> int:
 
 
 @contextmanager
-def _folder(session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None) -> Iterator[int]:
+def open_folder(session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None) -> Iterator[int]:
     """A descriptor of the session's folder (or its ``plans``/``sub`` folder), reached from the
     sessions root without following a link. Raises FileNotFoundError when a folder is
     missing (unless ``create``), UnsafeFolder when one is a link or not a folder."""
@@ -321,7 +323,7 @@ def read_plan_file(session_name: str, plan_id: str) -> FileRead:
     folder, at most ``read_cap()`` bytes, strictly UTF-8, never blocking."""
     name = _file_name(plan_id)
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             return _read_in(folder, name)
     except FileNotFoundError:
         return FileRead(MISSING)
@@ -342,7 +344,7 @@ def read_plan(session_name: str, plan_id: str) -> str | None:
 def file_identity(session_name: str, plan_id: str) -> tuple | None:
     """The file's identity and times (None: no such entry), without opening it."""
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             return _identity(os.stat(_file_name(plan_id), dir_fd=folder, follow_symlinks=False))
     except (OSError, UnsafeFolder):
         return None
@@ -352,7 +354,7 @@ def probe(session_name: str, plan_id: str) -> FileRead:
     """Whether the plan's file is there as a regular file, without opening it."""
     name = _file_name(plan_id)
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return FileRead(MISSING)
@@ -398,7 +400,7 @@ def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
     path = plan_path(session_name, plan_id)
     data = content.encode("utf-8") if isinstance(content, str) else content
     try:
-        with _folder(session_name, create=True) as folder:
+        with open_folder(session_name, create=True) as folder:
             _write_in(folder, path.name, data)
     except UnsafeFolder as exc:
         log.error("plan folder unsafe", extra={"session": session_name, "plan": plan_id, "folder": str(exc.path)})
@@ -433,7 +435,7 @@ def remove_file(session_name: str, plan_id: str) -> None:
     """Removes the plan's file if it is a regular file; anything else raises FileSystemFailed
     and is left alone."""
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             found = _remove_in(folder, _file_name(plan_id))
     except FileNotFoundError:
         return
@@ -448,7 +450,7 @@ def delete_plan(session_name: str, plan_id: str) -> None:
     # reported by 9plan_admin_validate and cleaned up by the repair, never fatal. A link,
     # FIFO or device in the file's place is left alone (validate reports it).
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             found = _remove_in(folder, _file_name(plan_id))
         if found:
             log.warning("plan file left alone", extra={"session": session_name, "plan": plan_id, "found": found})
@@ -462,7 +464,7 @@ def remove_temp(session_name: str, name: str) -> None:
     """Removes a temporary file of an interrupted write (a regular file only)."""
     if not name.startswith(TEMP_PREFIX) or "/" in name:
         raise ValueError(f"not a temporary file name: {name!r}")
-    with _folder(session_name) as folder:
+    with open_folder(session_name) as folder:
         found = _remove_in(folder, name)
     if found:
         raise FileSystemFailed(f"{plans_dir(session_name) / name} is {found}; it was left alone.")
@@ -485,7 +487,7 @@ def preserve_bytes(session_name: str, plan_id: str, data: bytes) -> str:
     copy's path relative to the session folder."""
     _file_name(plan_id)
     try:
-        with _folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as folder:
+        with open_folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as folder:
             name = _preserved_name(folder, plan_id)
             _write_in(folder, name, data)
     except UnsafeFolder as exc:
@@ -500,7 +502,7 @@ def preserve_file(session_name: str, plan_id: str) -> str:
     returns its new path relative to the session folder."""
     source = _file_name(plan_id)
     try:
-        with _folder(session_name) as plans, _folder(
+        with open_folder(session_name) as plans, open_folder(
             session_name, plans=False, create=True, sub=PRESERVED_DIR
         ) as kept:
             st = os.stat(source, dir_fd=plans, follow_symlinks=False)
@@ -531,7 +533,7 @@ def scan(session_name: str) -> Scan:
     found = Scan()
     now = time.time()
     try:
-        with _folder(session_name) as folder:
+        with open_folder(session_name) as folder:
             with os.scandir(folder) as entries:
                 for entry in entries:
                     name = entry.name
@@ -573,7 +575,7 @@ def list_temp_files(session_name: str, *, min_age: float = 0) -> list[Path]:
 def ensure_session_dir(session_name: str) -> Path:
     path = plans_dir(session_name)
     try:
-        with _folder(session_name, create=True):
+        with open_folder(session_name, create=True):
             pass
     except UnsafeFolder as exc:
         raise FileSystemFailed(f"Could not create the session folder {path}: {exc}.") from None

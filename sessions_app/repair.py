@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from nineplan.progress import Progress
-from sessions_app import plan_counts, planfiles, search, statements, transactions
+from sessions_app import export_import, plan_counts, planfiles, search, statements, transactions
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session
@@ -40,7 +40,9 @@ OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 @dataclass(frozen=True)
 class Action:
     session: str
-    kind: str  # rerender | delete_stale | preserve | remove_temp | reindex | recount | reclaim | clear_claim | left_alone
+    # rerender | delete_stale | preserve | remove_temp | clear_import | reindex | recount | reclaim | clear_claim
+    # | left_alone
+    kind: str
     target: str
     detail: str
     failed: str = ""
@@ -68,11 +70,16 @@ def file_adds_text(text: str, plan: Plan | None) -> bool:
 
 
 class _Run:
-    """One session's repair: collects actions and, when applying, carries each out and logs it."""
+    """One session's repair: collects actions and, when applying, carries each out and logs it.
 
-    def __init__(self, session: Session, apply: bool):
+    An ``orphan`` run is of a session folder whose session is not in the database (what an
+    import killed by an earlier 9plan left): there is no event log to write to, so its
+    repairs are only logged."""
+
+    def __init__(self, session: Session, apply: bool, *, orphan: bool = False):
         self.session = session
         self.apply = apply
+        self.orphan = orphan
         self.actions: list[Action] = []
 
     def left_alone(self, target: str, detail: str) -> None:
@@ -94,6 +101,9 @@ class _Run:
             self.actions.append(Action(self.session.name, kind, target, detail, failed=reason))
             return
         self.actions.append(Action(self.session.name, kind, target, detail))
+        if self.orphan:
+            log.warning("repaired a folder without a session", extra={"session": self.session.name, "action": kind, "file": target})
+            return
         Event.objects.create(
             session=self.session,
             plan=plan,
@@ -119,7 +129,11 @@ def _repair_files(run: _Run) -> None:
     if found.problem:
         run.left_alone(name, f"{found.problem}; nothing in it is read or changed")
         return
-    open_plans = {p.id: p for p in Plan.objects.filter(session=session, status__in=OPEN)}
+    # Looked for after the listing: an import commits its session before its files appear,
+    # so files listed while the session is still absent are not that import's.
+    if run.orphan and Session.objects.filter(name=name).exists():
+        return
+    open_plans = {p.id: p for p in Plan.objects.filter(session_id=name, status__in=OPEN)}
     on_disk = set(found.files)
 
     for plan_id in sorted(set(open_plans) - on_disk):
@@ -137,7 +151,7 @@ def _repair_files(run: _Run) -> None:
 
     stale_ids = sorted(on_disk - set(open_plans))
     # Only this session's plans: a file never speaks for a plan of another session.
-    closed = Plan.objects.filter(session=session).in_bulk(stale_ids)
+    closed = Plan.objects.filter(session_id=name).in_bulk(stale_ids)
     for plan_id in stale_ids:
         target = f"{plan_id}.txt"
         if found.files[plan_id]:
@@ -145,6 +159,8 @@ def _repair_files(run: _Run) -> None:
             continue
         plan = closed.get(plan_id)
         state = f"plan is {plan.status}" if plan else "no such plan in the database"
+        if run.orphan:
+            state = "no such session in the database"
         read = planfiles.read_plan_file(name, plan_id)
         if read.state == planfiles.MISSING:
             continue  # vanished meanwhile
@@ -182,9 +198,7 @@ def session_repair(*, session_name: str, apply: bool) -> list[Action]:
         return []
     if not apply:
         session = Session.objects.filter(name=session_name).first()
-        if session is None:
-            return []
-        run = _Run(session, apply=False)
+        run = _Run(session or Session(name=session_name), apply=False, orphan=session is None)
         _repair_files(run)
         return run.actions
     # Under the session's write lock: a service writes a new plan's file before its
@@ -192,11 +206,43 @@ def session_repair(*, session_name: str, apply: bool) -> list[Action]:
     # that file for an orphan and move it aside from under the plan being created.
     with transactions.write():
         session = statements.session_for_write(session_name)
-        if session is None:
-            return []
-        run = _Run(session, apply=True)
+        run = _Run(session or Session(name=session_name), apply=True, orphan=session is None)
         _repair_files(run)
     return run.actions
+
+
+def imports_repair(*, apply: bool, session_name: str | None = None) -> list[Action]:
+    """What killed imports left aside: the files of an import whose session was committed
+    are moved into place, those of one that never committed are removed."""
+    actions = []
+    for leftover in export_import.import_leftovers():
+        if session_name is not None and leftover.session_name != session_name:
+            continue
+        imported = Session.objects.filter(name=leftover.session_name).exists()
+        what = (
+            "its session was imported: its files go into place"
+            if imported
+            else "its session was never imported: removed (the export document still holds its text)"
+        )
+        action = Action(leftover.session_name, "clear_import", leftover.name, f"left by an import that did not finish; {what}")
+        if apply:
+            try:
+                with transactions.write():
+                    if imported:
+                        statements.session_for_write(leftover.session_name)
+                    done = export_import.clear_import_leftover(leftover, imported=imported)
+                    if imported and done:
+                        Event.objects.create(
+                            session_id=leftover.session_name,
+                            kind=Event.Kind.REPAIRED,
+                            actor=ACTOR,
+                            detail={"action": "clear_import", "file": leftover.name, **done},
+                        )
+            except (OSError, FileSystemFailed) as exc:
+                action = Action(**{**action.__dict__, "failed": getattr(exc, "message", None) or str(exc)})
+            log.info("repaired", extra={"session": leftover.session_name, "action": "clear_import", "file": leftover.name})
+        actions.append(action)
+    return actions
 
 
 def index_repair(*, apply: bool, progress: Progress | None = None) -> list[Action]:
@@ -359,10 +405,14 @@ def repair_all(*, apply: bool, session_name: str | None = None, progress: Progre
     # repair of a server with thousands of sessions costs a listing per session, not a
     # locked read of each.
     expected = _open_plan_ids(names)
+    progress.stage("Checking what imports left")
+    actions.extend(imports_repair(apply=apply, session_name=session_name))
+    # A session an import is writing now is that import's to finish.
+    importing = export_import.running_imports()
     progress.stage("Checking plan files", len(names))
     for name in names:
         progress.advance()
-        if _looks_in_step(name, expected.get(name, set())):
+        if name in importing or _looks_in_step(name, expected.get(name, set())):
             continue
         actions.extend(session_repair(session_name=name, apply=apply))
     progress.stage("Checking claims")

@@ -46,6 +46,8 @@ FIGURES = [
     "nineplan_export, 100 plans",
     "REST export, 1,000 plans: peak RSS",
     "nineplan_export peak RSS: 1,000 vs 100 plans (flat)",
+    "nineplan_import, 100 plans",
+    "nineplan_import peak RSS: 1,000 vs 100 plans (flat)",
 ]
 
 

@@ -20,6 +20,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from asgiref.sync import sync_to_async
 from mcp import Client, StdioServerParameters
 
 import nineplan
@@ -56,7 +57,7 @@ def test_the_package_lists_every_python_package_and_one_command():
     }
     assert set(PYPROJECT["tool"]["setuptools"]["packages"]) == found | {"nineplan.templates"}
     assert PYPROJECT["project"]["scripts"] == {"9plan": "nineplan.cli:main"}
-    assert PYPROJECT["project"]["version"] == nineplan.__version__ == "0.2.0"
+    assert PYPROJECT["project"]["version"] == nineplan.__version__
 
 
 def test_the_version_option_names_9plan(tmp_path):
@@ -68,6 +69,20 @@ def test_the_version_option_names_9plan(tmp_path):
         timeout=60,
     )
     assert done.returncode == 0 and done.stdout == f"9plan {nineplan.__version__}\n"
+
+
+@pytest.mark.anyio
+async def test_the_mcp_server_and_the_openapi_schema_name_the_package_version(db):
+    """One version, pyproject.toml's: `9plan --version`, the MCP serverInfo and the API's schema."""
+    from django.test import Client as WebClient
+
+    from mcp_bridge.server import build_server
+
+    wanted = PYPROJECT["project"]["version"]
+    async with Client(build_server()) as client:
+        assert (client.server_info.name, client.server_info.version) == ("9plan", wanted)
+    schema = await sync_to_async(lambda: WebClient().get("/api/schema/?format=json").json())()
+    assert schema["info"]["version"] == wanted
 
 
 # --- the built wheel, installed outside the checkout ---------------------------------------
@@ -88,7 +103,7 @@ def installed(tmp_path_factory) -> dict[str, Path]:
     run = lambda *args, **kw: subprocess.run(args, capture_output=True, text=True, timeout=600, **kw)  # noqa: E731
     built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "--quiet", "-w", str(root / "dist"), str(source))
     assert built.returncode == 0, built.stderr
-    (wheel,) = (root / "dist").glob("9plan-0.2.0-*.whl")
+    (wheel,) = (root / "dist").glob(f"9plan-{PYPROJECT['project']['version']}-*.whl")
     venv = root / "venv"
     made = run(sys.executable, "-m", "venv", str(venv))
     assert made.returncode == 0, made.stderr
@@ -141,6 +156,12 @@ def test_the_installed_package_is_imported_from_the_virtual_environment(installe
     )
     assert where.returncode == 0, where.stderr
     assert Path(where.stdout.strip()).is_relative_to(installed["venv"])
+    # No pyproject.toml beside the installed packages: the version comes from the metadata.
+    named = subprocess.run(
+        [str(installed["command"]), "--version"], cwd=installed["cwd"], env=user_env(tmp_path), capture_output=True,
+        text=True, timeout=60,
+    )
+    assert named.stdout == f"9plan {PYPROJECT['project']['version']}\n", named.stderr
 
 
 @pytest.mark.slow

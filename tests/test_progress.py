@@ -62,7 +62,8 @@ def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_pat
     shutil.rmtree(sessions_dir / full_session.name)
     screen = Terminal()
     call_command("nineplan_import", str(target), stdout=io.StringIO(), stderr=screen)
-    for stage in ("Checking plans: 5/5", "Checking events:", "Writing plans: 5/5", "Writing plan files: 3/3"):
+    # The first read counts what it checks; the second knows the totals.
+    for stage in ("Checking plans: 5\n", "Checking events: 12\n", "Writing plans: 5/5 (100%)", "Writing events: 12/12"):
         assert stage in screen.getvalue()
     assert json.loads(target.read_text())["session"]["name"] == full_session.name
 
@@ -97,5 +98,5 @@ def test_a_failing_command_ends_its_progress_line_before_the_error(tmp_path):
                                "plans": [{"id": "x"}], "events": []}))
     with pytest.raises(CommandError):
         call_command("nineplan_import", str(bad), stdout=io.StringIO(), stderr=screen)
-    assert screen.getvalue().startswith("\rChecking plans: 0/1 (0%)")
+    assert screen.getvalue().startswith("\rChecking plans...")
     assert screen.getvalue().endswith("\n")

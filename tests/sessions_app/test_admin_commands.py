@@ -84,13 +84,47 @@ def test_create_reviewer_rejects_weak_passwords(monkeypatch, password):
     assert not get_user_model().objects.filter(username="rita").exists()
 
 
-def test_create_reviewer_refuses_an_existing_name(monkeypatch):
+def create_reviewer_said(*args) -> tuple[str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    call_command("create_reviewer", *args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_create_reviewer_on_an_existing_user_grants_what_is_missing_and_keeps_its_password(monkeypatch):
     monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
     get_user_model().objects.create_user("rita", password="old one here 99", is_staff=False)
-    with pytest.raises(CommandError, match="already exists"):
-        create_reviewer("rita")
+    out, err = create_reviewer_said("rita")
     user = get_user_model().objects.get(username="rita")
-    assert user.check_password("old one here 99") and not user.is_staff and not user.groups.exists()
+    # The password in the environment is for new users: an existing one keeps hers.
+    assert user.check_password("old one here 99") and user.is_staff
+    assert list(user.groups.values_list("name", flat=True)) == [REVIEWERS_GROUP]
+    assert not user.has_perm("sessions_app.review_plan")
+    assert out == "" and "Updated existing user 'rita'" in err and "made it staff" in err and "Kept: its password" in err
+
+    # Later, the approval that could not be added before.
+    out, err = create_reviewer_said("rita", "--can-approve")
+    user = get_user_model().objects.get(username="rita")
+    assert user.has_perm("sessions_app.review_plan") and user.check_password("old one here 99")
+    assert "granted 'Can review plan'" in err and "made it staff" not in err
+
+    # Once more changes nothing, and says so.
+    before = list(get_user_model().objects.filter(username="rita").values())
+    out, err = create_reviewer_said("rita", "--can-approve")
+    assert "it was a reviewer already who may approve" in err
+    assert list(get_user_model().objects.filter(username="rita").values()) == before
+
+
+def test_create_reviewer_sets_an_existing_users_password_only_when_asked(monkeypatch):
+    get_user_model().objects.create_user("rita", password="old one here 99", is_staff=True)
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", "password")
+    with pytest.raises(CommandError, match="Nothing was changed"):
+        create_reviewer_said("rita", "--set-password", "--can-approve")
+    user = get_user_model().objects.get(username="rita")
+    assert user.check_password("old one here 99") and not user.groups.exists() and not user.has_perm("sessions_app.review_plan")
+    monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
+    _, err = create_reviewer_said("rita", "--set-password")
+    assert get_user_model().objects.get(username="rita").check_password(PASSWORD)
+    assert "set its new password" in err and "Kept: its password" not in err
 
 
 def test_the_reviewers_group_is_reset_to_view_only():

@@ -35,7 +35,7 @@ def snapshot(session_name: str) -> dict:
     return {
         "session": list(Session.objects.filter(name=session_name).values()),
         "plans": list(Plan.objects.filter(session_id=session_name).order_by("id").values(*PLAN_COLUMNS)),
-        # Ids are re-drawn on import (see export_import.py); order and every other column must hold.
+        # Ids are re-drawn on import (see sessions_app/export_import/); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
         "revisions": list(
             Revision.objects.filter(plan__session_id=session_name).order_by("plan_id", "number").values_list(*REVISION_COLUMNS)
@@ -311,7 +311,7 @@ def test_plan_files_left_in_the_folder_are_never_overwritten(document, full_sess
 def test_the_import_command_reports_errors_without_a_traceback(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
-    with pytest.raises(CommandError, match="not UTF-8 JSON"):
+    with pytest.raises(CommandError, match="document: cannot be read: the file is not JSON"):
         call_command("nineplan_import", str(bad))
     bad.write_text(json.dumps({"format": "x"}), encoding="utf-8")
     with pytest.raises(CommandError, match="VALIDATION_ERROR"):

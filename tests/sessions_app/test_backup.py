@@ -1,21 +1,26 @@
 """Backups: a consistent copy of the database and the plan files, taken while another
-process keeps writing, and one taken before a migration that changes data."""
+process keeps writing, and one taken before a migration that changes data; one killed
+midway (a real process, SIGKILL) never passes for finished, and `--verify` refuses it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import subprocess
 import time
 from pathlib import Path
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 from django.db import connection
 from django.db.migrations import Migration
 from django.db.migrations.operations import AddField, RunPython
 
 from sessions_app import backup, planfiles, search, services
 from sessions_app.models import Plan
-from tests.conftest import MANAGE, PYTHON
+from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.conftest import plan_file
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -194,3 +199,62 @@ def test_no_backup_of_an_empty_database(db, settings, tmp_path):
     settings.NINEPLAN_DATA_DIR = tmp_path / "data"
     backup.backup_before_data_migration(sender=None, plan=[(_migration(RunPython(_noop)), False)])
     assert not (tmp_path / "data").exists()
+
+
+def kill_when(proc: subprocess.Popen, ready, what: str) -> None:
+    """SIGKILL ``proc`` as soon as ``ready()``; fails if it ended first."""
+    deadline = time.monotonic() + 300
+    while not ready():
+        if proc.poll() is not None:
+            pytest.fail(f"it ended before {what}: {proc.stderr.read()}")
+        assert time.monotonic() < deadline, f"never saw {what}"
+        time.sleep(0.002)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=30)
+    assert proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.slow
+def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(50)])
+    # Many files to copy: the kill lands while the sessions folder is being copied.
+    extra = sessions_dir / session.name / "preserved"
+    extra.mkdir()
+    for i in range(8000):
+        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+    output = tmp_path / "backups"
+    backing_up = subprocess.Popen(
+        [PYTHON, MANAGE, "nineplan_backup", "--output", str(output)], cwd=REPO, env=subprocess_env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def copying() -> bool:
+        copied = list(output.glob(f"*{backup.INCOMPLETE}/{backup.SESSIONS_DIR}/{session.name}/preserved"))
+        return bool(copied) and len(os.listdir(copied[0])) >= 200
+
+    kill_when(backing_up, copying, "it copied plan files")
+    [left] = output.iterdir()
+    # Its name says what it is; no folder has a finished backup's name.
+    assert left.name.startswith("9plan-") and left.name.endswith(backup.INCOMPLETE)
+    assert not (left / backup.MANIFEST).exists()
+    with pytest.raises(CommandError, match="never finished"):
+        call_command("nineplan_backup", verify=left, stdout=open(os.devnull, "w"))
+    # Renamed by hand, it is still refused: it has no manifest.
+    renamed = left.with_name(left.name.removesuffix(backup.INCOMPLETE))
+    left.rename(renamed)
+    with pytest.raises(CommandError, match="is not a finished 9plan backup"):
+        call_command("nineplan_backup", verify=renamed, stdout=open(os.devnull, "w"))
+
+    done = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_backup", "--output", str(tmp_path / "again")], cwd=REPO, env=subprocess_env,
+        capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    [whole] = (tmp_path / "again").iterdir()
+    assert not whole.name.endswith(backup.INCOMPLETE)
+    checked = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_backup", "--verify", str(whole)], cwd=REPO, env=subprocess_env,
+        capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stderr
+    assert f"{whole} is a whole backup of" in checked.stdout and "8,0" in checked.stdout

@@ -221,6 +221,71 @@ def test_file_named_after_another_sessions_plan_is_not_judged_by_that_plan(sessi
     assert [(e["plan"], e["action"]) for e in repaired_events(session)] == [(None, "preserve")]
 
 
+# --- what an import left -----------------------------------------------------------------
+
+
+def test_a_session_folder_whose_session_is_not_in_the_database_is_kept_aside(db, sessions_dir):
+    """As an import killed by an earlier 9plan left it: its files, and no session."""
+    plans = sessions_dir / "brave-amber-otter" / "plans"
+    plans.mkdir(parents=True)
+    (plans / "k3x9q.txt").write_text(planfiles.render(plan_fields(goal="Imported, never committed")))
+    (plans / "k3x9r.txt").write_text("")
+    listed = run_command()
+    assert "would repair: brave-amber-otter: preserve k3x9q.txt (no such session in the database;" in listed
+    assert "delete_stale k3x9r.txt" in listed and "Nothing to repair" not in listed
+    assert sorted(p.name for p in plans.iterdir()) == ["k3x9q.txt", "k3x9r.txt"]
+
+    run_command("--apply")
+
+    assert list(plans.iterdir()) == []
+    [kept] = (sessions_dir / "brave-amber-otter" / planfiles.PRESERVED_DIR).iterdir()
+    assert "Imported, never committed" in kept.read_text()
+    # No session, so no event log to write to: the repairs are only logged.
+    assert not Event.objects.exists()
+    assert "Nothing to repair." in run_command()
+
+
+def test_what_an_unfinished_import_of_a_committed_session_left_aside_goes_into_place(session, make_plan, sessions_dir):
+    """As an import killed between its commit and moving its files leaves it."""
+    from sessions_app.export_import.staging import ImportFolder
+
+    plan, kept = make_plan(session), make_plan(session)
+    plans = sessions_dir / session.name / "plans"
+    os.unlink(plans / f"{plan.id}.txt")
+    (plans / f"{kept.id}.txt").write_text(planfiles.render({**kept.sections(), "notes": "the agent's since"}))
+    aside = ImportFolder(session.name)
+    aside.write(plan.id, planfiles.render({**plan.sections(), "notes": "edited before the export"}))
+    aside.write(kept.id, planfiles.render(kept.sections()))
+    aside.close()  # the lock goes, as when its process is killed
+
+    actions = repair.repair_all(apply=True)
+
+    assert summary(actions) == [(session.name, "clear_import", aside.name)]
+    assert not aside.path.exists()
+    assert "edited before the export" in (plans / f"{plan.id}.txt").read_text()
+    # The file the session's work wrote since stays; the copy from the import is kept aside.
+    assert "the agent's since" in (plans / f"{kept.id}.txt").read_text()
+    [copy] = (sessions_dir / session.name / planfiles.PRESERVED_DIR).iterdir()
+    assert copy.name.startswith(kept.id)
+    assert [e["action"] for e in repaired_events(session)] == ["clear_import"]
+    assert repaired_events(session)[0]["moved"] == 1 and repaired_events(session)[0]["kept_aside"] == 1
+    assert_valid(session)
+
+
+def test_an_import_still_running_is_left_to_finish(db, sessions_dir):
+    from sessions_app.export_import.staging import ImportFolder
+
+    running = ImportFolder("brave-amber-otter")
+    running.write("k3x9q", planfiles.render(plan_fields()))
+    try:
+        assert repair.repair_all(apply=True) == []
+        assert running.path.exists()
+    finally:
+        running.close()
+    assert summary(repair.repair_all(apply=True)) == [("brave-amber-otter", "clear_import", running.name)]
+    assert not running.path.exists() and not (sessions_dir / "brave-amber-otter").exists()
+
+
 # --- temporary files -------------------------------------------------------------------
 
 

@@ -15,7 +15,7 @@ log = logging.getLogger("nineplan.mcp")
 
 
 class Command(BaseCommand):
-    help = "Serve 9plan's MCP tools (stdio by default; --transport http for streamable HTTP at /mcp)."
+    help = "Serve 9plan's MCP tools to agents. Over stdio by default; --transport http for streamable HTTP at /mcp."
     requires_system_checks: list = []  # checks cost start-up time and may print; run them in `check`
     requires_migrations_checks = False
 

@@ -14,7 +14,10 @@ from nineplan.commands import PersonCommand
 
 
 class Command(PersonCommand):
-    help = "Create, list or revoke the bearer tokens that MCP clients send to `manage.py mcp --transport http`."
+    help = (
+        "Create, list or revoke the tokens of MCP clients over HTTP. They are the bearer tokens that MCP clients send to "
+        "`manage.py mcp --transport http`."
+    )
 
     def add_arguments(self, parser):
         actions = parser.add_subparsers(dest="action", required=True, metavar="{create,list,revoke}")

@@ -1,5 +1,6 @@
-"""`manage.py create_reviewer NAME [--can-approve]`: a login that can read every 9plan page and
-change nothing, or (with --can-approve) also approve and reject plans in review."""
+"""`manage.py create_reviewer NAME [--can-approve] [--set-password]`: a login that can read every
+9plan page and change nothing, or (with --can-approve) also approve and reject plans in review.
+Run on an existing user, it grants what is missing and keeps the rest, its password too."""
 
 from __future__ import annotations
 
@@ -13,8 +14,9 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from nineplan.commands import PersonCommand
 from django.contrib.auth.models import Permission
+
+from nineplan.commands import PersonCommand
 
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 
@@ -23,9 +25,10 @@ PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
 
 class Command(PersonCommand):
     help = (
-        f"Create a reviewer: a staff login in the '{REVIEWERS_GROUP}' group, which may view sessions, "
-        f"plans, history and events but change nothing. The password comes from {PASSWORD_ENV} if set, "
-        "otherwise from a prompt."
+        "Create a reviewer login, or make an existing user one. A reviewer is a staff login in the "
+        f"'{REVIEWERS_GROUP}' group, which may view sessions, plans, history and events but change nothing. "
+        f"A new user's password comes from {PASSWORD_ENV} if set, otherwise from a prompt; an existing user keeps "
+        "theirs unless --set-password is given."
     )
 
     def add_arguments(self, parser):
@@ -36,34 +39,74 @@ class Command(PersonCommand):
             action="store_true",
             help="also grant 'Can review plan': approve or reject plans in review (admin and REST API)",
         )
+        parser.add_argument(
+            "--set-password",
+            action="store_true",
+            help=f"give an existing user a new password (from {PASSWORD_ENV} or a prompt); a new user always gets one",
+        )
 
-    def handle(self, *args, name: str, email: str, can_approve: bool = False, **options):
+    def handle(self, *args, name: str, email: str, can_approve: bool = False, set_password: bool = False, **options):
         User = get_user_model()
         name = name.strip()
         if not name:
             raise CommandError("NAME is empty: give the reviewer's username.")
-        if User.objects.filter(**{User.USERNAME_FIELD: name}).exists():
-            raise CommandError(
-                f"A user named '{name}' already exists; nothing was changed. "
-                f"Use `manage.py changepassword {name}` to set a new password."
-            )
+        existing = User.objects.filter(**{User.USERNAME_FIELD: name}).first()
+        if existing is not None:
+            self._update(existing, email=email, can_approve=can_approve, set_password=set_password)
+            return
         user = User(**{User.USERNAME_FIELD: name}, email=email, is_staff=True, is_superuser=False)
         password = self._password(user)
         with transaction.atomic():
-            try:
-                group = ensure_reviewers_group()
-            except LookupError as exc:
-                raise CommandError(str(exc)) from exc
+            group = self._group()
             user.set_password(password)
             user.save()
             user.groups.add(group)
             if can_approve:
                 # Granted to the user, not the group: the group stays read-only for everyone else.
-                user.user_permissions.add(
-                    Permission.objects.get(content_type__app_label="sessions_app", codename="review_plan")
-                )
+                user.user_permissions.add(_review_permission())
         role = "view only, may approve and reject plans in review" if can_approve else "view only"
         self.stdout.write(f"Created reviewer '{name}' (group '{REVIEWERS_GROUP}': {role}). Log in at /admin/.")
+
+    def _update(self, user, *, email: str, can_approve: bool, set_password: bool) -> None:
+        """Grants what a reviewer needs that the user lacks, keeps everything else (its
+        password above all, unless asked), and says on stderr what it did."""
+        name = user.get_username()
+        password = self._password(user) if set_password else None
+        done: list[str] = []
+        with transaction.atomic():
+            group = self._group()
+            if not user.is_staff:
+                user.is_staff = True
+                done.append("made it staff, so that it may log in to the admin")
+            if email and email != user.email:
+                user.email = email
+                done.append(f"set its e-mail to {email}")
+            if password is not None:
+                user.set_password(password)
+                done.append("set its new password")
+            if done:
+                user.save()
+            if not user.groups.filter(pk=group.pk).exists():
+                user.groups.add(group)
+                done.append(f"added it to the group '{REVIEWERS_GROUP}'")
+            # A fresh object: has_perm caches what it saw before the group was added.
+            if can_approve and not type(user).objects.get(pk=user.pk).has_perm("sessions_app.review_plan"):
+                user.user_permissions.add(_review_permission())
+                done.append("granted 'Can review plan'")
+        kept = [] if password is not None else ["its password"]
+        if user.is_superuser:
+            kept.append("superuser (it may do everything anyway)")
+        if not user.is_active:
+            self.stderr.write(f"Warning: '{name}' is inactive and cannot log in; activate it in the admin's user page.")
+        said = "; ".join(done) if done else f"it was a reviewer already{' who may approve' if can_approve else ''}"
+        self.stderr.write(f"Updated existing user '{name}': {said}. Kept: {', '.join(kept) or 'nothing else to keep'}.")
+
+    @staticmethod
+    def _group():
+        try:
+            return ensure_reviewers_group()
+        except LookupError as exc:
+            raise CommandError(str(exc)) from exc
 
     def _password(self, user) -> str:
         from_env = os.environ.get(PASSWORD_ENV)
@@ -97,3 +140,7 @@ class Command(PersonCommand):
             validate_password(password, user)
         except ValidationError as exc:
             raise CommandError(f"{source} is not accepted: {' '.join(exc.messages)} Nothing was changed.") from exc
+
+
+def _review_permission() -> Permission:
+    return Permission.objects.get(content_type__app_label="sessions_app", codename="review_plan")

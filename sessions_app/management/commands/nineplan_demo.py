@@ -95,8 +95,9 @@ PLANS = {
 
 class Command(PersonCommand):
     help = (
-        "Create a realistic demo session (queue, active plan, history, events over time) and print its name "
-        "and admin page; -v 2 lists every plan and shows the services' log lines on stderr."
+        "Create a realistic demo session to look at in the admin. It has a queue, an active plan, history and "
+        "events over time; its name and admin page are printed, and -v 2 lists every plan and shows the "
+        "services' log lines on stderr."
     )
 
     def add_arguments(self, parser):

@@ -14,8 +14,9 @@ from sessions_app.errors import NineplanError
 
 class Command(PersonCommand):
     help = (
-        "Export SESSION: the session, every plan in every state with all its fields, every event, and the "
-        "open plans' files, as JSON on stdout (or into --output FILE). nineplan_import restores it."
+        "Export a session as one JSON document. SESSION: the session, every plan in every state with all its "
+        "fields, every event, and the open plans' files, as JSON on stdout (or into --output FILE). "
+        "nineplan_import restores it."
     )
 
     def add_arguments(self, parser):

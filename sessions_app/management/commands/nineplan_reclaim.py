@@ -11,7 +11,7 @@ from sessions_app.errors import NineplanError
 
 class Command(PersonCommand):
     help = (
-        "Reclaim every claim whose lease ran out: its plan goes back to the front of its queue with "
+        "Reclaim every claim whose lease ran out. Its plan goes back to the front of its queue with "
         "everything its worker wrote (as the next pull in the session, or a server's periodic sweep, would do)."
     )
 

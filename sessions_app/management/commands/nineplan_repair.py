@@ -10,8 +10,8 @@ from sessions_app import repair
 
 class Command(PersonCommand):
     help = (
-        "Check plan files against the database and list the repairs a crash calls for; "
-        "with --apply, carry them out (each one is written to the event log). Dry run by default."
+        "List the repairs a crash calls for (with --apply, carry them out). Plan files are checked against the "
+        "database; each repair carried out is written to the event log. Dry run by default."
     )
 
     def add_arguments(self, parser):

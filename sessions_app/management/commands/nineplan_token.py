@@ -13,8 +13,8 @@ from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION, ensure
 
 class Command(PersonCommand):
     help = (
-        "Print the REST API token of USERNAME, creating it if the user has none. Send it as "
-        "'Authorization: Token <key>'. --create makes an API-only user (no password, not staff) "
+        "Print a user's REST API token, made on first use. It is USERNAME's token, created if the user has none. "
+        "Send it as 'Authorization: Token <key>'. --create makes an API-only user (no password, not staff) "
         "that may read everything and change nothing; --reset replaces an existing token."
     )
 

@@ -21,8 +21,8 @@ from nineplan.commands import PersonCommand
 
 class Command(PersonCommand):
     help = (
-        "Serve the admin and the REST API with gunicorn (static files by whitenoise), after applying "
-        "migrations and collecting static files."
+        "Serve the admin and the REST API with gunicorn. Static files are served by whitenoise; the "
+        "database is migrated and the static files collected first."
     )
 
     def add_arguments(self, parser):
@@ -35,18 +35,17 @@ class Command(PersonCommand):
             raise CommandError(f"--port {port} is not a port; use a whole number from 1 to 65535.")
         if not 1 <= workers <= 64:
             raise CommandError(f"--workers {workers} is not accepted; use a whole number from 1 to 64.")
-        quiet = {"interactive": False, "verbosity": 0, "stdout": io.StringIO()}
-        call_command("migrate", **quiet)
+        # The tables were made before handle (nineplan/commands.py).
         Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
-        call_command("collectstatic", **quiet)
+        call_command("collectstatic", interactive=False, verbosity=0, stdout=io.StringIO())
         # The workers open their own connections; none of ours may be inherited.
         connections.close_all()
         bind = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         shown = f"[{host}]" if ":" in host else host
         prog = _how_to_run_a_command()
         self.stdout.write(
-            f"9plan admin: http://{shown}:{port}/admin/  (a login: {prog} create_reviewer NAME; "
-            f"example data: {prog} nineplan_demo)"
+            f"9plan admin: http://{shown}:{port}/admin/  (your first login, who sees and may do everything: "
+            f"{prog} createsuperuser; example data: {prog} nineplan_demo)"
         )
         self.stdout.flush()
         argv = [

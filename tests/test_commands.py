@@ -1,0 +1,145 @@
+"""9plan's commands as a person meets them: on a fresh data directory they make the tables
+they need, printing nothing that is not their answer; `9plan help` shows 9plan's own
+commands first; the `serve` banner names the first login to make."""
+
+from __future__ import annotations
+
+import io
+import json
+import sqlite3
+import subprocess
+
+import pytest
+from django.core.management import call_command
+
+from tests.conftest import MANAGE, PYTHON, REPO
+from validation.replay import server_environment
+
+EMPTY_EXPORT = {
+    "format": "9plan-session-export",
+    "version": 3,
+    "exported_at": "2026-01-31T12:00:00+00:00",
+    "session": {
+        "name": "brave-amber-otter",
+        "task_description": "Moved from another machine",
+        "created_at": "2026-01-30T12:00:00+00:00",
+        "review": "none",
+        "lease_seconds": 1800,
+        "max_attempts": 3,
+    },
+    "plans": [],
+    "events": [],
+}
+
+
+def run(data_dir, *args: str, **env: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [PYTHON, MANAGE, *args],
+        env=server_environment(data_dir, **env),
+        cwd=REPO,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+
+
+def tables(data_dir) -> set[str]:
+    with sqlite3.connect(data_dir / "db.sqlite3") as db:
+        return {name for (name,) in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+
+
+@pytest.mark.slow
+def test_an_import_into_a_fresh_data_directory_makes_the_tables_first(tmp_path):
+    document = tmp_path / "export.json"
+    document.write_text(json.dumps(EMPTY_EXPORT), encoding="utf-8")
+    data = tmp_path / "data"
+    done = run(data, "nineplan_import", str(document))
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "brave-amber-otter\n" and "no such table" not in done.stderr
+    assert {"sessions_app_session", "sessions_app_plan", "auth_user"} <= tables(data)
+    # The next command finds them made, and reads the imported session.
+    exported = run(data, "nineplan_export", "brave-amber-otter")
+    assert exported.returncode == 0, exported.stderr
+    assert json.loads(exported.stdout)["session"] == EMPTY_EXPORT["session"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("args", "stdout"),
+    [
+        (["nineplan_token", "dashboard", "--create"], r"[0-9a-f]{40}\n"),
+        (["nineplan_mcp_token", "create", "laptop"], r"\S{20,}\n"),
+        (["nineplan_repair"], r"Nothing to repair\.\n"),
+        (["nineplan_reclaim"], r"No claim has run out\.\n"),
+    ],
+    ids=["nineplan_token", "nineplan_mcp_token", "nineplan_repair", "nineplan_reclaim"],
+)
+def test_a_first_command_on_a_fresh_database_prints_only_its_answer(tmp_path, args, stdout):
+    import re
+
+    data = tmp_path / "data"
+    done = run(data, *args)
+    assert done.returncode == 0, done.stderr
+    # Token commands print the token alone: migrating must not add a line a script would read.
+    assert re.fullmatch(stdout, done.stdout), done.stdout
+    assert "Traceback" not in done.stderr and "Applying" not in done.stderr
+    assert "sessions_app_session" in tables(data)
+
+
+@pytest.mark.slow
+def test_the_first_login_can_be_made_on_a_fresh_database(tmp_path):
+    data = tmp_path / "data"
+    done = run(
+        data, "createsuperuser", "--noinput", "--username", "ada", "--email", "ada@example.com",
+        DJANGO_SUPERUSER_PASSWORD="a long test passphrase 7",
+    )
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(data / "db.sqlite3") as db:
+        assert db.execute("SELECT username, is_superuser FROM auth_user").fetchall() == [("ada", 1)]
+
+
+@pytest.mark.slow
+def test_a_refused_export_on_a_fresh_database_names_the_session_not_a_table(tmp_path):
+    done = run(tmp_path / "data", "nineplan_export", "brave-amber-otter")
+    assert done.returncode != 0 and done.stdout == ""
+    assert "SESSION_NOT_FOUND" in done.stderr and "no such table" not in done.stderr
+
+
+def test_help_lists_9plans_own_commands_first_with_a_line_each(tmp_path):
+    done = run(tmp_path / "data", "help")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    own = lines.index("9plan's commands:")
+    others = next(i for i, line in enumerate(lines) if line.startswith("Other commands"))
+    listed = [line.split()[0] for line in lines[own + 1 : others] if line.startswith("  ")]
+    assert {"mcp", "serve", "nineplan_import", "nineplan_backup", "create_reviewer"} <= set(listed)
+    for line in lines[own + 1 : others]:
+        if line.startswith("  "):
+            assert len(line.split(None, 1)) == 2, f"no description: {line!r}"
+    # Django's developer commands come after, under their heading, and only there.
+    rest = "\n".join(lines[others:])
+    for name in ("startapp", "makemigrations", "runserver", "test"):
+        assert name in rest and name not in listed
+    assert "createsuperuser" in "\n".join(lines[others - 2 : others])
+    # `help COMMAND` is still Django's help of one command.
+    one = run(tmp_path / "data", "help", "nineplan_import")
+    assert one.returncode == 0 and "usage:" in one.stdout and "file" in one.stdout
+
+
+@pytest.mark.django_db
+def test_the_serve_banner_names_the_first_login_that_sees_everything(monkeypatch):
+    class Exec(Exception):
+        pass
+
+    def instead_of_gunicorn(*args):
+        raise Exec(args)
+
+    # gunicorn would take over the process; the banner is written just before.
+    monkeypatch.setattr("os.execv", instead_of_gunicorn)
+    out = io.StringIO()
+    with pytest.raises(Exec):
+        call_command("serve", port=8123, workers=1, stdout=out)
+    banner = out.getvalue()
+    assert "http://127.0.0.1:8123/admin/" in banner
+    assert "createsuperuser" in banner and "create_reviewer" not in banner
