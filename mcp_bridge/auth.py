@@ -9,18 +9,20 @@ slow password hash: nobody can guess their way back from its digest.
 from __future__ import annotations
 
 import hashlib
-import hmac
 import json
 import logging
 import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from datetime import timezone as dt_timezone
 
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
+from sessions_app.access import Caller
 from sessions_app.clock import utc_text
+from sessions_app.models import DEFAULT_PROJECT, Role
 
 log = logging.getLogger("nineplan.mcp")
 
@@ -48,17 +50,46 @@ def _check_name(name: object) -> str:
     return name
 
 
-def token_create(*, name: str) -> str:
-    """Creates an active token named ``name`` and returns it; only its digest is kept."""
+def token_create(*, name: str, user: str | None = None, projects: list[str] | tuple[str, ...] = ()) -> str:
+    """Creates an active token named ``name`` for ``user`` and returns it; only its digest is
+    kept. The token carries its user's roles, narrowed to ``projects`` when any are named
+    (each must be a project of the user's). A token without a user works as tokens made
+    before tokens had users: the agent role in the default project only."""
+    from django.contrib.auth import get_user_model
+
     from mcp_bridge.models import McpToken
+    from sessions_app.models import Membership, Project
 
     name = _check_name(name)
+    owner = None
+    if user is not None:
+        owner = get_user_model().objects.filter(username=user, is_active=True).first()
+        if owner is None:
+            raise TokenError(
+                f"No active user named '{user}'; make one a member of a project first: "
+                f"`nineplan_project grant PROJECT {user} agent`."
+            )
+    narrowed = sorted(set(projects))
+    if narrowed and owner is None:
+        raise TokenError("--project narrows a user's token: name its user with --user.")
+    if narrowed:
+        known = set(Project.objects.filter(name__in=narrowed).values_list("name", flat=True))
+        if not owner.is_superuser:
+            known &= set(Membership.objects.filter(user=owner, project__in=narrowed).values_list("project_id", flat=True))
+        missing = [p for p in narrowed if p not in known]
+        if missing:
+            raise TokenError(
+                f"'{user}' is not a member of project(s) {', '.join(missing)}; a token can only be narrowed to its "
+                "user's projects (`nineplan_project list` shows them)."
+            )
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:
         with transaction.atomic():
             if McpToken.objects.filter(name=name, revoked=False).exists():
                 raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.")
-            McpToken.objects.create(name=name, token_hash=digest(token))
+            made = McpToken.objects.create(name=name, token_hash=digest(token), user=owner)
+            if narrowed:
+                made.projects.set(narrowed)
     except IntegrityError:
         # Another process created the name between the check and the insert.
         raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.") from None
@@ -81,7 +112,8 @@ def token_revoke(*, name: str) -> int:
 def token_list():
     from mcp_bridge.models import McpToken
 
-    return list(McpToken.objects.order_by("revoked", "name", "-created_at"))
+    tokens = McpToken.objects.select_related("user").prefetch_related("projects")
+    return list(tokens.order_by("revoked", "name", "-created_at"))
 
 
 def active_token_count() -> int:
@@ -92,31 +124,104 @@ def active_token_count() -> int:
 
 @dataclass(frozen=True)
 class Holder:
-    """Who a request's token belongs to."""
+    """Who a request's token belongs to, and what it may do (its user's roles, narrowed)."""
 
     token_id: int
     name: str
+    caller: Caller
 
 
 def token_check(token: str) -> Holder | None:
-    """The holder of ``token`` if it is active, else None. Every active digest is compared
-    in constant time, so the answer's timing tells nothing about how close a guess was."""
-    from mcp_bridge.models import McpToken
+    """The holder of ``token`` if it is active (and its user too), else None: the token,
+    its user, the user's roles and the token's projects, read in one statement.
 
-    wanted = digest(token)
-    match = None
-    for token_id, name, stored, last_used in McpToken.objects.filter(revoked=False).values_list(
-        "id", "name", "token_hash", "last_used_at"
-    ):
-        if hmac.compare_digest(stored, wanted):
-            match = (token_id, name, last_used)
-    if match is None:
+    The token is found by its digest through the unique index: a guess's timing can at
+    most tell how a digest of the guess compares with stored digests, which gives nothing
+    towards a token (finding a token from a digest is finding a SHA-256 preimage)."""
+    rows = token_rows(digest(token))
+    if not rows or rows[0].kind != "token":
         return None
-    token_id, name, last_used = match
+    first = rows[0]
+    if first.user_id is not None and not first.active:
+        return None
+    roles = {r.project: r.role for r in rows if r.kind == "member"}
+    narrowed = frozenset(r.project for r in rows if r.kind == "project")
+    if first.user_id is None:
+        # Made before tokens belonged to users: the agent role in the default project.
+        username, everything, roles = None, False, {DEFAULT_PROJECT: Role.AGENT}
+    else:
+        username, everything = first.username, first.superuser
+        if narrowed:
+            roles = {p: r for p, r in roles.items() if p in narrowed}
+    label = f"agent:{first.name}" if username is None else f"agent:{username}/{first.name}"
+    caller = Caller(
+        label=label,
+        everything=everything,
+        roles=roles,
+        within=narrowed if everything and narrowed else None,
+        claimant=f"token:{first.token_id}",
+    )
     now = timezone.now()
-    if last_used is None or now - last_used >= LAST_USED_EVERY:
-        McpToken.objects.filter(id=token_id).update(last_used_at=now)
-    return Holder(token_id, name)
+    if first.last_used is None or now - first.last_used >= LAST_USED_EVERY:
+        from mcp_bridge.models import McpToken
+
+        McpToken.objects.filter(id=first.token_id).update(last_used_at=now)
+    return Holder(first.token_id, first.name, caller)
+
+
+@dataclass(frozen=True)
+class _Row:
+    kind: str
+    token_id: int | None = None
+    name: str = ""
+    last_used: datetime | None = None
+    user_id: int | None = None
+    username: str | None = None
+    superuser: bool = False
+    active: bool = False
+    project: str = ""
+    role: str = ""
+
+
+def token_rows(wanted: str) -> list[_Row]:
+    """The active token of digest ``wanted`` (first row), then its user's memberships and
+    the projects it is narrowed to: one statement, so checking a token costs one round trip
+    whatever rights it carries."""
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+
+    from mcp_bridge.models import McpToken
+    from sessions_app.models import Membership
+
+    tokens = McpToken._meta.db_table
+    narrowed = McpToken.projects.through._meta.db_table
+    members = Membership._meta.db_table
+    users = get_user_model()._meta.db_table
+    with connection.cursor() as cur:
+        cur.execute(
+            f"""SELECT 0, t.id, t.name, t.last_used_at, t.user_id, u.username, u.is_superuser, u.is_active, '', ''
+                FROM {tokens} t LEFT JOIN {users} u ON u.id = t.user_id WHERE t.token_hash = %s AND t.revoked = %s
+            UNION ALL
+            SELECT 1, NULL, '', NULL, NULL, NULL, NULL, NULL, m.project_name, m.role
+                FROM {members} m JOIN {tokens} t ON t.user_id = m.user_id WHERE t.token_hash = %s AND t.revoked = %s
+            UNION ALL
+            SELECT 2, NULL, '', NULL, NULL, NULL, NULL, NULL, n.project_id, ''
+                FROM {narrowed} n JOIN {tokens} t ON t.id = n.mcptoken_id WHERE t.token_hash = %s AND t.revoked = %s
+            ORDER BY 1""",
+            [wanted, False] * 3,
+        )
+        found = cur.fetchall()
+    kinds = ("token", "member", "project")
+    rows = []
+    for kind, token_id, name, last_used, user_id, username, superuser, active, project, role in found:
+        if isinstance(last_used, str):
+            last_used = datetime.fromisoformat(last_used)
+        if last_used is not None and last_used.tzinfo is None:
+            last_used = last_used.replace(tzinfo=dt_timezone.utc)
+        rows.append(
+            _Row(kinds[kind], token_id, name, last_used, user_id, username, bool(superuser), bool(active), project, role)
+        )
+    return rows
 
 
 def _check_in_thread(token: str) -> Holder | None:
@@ -242,8 +347,12 @@ def describe(token) -> dict[str, str]:
     def when(value: datetime | None) -> str:
         return utc_text(value) if value else "never"
 
+    projects = sorted(p.name for p in token.projects.all())
     return {
         "name": token.name,
+        # A token made before tokens had users shows "-": it works as an agent in "default".
+        "user": token.user.get_username() if token.user_id else "-",
+        "projects": ",".join(projects) if projects else "all",
         "status": "revoked" if token.revoked else "active",
         "created": when(token.created_at),
         "last_used": when(token.last_used_at),

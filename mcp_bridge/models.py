@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -10,6 +11,13 @@ class McpToken(models.Model):
     token itself is shown once, when it is created, and cannot be recovered."""
 
     name = models.CharField(max_length=100)
+    # Whose rights the token carries: its user's roles, narrowed to ``projects`` when any
+    # are named. A token made before tokens belonged to users has none, and works with the
+    # agent role in the default project only.
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.CASCADE, related_name="nineplan_mcp_tokens"
+    )
+    projects = models.ManyToManyField("sessions_app.Project", blank=True, related_name="mcp_tokens")
     token_hash = models.CharField(max_length=64, unique=True)
     created_at = models.DateTimeField(default=timezone.now)
     last_used_at = models.DateTimeField(null=True, blank=True)

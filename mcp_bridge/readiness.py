@@ -32,10 +32,11 @@ def prepare_database() -> None:
     # runs after a migrate (the search and count triggers) is in place too.
     tables.migrate()
     # What a killed process left behind is put right before the first tool call.
-    from sessions_app import repair
+    from sessions_app import access, repair
 
     try:
-        actions = repair.repair_all(apply=True)
+        with access.acting_as(access.LOCAL):  # the server's own work, over every session
+            actions = repair.repair_all(apply=True)
     except Exception:
         # A repair that cannot run (the database busy beyond its timeout, say) must not
         # keep the server from serving: check_invariants still reports what is out of step,

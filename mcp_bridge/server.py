@@ -130,9 +130,13 @@ def description(fn) -> str:
 
 
 def add_tools(server: NineplanServer) -> None:
-    """Registers the tools; Django's apps must be loaded, as the tools import the models."""
+    """Registers the tools; Django's apps must be loaded, as the tools import the models.
+    Every tool call then names its caller (tools/calls.py), and a call that does not is
+    refused (sessions_app/access.py)."""
     from mcp_bridge import tools
+    from sessions_app import access
 
+    access.serve_requests()
     server.nineplan_state = tools.ConnectionState()  # type: ignore[attr-defined]
     for name, fn, title in tools.TOOLS:
         read_only = fn in tools.READ_ONLY
@@ -141,18 +145,34 @@ def add_tools(server: NineplanServer) -> None:
             name=name,
             title=title,
             description=description(fn),
-            annotations=ToolAnnotations(
-                readOnlyHint=read_only,
-                destructiveHint=False if read_only else name == "9plan_plan_discard",
-                idempotentHint=read_only,
-                openWorldHint=False,
-            ),
+            # Hints left at the protocol's defaults are not sent (idempotent: false; and, for a
+            # read-only tool, destructive, which only means anything for a tool that writes).
+            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+            if read_only
+            else ToolAnnotations(destructiveHint=name == "9plan_plan_discard", openWorldHint=False),
             structured_output=False,
         )
         parameters = server._tool_manager.get_tool(name).parameters
         # Advertise what call_tool enforces: no arguments beyond the declared ones.
         parameters["additionalProperties"] = False
         _drop_titles(parameters)
+        _optional_as_plain(parameters)
+
+
+def _optional_as_plain(schema: dict) -> None:
+    """An optional argument is advertised as its type alone, not "that type or null, default
+    null": leaving it out says the same, and tools/list is sent to every client and spent
+    from the model's context. An explicit null is still accepted (the SDK validates against
+    the function's own signature)."""
+    for name, prop in (schema.get("properties") or {}).items():
+        options = prop.get("anyOf")
+        if not options or prop.get("default", ...) is not None or name in schema.get("required", ()):
+            continue
+        kept = [option for option in options if option != {"type": "null"}]
+        if len(kept) != 1:
+            continue
+        del prop["anyOf"], prop["default"]
+        prop.update({**kept[0], **prop})
 
 
 def _drop_titles(schema: Any) -> None:

@@ -31,6 +31,10 @@ BY_CATEGORY = {
         "with its notes). Renew a long claim with 9plan_plan_renew."
     ),
     "VALIDATION_ERROR": "Correct the named argument and call again; nothing was changed.",
+    "PERMISSION_DENIED": (
+        "Ask a manager of the project, or the server's administrator, for the role the message names; your "
+        "token may still read the project's sessions."
+    ),
     "FILE_SYSTEM_ERROR": "Check that the sessions directory exists, is writable and has free space; nothing was changed.",
     "DATABASE_ERROR": "Retry the call; if it keeps failing, check the database and run 9plan_admin_validate.",
 }

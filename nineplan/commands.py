@@ -36,8 +36,13 @@ class PersonCommand(BaseCommand):
         # Asking for more (-v 2) shows info even under NINEPLAN_LOG_LEVEL=warn; -v 1
         # never shows more than the configured level would.
         root.setLevel(max(configured, wanted) if wanted >= logging.WARNING else min(configured, wanted))
+        from sessions_app import access
+
         try:
-            return super().execute(*args, **options)
+            # A person at the server's own command line is its local user, who may see
+            # and do everything (docs/design.md, "Projects and access").
+            with access.acting_as(access.LOCAL):
+                return super().execute(*args, **options)
         finally:
             root.setLevel(configured)
             # A command that fails mid-stage ends its progress line, so that the error

@@ -29,6 +29,18 @@ def env_choice(name: str, choices: tuple[str, ...], default: str, environ: Mappi
     return value
 
 
+def env_pattern(
+    name: str, pattern: str, default: str, what: str, environ: Mapping[str, str] = os.environ
+) -> str:
+    """A value that must match ``pattern`` whole (``what`` says what that is, for the error)."""
+    import re
+
+    value = environ.get(name, default)
+    if not re.fullmatch(pattern, value):
+        raise ImproperlyConfigured(f"{name}={value!r} is not accepted; use {what} (default {default!r}).")
+    return value
+
+
 def env_int(
     name: str,
     default: int,

@@ -20,6 +20,7 @@ from nineplan.config import (
     env_int,
     env_list,
     env_path,
+    env_pattern,
     env_str,
 )
 from nineplan.version import version
@@ -58,6 +59,15 @@ NINEPLAN_MAX_REJECTIONS = env_int("NINEPLAN_MAX_REJECTIONS", 3, minimum=1)
 # How often a long-running MCP server reclaims expired claims, in seconds (0: never; the
 # next pull in a session, and nineplan_reclaim, still do).
 NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, maximum=86_400)
+
+# The project new sessions go into when the caller names none and may work in every
+# project (the local user: stdio, and HTTP without a token).
+NINEPLAN_PROJECT = env_pattern(
+    "NINEPLAN_PROJECT",
+    r"[a-z0-9][a-z0-9-]{0,62}",
+    "default",
+    "a project name: 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit",
+)
 
 # --- Django ----------------------------------------------------------------------------
 
@@ -116,6 +126,8 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Every page and REST view runs for its user's projects and roles (sessions_app/access.py).
+    "sessions_app.access.CallerMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     # Last, as django-axes asks: it turns a locked-out login into the lockout page.
@@ -248,6 +260,8 @@ LOGIN_URL = "admin:login"
 # guesser cannot lock everyone out. `9plan axes_reset_username NAME` unlocks at once.
 AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
+    # Project roles answer user.has_perm("nineplan.view", session) and the like.
+    "rules.permissions.ObjectPermissionBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
 AXES_ENABLED = env_bool("NINEPLAN_LOGIN_LOCKOUT", True)

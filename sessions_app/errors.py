@@ -29,6 +29,20 @@ class SessionNotFound(NineplanError):
         return cls(f"No session named '{name}' exists.")
 
 
+class NotPermitted(NineplanError):
+    """The caller sees the session (or project) but its role there does not allow this."""
+
+    category = "PERMISSION_DENIED"
+
+    @classmethod
+    def lacking(cls, *, project: str, role: str, what: str) -> NotPermitted:
+        return cls(
+            f"Your role in project '{project}' does not allow this: to {what} its sessions you need the "
+            f"'{role}' role there. Nothing was changed.",
+            field="project",
+        )
+
+
 class NoSessionSelected(NineplanError):
     category = "NO_SESSION_SELECTED"
 

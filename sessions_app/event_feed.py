@@ -111,10 +111,18 @@ class FeedPage:
 
 
 def events_after(
-    *, after: int, limit: int, session: Session | None = None, plan: Plan | None = None
+    *,
+    after: int,
+    limit: int,
+    session: Session | None = None,
+    plan: Plan | None = None,
+    projects: frozenset[str] | None = None,
 ) -> FeedPage:
-    """Up to ``limit`` events with an id above ``after``, oldest first, in a fixed number of queries."""
+    """Up to ``limit`` events with an id above ``after``, oldest first, in a fixed number of
+    queries: of a session, of a plan, or of every session of ``projects`` (None: all)."""
     qs = Event.objects.filter(id__gt=after)
+    if projects is not None:
+        qs = qs.filter(session__project_id__in=projects)
     if session is not None:
         qs = qs.filter(session=session)
     if plan is not None:

@@ -34,6 +34,7 @@ wolf wombat wren yak zebra
 SESSION_NAME_RE = re.compile(r"[a-z]+-[a-z]+-[a-z]+")
 PLAN_ID_RE = re.compile(r"[a-z0-9]{5}")
 PLAN_ID_ALPHABET = "abcdefghijklmnopqrstuvwxyz0123456789"
+PROJECT_NAME_RE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
 
 
 def new_session_name() -> str:
@@ -50,3 +51,7 @@ def is_session_name(value: object) -> bool:
 
 def is_plan_id(value: object) -> bool:
     return isinstance(value, str) and PLAN_ID_RE.fullmatch(value) is not None
+
+
+def is_project_name(value: object) -> bool:
+    return isinstance(value, str) and PROJECT_NAME_RE.fullmatch(value) is not None

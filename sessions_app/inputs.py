@@ -8,7 +8,7 @@ from collections.abc import Iterable
 from django.conf import settings
 
 from sessions_app.errors import PLAN_TOO_LARGE, TEXT_TOO_LONG, ValidationFailed
-from sessions_app.identifiers import is_plan_id, is_session_name
+from sessions_app.identifiers import is_plan_id, is_project_name, is_session_name
 
 POSITIONS = ("front", "back")
 NOTE_MODES = ("append", "replace")
@@ -74,23 +74,31 @@ def choice(field: str, value: object, choices: Iterable[str], *, default: str) -
     return value
 
 
-def session_name(value: object, field: str = "session_name") -> str:
-    if not is_session_name(value):
-        raise ValidationFailed(
-            f"{field} {shown(value)} is not a session name: expected three lowercase words joined by '-', "
-            "like 'brave-amber-otter'.",
-            field=field,
-        )
+def _shaped(value: object, field: str, fits, what: str) -> str:
+    """``value`` if ``fits`` its exact shape, else VALIDATION_ERROR naming the field and ``what``."""
+    if not fits(value):
+        raise ValidationFailed(f"{field} {shown(value)} is not {what}.", field=field)
     return value  # type: ignore[return-value]
+
+
+def session_name(value: object, field: str = "session_name") -> str:
+    return _shaped(
+        value, field, is_session_name, "a session name: expected three lowercase words joined by '-', like 'brave-amber-otter'"
+    )
 
 
 def plan_id(value: object, field: str = "plan_id") -> str:
-    if not is_plan_id(value):
-        raise ValidationFailed(
-            f"{field} {shown(value)} is not a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'.",
-            field=field,
-        )
-    return value  # type: ignore[return-value]
+    return _shaped(value, field, is_plan_id, "a plan id: expected 5 characters of a-z and 0-9, like 'k3x9q'")
+
+
+def project_name(value: object, field: str = "project") -> str:
+    return _shaped(
+        value,
+        field,
+        is_project_name,
+        "a project name: expected 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit, like "
+        "'billing-team'",
+    )
 
 
 _WORKER = re.compile(r"[A-Za-z0-9._-]{1,64}")

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
@@ -27,6 +28,52 @@ MAX_LEASE_SECONDS = 604_800
 MAX_ATTEMPTS = 3
 
 
+DEFAULT_PROJECT = "default"
+
+
+class Role(models.TextChoices):
+    """A member's role in a project (docs/design.md, "Projects and access")."""
+
+    READER = "reader"
+    AGENT = "agent"
+    REVIEWER = "reviewer"
+    MANAGER = "manager"
+
+
+class Project(models.Model):
+    """What a team works on: its sessions, and the people and tokens that may see and change
+    them. Every session belongs to exactly one project."""
+
+    name = models.CharField(primary_key=True, max_length=63)
+    title = models.CharField(max_length=200, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Membership(models.Model):
+    """A user's one role in a project."""
+
+    project = models.ForeignKey(Project, on_delete=models.CASCADE, related_name="memberships", db_column="project_name")
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="nineplan_memberships")
+    role = models.CharField(max_length=10, choices=Role.choices)
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "user"]
+        constraints = [
+            models.UniqueConstraint(fields=["project", "user"], name="membership_one_role_per_project"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="membership_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.user_id} {self.role} in {self.project_id}"
+
+
 class ReviewPolicy(models.TextChoices):
     NONE = "none", "No review"
     REQUIRED = "required", "Every plan is reviewed"
@@ -34,6 +81,14 @@ class ReviewPolicy(models.TextChoices):
 
 class Session(models.Model):
     name = models.CharField(primary_key=True, max_length=64)
+    project = models.ForeignKey(
+        Project,
+        on_delete=models.PROTECT,
+        related_name="sessions",
+        db_column="project_name",
+        default=DEFAULT_PROJECT,
+        db_default=DEFAULT_PROJECT,
+    )
     task_description = models.TextField(null=True, blank=True)
     # Whether every completed plan waits for a reviewer's approval (a plan added with
     # review=true waits in any session).
@@ -108,7 +163,10 @@ class Plan(models.Model):
 
     # The claim: who holds the plan while it is active (and who finished it, once completed
     # or discarded), since when, and until when without a write. Cleared when it returns to
-    # the queue.
+    # the queue. A worker is its name within its claimant: "" for the local user (stdio, or
+    # HTTP without a token), "token:<id>" for a bearer token, so two tokens passing the
+    # same name (or none) are two workers.
+    claimant = models.CharField(max_length=32, blank=True, default="", db_default="")
     worker = models.CharField(max_length=64, null=True, blank=True)
     claimed_at = models.DateTimeField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
@@ -124,7 +182,7 @@ class Plan(models.Model):
         ordering = ["session", "sort_key", "created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "worker"], condition=Q(status="active"), name="plan_one_active_per_worker"
+                fields=["session", "claimant", "worker"], condition=Q(status="active"), name="plan_one_active_per_worker"
             ),
             models.UniqueConstraint(
                 fields=["session", "sort_key"],
@@ -191,12 +249,15 @@ class LostClaim(models.Model):
     another plan or looking like a mistake; forgotten when the worker pulls again."""
 
     session = models.ForeignKey(Session, on_delete=models.CASCADE, related_name="lost_claims", db_column="session_name")
+    claimant = models.CharField(max_length=32, blank=True, default="", db_default="")
     worker = models.CharField(max_length=64)
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="lost_claims")
     lost_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
-        constraints = [models.UniqueConstraint(fields=["session", "worker"], name="lost_claim_one_per_worker")]
+        constraints = [
+            models.UniqueConstraint(fields=["session", "claimant", "worker"], name="lost_claim_one_per_worker")
+        ]
 
     def __str__(self) -> str:
         return f"{self.worker} lost {self.plan_id}"

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import interventions, plan_counts, planfiles, search, statements, inputs
+from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
@@ -35,13 +35,30 @@ def _columns(fields: tuple) -> str:
 
 
 def get_session(name: object) -> Session:
+    """The session, for a caller who may see it: one of another project is not found, with
+    the same answer as one that does not exist (sessions_app/access.py)."""
     name = inputs.session_name(name)
     rows = statements.load(
         Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
     )
     if not rows:
         raise SessionNotFound.named(name)
+    access.require(access.VIEW, project=rows[0].project_id, session_name=name)
     return rows[0]
+
+
+def visible_sessions():
+    """The sessions the caller may see (a queryset; every session for the local user)."""
+    projects = access.current().visible_projects()
+    sessions = Session.objects.all()
+    return sessions if projects is None else sessions.filter(project_id__in=projects)
+
+
+def visible_plans():
+    """The plans of the sessions the caller may see (a queryset)."""
+    projects = access.current().visible_projects()
+    plans = Plan.objects.all()
+    return plans if projects is None else plans.filter(session__project_id__in=projects)
 
 
 def session_path(name: str) -> str:
@@ -333,8 +350,9 @@ def plan_count(status: str) -> F:
 
 
 def sessions_with_counts():
-    """All sessions, newest first, each annotated with its counts (one query however many)."""
-    return Session.objects.annotate(
+    """The sessions the caller may see, newest first, each annotated with its counts (one
+    query however many)."""
+    return visible_sessions().annotate(
         queue_length=plan_count(Plan.Status.QUEUED),
         completed_count=plan_count(Plan.Status.COMPLETED),
         discarded_count=plan_count(Plan.Status.DISCARDED),
@@ -343,8 +361,9 @@ def sessions_with_counts():
 
 
 def session_list(*, limit: int = LIST_CAP) -> tuple[list[Session], int]:
-    """Sessions, newest first, annotated with their counts in one query."""
-    return list(sessions_with_counts()[:limit]), Session.objects.count()
+    """The sessions the caller may see, newest first, annotated with their counts in one
+    query, and how many there are."""
+    return list(sessions_with_counts()[:limit]), visible_sessions().count()
 
 
 def queue_place(plan: Plan) -> int | None:
@@ -377,10 +396,15 @@ HistoryHit = search.Hit
 def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
     query = inputs.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
     limit = inputs.positive_int("max_results", max_results, default=5, maximum=50)
+    projects = access.current().visible_projects()
     if session_name is not None:
         session_name = inputs.session_name(session_name)
-    hits = search.search(query, session_name=session_name, limit=limit)
-    if not hits and session_name is not None:
+        if projects is not None:
+            # A caller limited to some projects learns nothing of another's session, not
+            # even from its hits: the session is checked first (one query more).
+            get_session(session_name)
+    hits = search.search(query, session_name=session_name, limit=limit, projects=projects)
+    if not hits and session_name is not None and projects is None:
         # Index rows leave with their session's plans, so hits prove the session exists:
         # the check costs a query only when nothing was found.
         get_session(session_name)

@@ -18,9 +18,10 @@ from typing import Any
 
 from django.db import connection
 
-from sessions_app.models import Plan
+from sessions_app.models import Plan, Session
 
 PLAN_TABLE = Plan._meta.db_table
+SESSION_TABLE = Session._meta.db_table
 FTS_TABLE = f"{PLAN_TABLE}_fts"
 WORD_RE = re.compile(r"\w+", re.UNICODE)
 # Words past this many (after repeats are dropped) are ignored: each word is a term the
@@ -321,7 +322,7 @@ def _small_session(session_name: str) -> bool:
                 SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs)
                                     + length(outcome)), 0)
                 FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s END
-            FROM sessions_app_session WHERE name = %s""",
+            FROM {SESSION_TABLE} WHERE name = %s""",
             [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, session_name],
         )
         row = cur.fetchone()
@@ -343,7 +344,20 @@ def _fill_scope(session_name: str) -> None:
         )
 
 
-def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> list[tuple]:
+def _in_projects(column: str, projects: frozenset[str] | None) -> tuple[str, list]:
+    """A condition keeping the rows whose session (``column``) belongs to ``projects``
+    (every row when None), and its parameters."""
+    if projects is None:
+        return "", []
+    if not projects:
+        return " AND 1 = 0", []
+    marks = ", ".join(["%s"] * len(projects))
+    return f" AND {column} IN (SELECT name FROM {SESSION_TABLE} WHERE project_name IN ({marks}))", sorted(projects)
+
+
+def _sqlite_search(
+    words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
+) -> list[tuple]:
     """(plan, relevance) of the best matches; the plan rows come in the same statement as
     the matches (a second query for them cost as much as the match on a selective search)."""
     from sessions_app import statements
@@ -364,7 +378,7 @@ def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> li
             # session's count of completed plans and the index's size (both cheap reads).
             table, rank = FTS_TABLE, RANK
             match = (
-                f"CASE WHEN (SELECT count_completed FROM sessions_app_session WHERE name = %s) * {SESSION_SHARE}"
+                f"CASE WHEN (SELECT count_completed FROM {SESSION_TABLE} WHERE name = %s) * {SESSION_SHARE}"
                 f" < (SELECT count(*) FROM {FTS_TABLE}_docsize) THEN %s ELSE %s END"
             )
             params = [session_name, _fts_query(words, joiner, session_name), _fts_query(words, joiner)]
@@ -373,6 +387,10 @@ def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> li
         if session_name is not None and not scoped:
             matches += " AND session_name = %s"
             params.append(session_name)
+        if session_name is None:
+            condition, more = _in_projects("session_name", projects)
+            matches += condition
+            params += more
         matches += " ORDER BY rank LIMIT %s"
         params.append(limit + len(found))
         sql = (
@@ -389,15 +407,18 @@ def _sqlite_search(words: list[str], session_name: str | None, limit: int) -> li
     return found
 
 
-def search(query: str, *, session_name: str | None, limit: int) -> list[Hit]:
-    """The best ``limit`` completed plans for the query, best first, each with its plan."""
+def search(
+    query: str, *, session_name: str | None, limit: int, projects: frozenset[str] | None = None
+) -> list[Hit]:
+    """The best ``limit`` completed plans for the query, best first, each with its plan: of
+    one session, or (``session_name`` None) of every session of ``projects`` (None: all)."""
     words = terms(query)
     if not words:
         return []
     if connection.vendor == "sqlite":
-        found = _sqlite_search(words, session_name, limit)
+        found = _sqlite_search(words, session_name, limit, projects)
     else:
-        found = _postgres_search(words, session_name, limit)
+        found = _postgres_search(words, session_name, limit, projects)
     return [Hit(plan_id=p.id, rank=i + 1, relevance=r, plan=p) for i, (p, r) in enumerate(found)]
 
 
@@ -432,7 +453,9 @@ def _ts_query(words: list[str], joiner: str) -> str:
     return f" {joiner} ".join(quoted)
 
 
-def _postgres_search(words: list[str], session_name: str | None, limit: int) -> list[tuple]:
+def _postgres_search(
+    words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
+) -> list[tuple]:
     from sessions_app import statements
 
     found: list[tuple] = []
@@ -443,6 +466,10 @@ def _postgres_search(words: list[str], session_name: str | None, limit: int) -> 
         if session_name is not None:
             where += " AND p.session_name = %s"
             params.append(session_name)
+        else:
+            condition, more = _in_projects("p.session_name", projects)
+            where += condition
+            params += more
         if found:
             where += " AND NOT (p.id = ANY(%s))"
             params.append([plan.id for plan, _ in found])

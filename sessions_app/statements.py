@@ -36,7 +36,9 @@ _PLAN_FIELDS = tuple(
 )
 _LOCKED_SESSION_FIELDS = tuple(
     Session._meta.get_field(name)
-    for name in ("name", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review")
+    for name in (
+        "name", "project", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review"
+    )
 )
 _INSERT_FIELDS = list(Plan._meta.concrete_fields)
 _INSERT_PLAN = (
@@ -180,40 +182,56 @@ def _first(rows: list):
     return rows[0] if rows else None
 
 
-def claimed_plan(session_name: str, worker: str) -> tuple[Plan, int] | None:
-    """The plan ``worker`` holds in the session (locked on PostgreSQL, so a reclaim passes it
-    over while its holder writes) and the session's lease length; None if it holds none."""
+def claimed_plan(session_name: str, claimant: str, worker: str) -> tuple[Plan, int, str] | None:
+    """The plan ``worker`` of ``claimant`` holds in the session (locked on PostgreSQL, so a
+    reclaim passes it over while its holder writes), the session's lease length and its
+    project; None if it holds none."""
     rows = load(
         Plan,
         _PLAN_FIELDS,
-        f"SELECT {_PLAN_COLUMNS}, s.lease_seconds FROM {PLANS} t JOIN {SESSIONS} s ON s.name = t.session_name "
-        f"WHERE t.session_name = %s AND t.status = %s AND t.worker = %s{_for_update()}",
-        [session_name, Plan.Status.ACTIVE, worker],
-        extra=1,
+        f"SELECT {_PLAN_COLUMNS}, s.lease_seconds, s.project_name FROM {PLANS} t JOIN {SESSIONS} s "
+        "ON s.name = t.session_name "
+        f"WHERE t.session_name = %s AND t.status = %s AND t.claimant = %s AND t.worker = %s{_for_update()}",
+        [session_name, Plan.Status.ACTIVE, claimant, worker],
+        extra=2,
     )
     return _first(rows)
 
 
-def claimed_plan_id(session_name: str, worker: str) -> str | None:
+def claimed_plan_id(session_name: str, claimant: str, worker: str) -> str | None:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND worker = %s",
-            [session_name, Plan.Status.ACTIVE, worker],
+            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
+            [session_name, Plan.Status.ACTIVE, claimant, worker],
         )
         row = cur.fetchone()
     return None if row is None else row[0]
 
 
 def claim_holder(plan_id: str) -> str | None:
-    """The worker holding the plan, if it is active."""
+    """The worker holding the plan (its name), if it is active."""
     with connection.cursor() as cur:
         cur.execute(f"SELECT worker FROM {PLANS} WHERE id = %s AND status = %s", [plan_id, Plan.Status.ACTIVE])
         row = cur.fetchone()
     return None if row is None else row[0]
 
 
-def plan_for_write(session_name: str, plan_id: str) -> Plan | None:
-    """One plan of the session by id, locked on PostgreSQL."""
+def plan_for_write(session_name: str, plan_id: str) -> tuple[Plan, str] | None:
+    """One plan of the session by id (locked on PostgreSQL) and the session's project."""
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_PLAN_COLUMNS}, s.project_name FROM {PLANS} t JOIN {SESSIONS} s ON s.name = t.session_name "
+        f"WHERE t.session_name = %s AND t.id = %s{_for_update()}",
+        [session_name, plan_id],
+        extra=1,
+    )
+    return _first(rows)
+
+
+def dependent_for_write(session_name: str, plan_id: str) -> Plan | None:
+    """A plan of the session by id, locked on PostgreSQL: a dependent of a plan being
+    discarded, in the discard's transaction (its session was entered already)."""
     return _first(_plans(f"t.session_name = %s AND t.id = %s{_for_update()}", [session_name, plan_id]))
 
 
@@ -272,11 +290,12 @@ def renew(plan_id: str, until: datetime) -> None:
         cur.execute(f"UPDATE {PLANS} SET lease_expires_at = %s WHERE id = %s", [when(until), plan_id])
 
 
-def lost_claim(session_name: str, worker: str) -> tuple[str, datetime] | None:
+def lost_claim(session_name: str, claimant: str, worker: str) -> tuple[str, datetime] | None:
     """The plan ``worker`` last lost in the session and when, if it has not pulled since."""
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT plan_id, lost_at FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker]
+            f"SELECT plan_id, lost_at FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s",
+            [session_name, claimant, worker],
         )
         row = cur.fetchone()
     if row is None:
@@ -289,31 +308,38 @@ def lost_claim(session_name: str, worker: str) -> tuple[str, datetime] | None:
     return row[0], lost_at
 
 
-def record_lost_claim(session_name: str, worker: str, plan_id: str, at: datetime) -> None:
+def record_lost_claim(session_name: str, claimant: str, worker: str, plan_id: str, at: datetime) -> None:
     with connection.cursor() as cur:
-        cur.execute(f"DELETE FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker])
         cur.execute(
-            f"INSERT INTO {LOST} (session_name, worker, plan_id, lost_at) VALUES (%s, %s, %s, %s)",
-            [session_name, worker, plan_id, when(at)],
+            f"DELETE FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s",
+            [session_name, claimant, worker],
+        )
+        cur.execute(
+            f"INSERT INTO {LOST} (session_name, claimant, worker, plan_id, lost_at) VALUES (%s, %s, %s, %s, %s)",
+            [session_name, claimant, worker, plan_id, when(at)],
         )
 
 
-def worker_before_claim(session_name: str, worker: str) -> tuple[str | None, bool]:
+def worker_before_claim(session_name: str, claimant: str, worker: str) -> tuple[str | None, bool]:
     """The plan the worker holds (or None), and whether it lost a claim it has not been
     told of: what a pull reads under the session's lock, in one statement."""
     with connection.cursor() as cur:
         cur.execute(
-            f"""SELECT (SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND worker = %s),
-                EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND worker = %s)""",
-            [session_name, Plan.Status.ACTIVE, worker, session_name, worker],
+            f"""SELECT (SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s
+                        AND worker = %s),
+                EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s)""",
+            [session_name, Plan.Status.ACTIVE, claimant, worker, session_name, claimant, worker],
         )
         holding, lost = cur.fetchone()
     return holding, bool(lost)
 
 
-def forget_lost_claim(session_name: str, worker: str) -> None:
+def forget_lost_claim(session_name: str, claimant: str, worker: str) -> None:
     with connection.cursor() as cur:
-        cur.execute(f"DELETE FROM {LOST} WHERE session_name = %s AND worker = %s", [session_name, worker])
+        cur.execute(
+            f"DELETE FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s",
+            [session_name, claimant, worker],
+        )
 
 
 def insert_dependencies(pairs: list[tuple[str, str]]) -> None:

@@ -49,6 +49,16 @@ def anyio_backend():
 
 
 @pytest.fixture(autouse=True)
+def local_caller():
+    """Every test calls 9plan as its local user, who may do everything, unless it says
+    otherwise with access.acting_as (as the edges do for each request)."""
+    from sessions_app import access
+
+    with access.acting_as(access.LOCAL):
+        yield access.LOCAL
+
+
+@pytest.fixture(autouse=True)
 def sessions_dir(tmp_path, settings) -> Path:
     """Each test gets its own, empty sessions directory."""
     path = tmp_path / "sessions"

@@ -61,7 +61,8 @@ def test_an_import_into_a_fresh_data_directory_makes_the_tables_first(tmp_path):
     # The next command finds them made, and reads the imported session.
     exported = run(data, "nineplan_export", "brave-amber-otter")
     assert exported.returncode == 0, exported.stderr
-    assert json.loads(exported.stdout)["session"] == EMPTY_EXPORT["session"]
+    # A version 3 document names no project: the session went into "default".
+    assert json.loads(exported.stdout)["session"] == {**EMPTY_EXPORT["session"], "project": "default"}
 
 
 @pytest.mark.slow
@@ -69,11 +70,11 @@ def test_an_import_into_a_fresh_data_directory_makes_the_tables_first(tmp_path):
     ("args", "stdout"),
     [
         (["nineplan_token", "dashboard", "--create"], r"[0-9a-f]{40}\n"),
-        (["nineplan_mcp_token", "create", "laptop"], r"\S{20,}\n"),
+        (["nineplan_project", "list"], r"default  Default project\n  sessions: 0\n  members: none\n"),
         (["nineplan_repair"], r"Nothing to repair\.\n"),
         (["nineplan_reclaim"], r"No claim has run out\.\n"),
     ],
-    ids=["nineplan_token", "nineplan_mcp_token", "nineplan_repair", "nineplan_reclaim"],
+    ids=["nineplan_token", "nineplan_project", "nineplan_repair", "nineplan_reclaim"],
 )
 def test_a_first_command_on_a_fresh_database_prints_only_its_answer(tmp_path, args, stdout):
     import re

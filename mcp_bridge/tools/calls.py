@@ -19,16 +19,11 @@ from mcp_types import CallToolResult
 
 from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import inputs
+from sessions_app import access, inputs
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
-# Who the events of a tool call name: over stdio (and over loopback HTTP without a token)
-# simply "agent"; with a token, "agent:<token name>", so reviewers can tell machines apart.
-ACTOR = "agent"
-
-
 class ConnectionState:
     """The current session of each connection (set by create/resume).
 
@@ -111,9 +106,16 @@ def holder(ctx: Context | None) -> auth.Holder | None:
     return auth.holder_of(request)
 
 
-def actor(ctx: Context | None) -> str:
+def caller(ctx: Context | None) -> access.Caller:
+    """Who is calling: the token's holder with its rights, or (stdio, or HTTP without a
+    token) the local user, who may do everything."""
     found = holder(ctx)
-    return ACTOR if found is None else f"{ACTOR}:{found.name}"
+    return access.LOCAL if found is None else found.caller
+
+
+def actor(ctx: Context | None) -> str:
+    """What the events of this call name: "agent" locally, "agent:<user>/<token>" with a token."""
+    return caller(ctx).label
 
 
 def run(
@@ -140,7 +142,8 @@ def run(
                     )
                 raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
             inputs.session_name(requested)
-        return body(requested)
+        with access.acting_as(caller(ctx)):
+            return body(requested)
     except NineplanError as exc:
         return responses.from_exception(shown, exc)
     except Exception as exc:  # never a traceback or a generic "internal error" to the agent

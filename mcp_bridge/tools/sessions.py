@@ -30,6 +30,9 @@ def session_create(
         int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
     ] = None,
     max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
+    project: Annotated[
+        str | None, Field(description="The project it belongs to; needed only if your token has several.")
+    ] = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
@@ -42,13 +45,15 @@ def session_create(
             lease_seconds=lease_seconds,
             max_attempts=max_attempts,
             review=review,
+            project=project,
             actor=calls.actor(ctx),
         )
         calls.connection_state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not calls.connection_state(ctx).remembers(ctx):
             summary += calls.STATELESS_HINT.format(name=session.name)
-        return responses.ok(session.name, summary, {"session_path": queries.session_path(session.name)})
+        data = {"project": session.project_id, "session_path": queries.session_path(session.name)}
+        return responses.ok(session.name, summary, data)
 
     return calls.run(ctx, None, body, needs_session=False)
 

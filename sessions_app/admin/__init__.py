@@ -1,12 +1,13 @@
 """The reviewer admin: sessions, queues, plans, history, timelines and invariant checks.
 
-Reviewers read; a few staff (``change_plan`` permission) may discard, move or requeue a
-plan. Every such change is a call to a service with the staff user as the actor; the
-generic add/change/delete forms are switched off for every model, so nothing edits a
-plan's status, position or text behind the services' back.
+Each user sees the projects it is a member of: readers read; reviewers also approve and
+reject; managers also discard, move, requeue, restore and release plans, set a session's
+review policy and keep the project's members. Every such change is a call to a service with
+the staff user as the actor; the generic add/change/delete forms are switched off for every
+model, so nothing edits a plan's status, position or text behind the services' back.
 
-Importing the package registers the ModelAdmins (sessions.py, plans.py, events.py, on
-base.py's NineplanAdmin) and titles the site.
+Importing the package registers the ModelAdmins (projects.py, sessions.py, plans.py,
+events.py, on base.py's NineplanAdmin) and titles the site.
 """
 
 from __future__ import annotations
@@ -16,9 +17,10 @@ from django.contrib import admin
 from sessions_app.admin.base import NineplanAdmin
 from sessions_app.admin.events import EventAdmin
 from sessions_app.admin.plans import PlanAdmin
+from sessions_app.admin.projects import ProjectAdmin
 from sessions_app.admin.sessions import SessionAdmin
 
-__all__ = ["EventAdmin", "NineplanAdmin", "PlanAdmin", "SessionAdmin"]
+__all__ = ["EventAdmin", "NineplanAdmin", "PlanAdmin", "ProjectAdmin", "SessionAdmin"]
 
 admin.site.site_header = "9plan review"
 admin.site.site_title = "9plan"

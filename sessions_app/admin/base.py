@@ -11,7 +11,8 @@ from django.http import Http404, HttpResponseRedirect
 from django.urls import reverse
 from django.utils.http import url_has_allowed_host_and_scheme
 
-from sessions_app.admin.roles import can_intervene
+from sessions_app import access
+from sessions_app.admin.roles import can_intervene, can_view
 from sessions_app.errors import PlanNotFound, SessionNotFound
 
 
@@ -33,7 +34,22 @@ def redirect_back(request, fallback: str) -> HttpResponseRedirect:
 
 
 class NineplanAdmin(admin.ModelAdmin):
-    """Read-only generic admin; the only writes are the service-backed staff actions."""
+    """Read-only generic admin; the only writes are the service-backed staff actions. Every
+    list shows only the projects the user is a member of (``project_field`` leads from the
+    model to its project)."""
+
+    project_field = "session__project_id"
+
+    def get_queryset(self, request):
+        projects = access.current().visible_projects()
+        qs = super().get_queryset(request)
+        return qs if projects is None else qs.filter(**{f"{self.project_field}__in": projects})
+
+    def has_module_permission(self, request):
+        return can_view(request.user)
+
+    def has_view_permission(self, request, obj=None):
+        return can_view(request.user, obj)
 
     # State changes go through the services; the generic forms must not bypass them.
     def has_add_permission(self, request):
@@ -62,6 +78,10 @@ class NineplanAdmin(admin.ModelAdmin):
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         self.check_page_request(request)
+        # Another project's object (like a missing one) is not found: a 404, not Django's
+        # redirect with a "does not exist" message that would tell the two apart.
+        if self.get_object(request, unquote(object_id)) is None:
+            raise Http404(f"No such {self.opts.verbose_name}.")
         return super().change_view(request, object_id, form_url, extra_context)
 
     def read_page(self, request, object_id: str, is_key, read):

@@ -11,7 +11,7 @@ from django.urls import path
 
 from sessions_app import excerpts, queries
 from sessions_app.admin import render
-from sessions_app.admin.roles import INTERVENE_PERMISSION, VIEW_PLAN
+from sessions_app.admin.roles import can_view
 from sessions_app.errors import NineplanError
 
 SEARCH_RESULTS_DEFAULT = 20
@@ -24,7 +24,7 @@ def urls(model_admin) -> list:
 
 
 def search_view(model_admin, request):
-    if not (request.user.has_perm(VIEW_PLAN) or request.user.has_perm(INTERVENE_PERMISSION)):
+    if not can_view(request.user):
         raise PermissionDenied
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])

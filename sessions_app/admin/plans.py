@@ -19,7 +19,7 @@ from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
 from sessions_app.admin.base import NineplanAdmin, plan_url, redirect_back, session_url
 from sessions_app.admin.roles import actor_for, can_intervene
-from sessions_app.errors import NineplanError
+from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_plan_id
 from sessions_app.models import SECTION_TITLES, SECTIONS, Plan
 
@@ -92,20 +92,26 @@ class PlanAdmin(NineplanAdmin):
             late_writes=page.late_writes,
             timeline=render.timeline(page.events),
             event_count=page.event_count,
-            can_intervene=can_intervene(request.user),
+            can_intervene=can_intervene(request.user, plan),
             **review_pages.plan_context(request, plan),
         )
         return TemplateResponse(request, "admin/sessions_app/plan_page.html", context)
 
     # --- staff actions: each one is a service call, recorded with the staff user as actor ---
 
-    def _staff_action(self, request, plan_id: str, session_name: str, action: str, value: str) -> bool:
+    def _staff_action(
+        self, request, plan_id: str, session_name: str, action: str, value: str, *, one: bool = False
+    ) -> bool:
+        """One staff action, its outcome told in a message; ``one`` (a plan page's button):
+        a plan the user may not change is a 403, as a page it may not see is a 404."""
         service, field, done = STAFF_ACTIONS[action]
         actor = actor_for(request.user)
         try:
             given = {field: value} if field else {}
             written = service(session_name=session_name, plan_id=plan_id, actor=actor, **given)
         except NineplanError as exc:
+            if one and isinstance(exc, NotPermitted):
+                raise PermissionDenied from None
             self.message_user(
                 request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message), messages.ERROR
             )
@@ -128,7 +134,9 @@ class PlanAdmin(NineplanAdmin):
             raise Http404("No such plan.")
         field = STAFF_ACTIONS[action][1]
         # The value is passed on as sent: the services match it exactly and name what is accepted.
-        self._staff_action(request, plan_id, session_name, action, request.POST.get(field, "") if field else "")
+        self._staff_action(
+            request, plan_id, session_name, action, request.POST.get(field, "") if field else "", one=True
+        )
         return redirect_back(request, plan_url(plan_id))
 
     def _each(self, request, queryset, action: str, value: str) -> None:

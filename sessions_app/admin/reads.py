@@ -123,7 +123,8 @@ def plan_events(plan: Plan) -> tuple[list[Event], int]:
 
 
 def session_of_plan(plan_id: str) -> str | None:
-    return Plan.objects.filter(id=plan_id).values_list("session_id", flat=True).first()
+    """The session of the plan, if the user may see it."""
+    return queries.visible_plans().filter(id=plan_id).values_list("session_id", flat=True).first()
 
 
 @dataclass
@@ -172,7 +173,7 @@ class PlanPage:
 
 def plan_page(plan_id: str) -> PlanPage:
     """Everything the plan page shows, in a fixed number of queries and one file read."""
-    plan = Plan.objects.filter(id=plan_id).first()
+    plan = queries.visible_plans().filter(id=plan_id).first()
     if plan is None:
         raise PlanNotFound(f"No plan {plan_id} exists.")
     events, event_count = plan_events(plan)

@@ -12,16 +12,17 @@ from __future__ import annotations
 import functools
 
 from django.contrib import messages
+from django.db.models import F
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from sessions_app import revisions, services
+from sessions_app import access, queries, revisions, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.base import plan_url, redirect_back, session_url
-from sessions_app.admin.roles import VIEW_PLAN, actor_for, can_intervene, can_review
-from sessions_app.errors import NineplanError
+from sessions_app.admin.roles import actor_for, can_intervene, can_review, can_view
+from sessions_app.errors import NineplanError, NotPermitted, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, Event, Plan, ReviewPolicy
 
@@ -61,9 +62,9 @@ def plan_context(request, plan: Plan) -> dict:
     """What the plan page shows of review and revisions."""
     shown = revisions.versions(plan, limit=REVISIONS_SHOWN)
     return {
-        "can_review": can_review(request.user) and plan.status == Plan.Status.IN_REVIEW,
-        "can_restore": can_intervene(request.user) and plan.is_open,
-        "can_release": can_intervene(request.user) and plan.status == Plan.Status.HELD,
+        "can_review": can_review(request.user, plan) and plan.status == Plan.Status.IN_REVIEW,
+        "can_restore": can_intervene(request.user, plan) and plan.is_open,
+        "can_release": can_intervene(request.user, plan) and plan.status == Plan.Status.HELD,
         "revisions": [
             {
                 "number": v.number,
@@ -81,19 +82,27 @@ def plan_context(request, plan: Plan) -> dict:
 
 
 def inbox_view(model_admin, request):
-    if not request.user.has_perm(VIEW_PLAN):
+    if not can_view(request.user):
         raise PermissionDenied
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
-    waiting = Plan.objects.filter(status=Plan.Status.IN_REVIEW).order_by("updated_at", "id")
+    waiting = queries.visible_plans().filter(status=Plan.Status.IN_REVIEW).order_by("updated_at", "id")
     total = waiting.count()
-    rows = [{"plan": p, "changed": _changed_since_pulled(p)} for p in waiting[:INBOX_SHOWN]]
+    caller = access.caller_for_user(request.user)
+    rows = [
+        {
+            "plan": p,
+            "changed": _changed_since_pulled(p),
+            "can_review": can_review(request.user) and caller.allows(access.REVIEW, p.project),
+        }
+        for p in waiting.annotate(project=F("session__project_id"))[:INBOX_SHOWN]
+    ]
     context = model_admin.page_context(
         request,
         title="Review inbox",
         rows=rows,
         total=total,
-        can_review=can_review(request.user),
+        can_review=any(row["can_review"] for row in rows),
         here=request.get_full_path(),
     )
     return TemplateResponse(request, "admin/sessions_app/review_inbox.html", context)
@@ -121,6 +130,8 @@ def _plan_action(allowed):
             session_name = _plan_session(plan_id)
             try:
                 done = act(request, session_name, plan_id)
+            except NotPermitted:
+                raise PermissionDenied from None
             except NineplanError as exc:
                 messages.error(request, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
             else:
@@ -171,6 +182,10 @@ def policy_view(request, name: str):
     value = request.POST.get("review", "")
     try:
         services.session_set_review(session_name=name, review=value, actor=actor_for(request.user))
+    except NotPermitted:
+        raise PermissionDenied from None
+    except SessionNotFound:
+        raise Http404("No such session.") from None
     except NineplanError as exc:
         messages.error(request, f"Session {name}: {exc.category}: {exc.message}")
     else:

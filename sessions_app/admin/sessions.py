@@ -29,6 +29,8 @@ INVARIANT_LABELS = {
 
 @admin.register(Session)
 class SessionAdmin(NineplanAdmin):
+    project_field = "project_id"
+    # The project is a filter, not a column: the list must fit a laptop's screen.
     list_display = (
         "name",
         "task",
@@ -40,7 +42,13 @@ class SessionAdmin(NineplanAdmin):
         "last_activity",
     )
     search_fields = ("name", "task_description")
-    list_filter = (ActivePlanFilter, QueuedWorkFilter, ("created_at", admin.DateFieldListFilter))
+    # Only the projects of the sessions the user sees: another project's name is not shown.
+    list_filter = (
+        ("project", admin.RelatedOnlyFieldListFilter),
+        ActivePlanFilter,
+        QueuedWorkFilter,
+        ("created_at", admin.DateFieldListFilter),
+    )
     ordering = ("-created_at", "name")
     list_per_page = 50
     change_list_template = "admin/sessions_app/session/change_list.html"
@@ -124,7 +132,7 @@ class SessionAdmin(NineplanAdmin):
             chart=render.chart(page.series),
             valid=page.validation.valid,
             invariants=invariants,
-            can_intervene=can_intervene(request.user),
+            can_intervene=can_intervene(request.user, state.session),
             here=request.get_full_path(),
             review_choices=review_pages.POLICY_CHOICES,
         )

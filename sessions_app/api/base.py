@@ -1,5 +1,6 @@
-"""What every REST endpoint shares: who may call it (signed in, holding the view
-permissions its data needs), answers no cache keeps, and conditional reads under an ETag.
+"""What every REST endpoint shares: who may call it (signed in, a member of some project;
+each answer then holds only the caller's projects, sessions_app/access.py), answers no
+cache keeps, and conditional reads under an ETag.
 The read endpoints (api/views.py) and the review decision (api/review_views.py) are
 ApiViews alike."""
 
@@ -10,15 +11,15 @@ from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app.admin.roles import VIEW_PERMISSION
 from sessions_app.api import etags, pagination
 from sessions_app.api import reads as api_reads
 
 
 class HasViewPermission(permissions.BasePermission):
-    """Signed in, and holding the view permissions the endpoint's data needs."""
+    """Signed in, and holding what the endpoint needs in some project (a role there)."""
 
-    message = "You need the view permissions on 9plan sessions, plans and events for this endpoint."
+    message = "You need a role in a 9plan project for this endpoint; a project's manager grants one."
 
     def has_permission(self, request, view) -> bool:
         user = request.user
@@ -28,10 +29,10 @@ class HasViewPermission(permissions.BasePermission):
 
 
 class ApiView(APIView):
-    """A REST endpoint; ``required_perms`` are the permissions its data needs."""
+    """A REST endpoint; ``required_perms`` are what its caller must hold in some project."""
 
     permission_classes = [HasViewPermission]
-    required_perms: tuple[str, ...] = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
+    required_perms: tuple[str, ...] = (VIEW_PERMISSION,)
 
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)

@@ -46,6 +46,7 @@ DOMAIN_STATUS = {
     "QUEUE_EMPTY": status.HTTP_409_CONFLICT,
     "QUEUE_BLOCKED": status.HTTP_409_CONFLICT,
     "LEASE_LOST": status.HTTP_409_CONFLICT,
+    "PERMISSION_DENIED": status.HTTP_403_FORBIDDEN,
     # Not the caller's fault, and usually passing (a locked or unreachable database).
     "FILE_SYSTEM_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
     "DATABASE_ERROR": status.HTTP_503_SERVICE_UNAVAILABLE,
@@ -62,6 +63,7 @@ API_SUGGESTIONS = {
     "QUEUE_EMPTY": "Nothing is queued; read the session's history at /api/history/.",
     "QUEUE_BLOCKED": "Read the session's state at /api/sessions/{name}/ to see what its plans wait for.",
     "LEASE_LOST": "Read the plan at /api/sessions/{name}/plans/{id}/ to see who holds it now.",
+    "PERMISSION_DENIED": "Ask a manager of the project, or an administrator, for the role the message names.",
 }
 API_SUGGESTIONS_BY_REASON = {
     errors.NOT_COMPLETED: "Read queued and active plans at /api/sessions/{name}/plans/; history holds completed ones.",

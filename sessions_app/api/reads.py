@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
 
-from sessions_app import queries
+from sessions_app import access, queries
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import Event, Plan, PlanDependency, Session
 
@@ -44,11 +44,13 @@ def session_fingerprint(name: str) -> str:
     row = (
         Session.objects.filter(name=name)
         .annotate(last=_last_event(session=OuterRef("pk")), lease=Subquery(leases.values("lease_expires_at")[:1]))
-        .values_list("last", "lease")
+        .values_list("last", "lease", "project_id")
         .first()
     )
     if row is None:
         raise SessionNotFound.named(name)
+    # Every conditional read of a session starts here: the caller must see its project.
+    access.require(access.VIEW, project=row[2], session_name=name)
     lease = f"-{row[1].timestamp():.6f}" if row[1] else ""
     return f"s{row[0] or 0}{lease}"
 
@@ -117,9 +119,10 @@ def _not_found(name: str, plan_id: str):
 
 def plan(name: str, plan_id: str) -> Plan:
     """The plan alone, for what hangs off it (its revisions): one query."""
-    found = Plan.objects.filter(session_id=name, id=plan_id).first()
+    found = Plan.objects.filter(session_id=name, id=plan_id).annotate(project=F("session__project_id")).first()
     if found is None:
         _not_found(name, plan_id)
+    access.require(access.VIEW, project=found.project, session_name=name)
     return found
 
 
@@ -127,11 +130,14 @@ def plan_detail(name: str, plan_id: str) -> PlanDetail:
     """The plan, its place, its first events and how many there are (three queries at most)."""
     plan = (
         Plan.objects.filter(session_id=name, id=plan_id)
-        .annotate(last_event=_last_event(plan=OuterRef("pk")), events_count=Count("events"))
+        .annotate(
+            last_event=_last_event(plan=OuterRef("pk")), events_count=Count("events"), project=F("session__project_id")
+        )
         .first()
     )
     if plan is None:
         _not_found(name, plan_id)
+    access.require(access.VIEW, project=plan.project, session_name=name)
     return PlanDetail(
         plan=plan,
         place=queries.queue_place(plan),
@@ -151,7 +157,7 @@ def feed_scope(session_name: str | None, plan_id: str | None) -> tuple[Session |
     session = queries.get_session(session_name) if session_name is not None else None
     plan = None
     if plan_id is not None:
-        qs = Plan.objects.filter(id=plan_id)
+        qs = queries.visible_plans().filter(id=plan_id)
         if session is not None:
             qs = qs.filter(session=session)
         plan = qs.only("id", "session_id").first()

@@ -18,7 +18,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from sessions_app import inputs, revisions, services
-from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_EVENT, VIEW_PLAN, VIEW_SESSION, actor_for
+from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_PERMISSION, actor_for
 from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
@@ -45,7 +45,7 @@ class ReviewDecisionSerializer(serializers.Serializer):
 
 class PlanReviewView(ApiView):
     permission_classes = [HasReviewPermission]
-    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT, REVIEW_PERMISSION)
+    required_perms = (VIEW_PERMISSION, REVIEW_PERMISSION)
 
     @documented(
         "plans_review",
@@ -109,7 +109,6 @@ class RevisionDetailSerializer(RevisionSerializer):
 
 
 class PlanRevisionsView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "plans_revisions_list",
@@ -127,7 +126,6 @@ class PlanRevisionsView(ApiView):
 
 
 class PlanRevisionView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "plans_revisions_retrieve",

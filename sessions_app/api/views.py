@@ -19,8 +19,7 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from sessions_app import event_feed, export_import, invariants, queries
-from sessions_app.admin.roles import VIEW_EVENT, VIEW_PLAN, VIEW_SESSION
+from sessions_app import access, event_feed, export_import, invariants, queries
 from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
 from sessions_app.api.base import ApiView
@@ -85,7 +84,6 @@ SEARCH = params.TextParam("search", 200, "Only sessions whose name or task descr
 
 
 class SessionListView(ApiView):
-    required_perms = (VIEW_SESSION,)
 
     @documented(
         "sessions_list",
@@ -108,7 +106,6 @@ class SessionListView(ApiView):
 
 
 class SessionDetailView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "sessions_retrieve",
@@ -133,7 +130,6 @@ class SessionDetailView(ApiView):
 
 
 class SessionQueueView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "sessions_queue",
@@ -159,7 +155,6 @@ STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
 
 
 class SessionPlansView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "sessions_plans",
@@ -177,7 +172,6 @@ class SessionPlansView(ApiView):
 
 
 class PlanDetailView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
         "plans_retrieve",
@@ -200,7 +194,6 @@ class PlanDetailView(ApiView):
 
 
 class SessionValidationView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "sessions_validation",
@@ -218,7 +211,6 @@ class SessionValidationView(ApiView):
 
 
 class SessionExportView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
         "sessions_export",
@@ -246,7 +238,6 @@ HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per
 
 
 class HistorySearchView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN)
 
     @documented(
         "history_search",
@@ -303,7 +294,6 @@ FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, d
 
 
 class EventFeedView(ApiView):
-    required_perms = (VIEW_SESSION, VIEW_PLAN, VIEW_EVENT)
 
     @documented(
         "events_list",
@@ -322,7 +312,9 @@ class EventFeedView(ApiView):
         plan_id = FEED_PLAN.parse(request)
         limit = FEED_LIMIT.parse(request)
         session, plan = api_reads.feed_scope(session_name, plan_id)
-        page = event_feed.events_after(after=after, limit=limit, session=session, plan=plan)
+        page = event_feed.events_after(
+            after=after, limit=limit, session=session, plan=plan, projects=access.current().visible_projects()
+        )
         cursor = event_feed.encode_cursor(page.last_id)
         body = {
             "results": s.EventSerializer(page.events, many=True).data,

@@ -20,16 +20,19 @@ from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTION_TITLE
 from sessions_app.models import ReviewPolicy, Revision, Session
 
 FORMAT = "9plan-session-export"
-FORMAT_VERSION = 3
-# Version 1 named the queue's sort key "queue_position"; it is read as "sort_key". Versions
+FORMAT_VERSION = 4
+# Version 4 names the session's project; an older document's session goes into the project
+# the import is given (default: "default"). Version 1 named the queue's sort key
+# "queue_position"; it is read as "sort_key". Versions
 # 1 and 2 had no review, no revisions, no workers, leases or dependencies: their plans are
 # read as never reviewed, each gets one "import" revision holding its text as imported, and
 # an active plan is restored as the default worker's, with a fresh lease. A version 3
 # document written before review existed (no review keys) is read as never reviewed too.
-READABLE_VERSIONS = (1, 2, 3)
+READABLE_VERSIONS = (1, 2, 3, 4)
 
 SESSION_KEYS_V2 = ("name", "task_description", "created_at")
-SESSION_KEYS = (*SESSION_KEYS_V2, "review", "lease_seconds", "max_attempts")
+SESSION_KEYS_V3 = (*SESSION_KEYS_V2, "review", "lease_seconds", "max_attempts")
+SESSION_KEYS = (*SESSION_KEYS_V3, "project")
 PLAN_TEXT = (*SECTIONS, "outcome", "discard_reason")
 PLAN_KEYS = (
     "id",
@@ -114,7 +117,8 @@ def text(
 
 
 def check_session(data: object, version: int) -> Session:
-    data = check_object("session", data, SESSION_KEYS if version >= 3 else (*SESSION_KEYS_V2, "review"))
+    keys = SESSION_KEYS if version >= 4 else SESSION_KEYS_V3 if version == 3 else (*SESSION_KEYS_V2, "review")
+    data = check_object("session", data, keys)
     name = inputs.session_name(data["name"], field="session.name")
     session = Session(
         name=name,
@@ -125,6 +129,8 @@ def check_session(data: object, version: int) -> Session:
     if version >= 3:
         session.lease_seconds = whole_number("session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS)
         session.max_attempts = whole_number("session.max_attempts", data["max_attempts"], minimum=1, maximum=100)
+    if version >= 4:
+        session.project_id = inputs.project_name(data["project"], field="session.project")
     return session
 
 
@@ -176,7 +182,7 @@ def check_header(data: dict) -> tuple[int, bool]:
         raise fail("format", f"must be '{FORMAT}'; got {inputs.shown(data['format'])}.")
     version = data["version"]
     if version not in READABLE_VERSIONS or isinstance(version, bool):
-        raise fail("version", f"must be 1, 2 or 3; this 9plan cannot read version {inputs.shown(version)}.")
+        raise fail("version", f"must be 1 to 4; this 9plan cannot read version {inputs.shown(version)}.")
     session = data["session"]
     return version, version < 3 or (isinstance(session, dict) and "review" not in session)
 

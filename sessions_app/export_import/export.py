@@ -80,6 +80,7 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
                 "review": session.review,
                 "lease_seconds": session.lease_seconds,
                 "max_attempts": session.max_attempts,
+                "project": session.project_id,
             },
         ),
     ):

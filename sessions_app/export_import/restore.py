@@ -25,7 +25,7 @@ from typing import BinaryIO
 from django.conf import settings
 
 from nineplan.progress import Progress
-from sessions_app import event_feed, invariants, planfiles, revisions, transactions
+from sessions_app import access, event_feed, inputs, invariants, planfiles, revisions, transactions
 from sessions_app.errors import BROKE_A_RULE, DatabaseFailed, FileSystemFailed
 from sessions_app.export_import.document import (
     DOCUMENT_KEYS,
@@ -41,7 +41,7 @@ from sessions_app.export_import.document import (
 from sessions_app.export_import.reader import TOO_LONG, DocumentReader, Unreadable
 from sessions_app.export_import.staging import ImportFolder
 from sessions_app.identifiers import is_plan_id
-from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
+from sessions_app.models import DEFAULT_PROJECT, Event, Plan, PlanDependency, Project, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 
@@ -58,22 +58,41 @@ def longest_value() -> int:
     return 6 * settings.NINEPLAN_MAX_PLAN_CHARS + 65536
 
 
-def session_import(data: object, *, actor: str = "import", progress: Progress | None = None) -> Session:
+def session_import(
+    data: object, *, actor: str = "import", project: str | None = None, progress: Progress | None = None
+) -> Session:
     """Restores an exported session given as decoded JSON, all or nothing; returns the session."""
     try:
         raw = json.dumps(data, ensure_ascii=True).encode("ascii")
     except (TypeError, ValueError) as exc:
         raise fail("document", f"is not JSON data ({exc}).") from None
-    return import_file(io.BytesIO(raw), actor=actor, progress=progress)
+    return import_file(io.BytesIO(raw), actor=actor, project=project, progress=progress)
 
 
-def import_file(stream: BinaryIO, *, actor: str = "import", progress: Progress | None = None) -> Session:
+def import_file(
+    stream: BinaryIO, *, actor: str = "import", project: str | None = None, progress: Progress | None = None
+) -> Session:
     """Restores the export document in ``stream`` (binary, seekable) into this database,
-    all or nothing; returns the session. Memory stays flat whatever the document's size."""
+    all or nothing; returns the session. Memory stays flat whatever the document's size.
+    The session goes into ``project`` if given, else the project the document names (or
+    ``default``, for a document from before projects); the caller must hold the agent role
+    there."""
     progress = progress or Progress()
+    if project is not None:
+        project = inputs.project_name(project)
     header = _header(stream)
     version, old = check_header(header)
     session = session_row(header["session"], version, old)
+    session.project_id = project or (session.project_id if version >= 4 else DEFAULT_PROJECT)
+    if session.project_id == DEFAULT_PROJECT:
+        Project.objects.get_or_create(name=DEFAULT_PROJECT)  # made again if it was removed
+    elif not Project.objects.filter(name=session.project_id).exists():
+        raise fail(
+            "project",
+            f"no project named '{session.project_id}' here; create it with `nineplan_project create "
+            f"{session.project_id}`, or import into another with --project.",
+        )
+    access.require_in_project(access.WORK, session.project_id)
     checks = _Checks()
     digest = _walk(stream, _Reading(version, old, session, checks, progress, []))
     checks.finish()

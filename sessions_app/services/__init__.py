@@ -7,26 +7,32 @@ from transactions.py (docs/design.md, "Services and queries").
 One module per idea: ``writing`` (the write kit the others share), ``file_edits`` (taking
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
 dependencies, moving them), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
-defer, complete, discard), ``staff`` (staff requeue and discard) and ``review`` (the review
-gate and restoring a revision).
+defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
+and restoring a revision) and ``projects`` (projects and their members).
 """
 
 from sessions_app.services.claims import RECLAIM_ACTOR, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
-from sessions_app.services.sessions import session_create, session_set_review
+from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
 from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
 from sessions_app.services.writing import Written, compose_append, worker_actor
 
 __all__ = [
     "DECISIONS",
+    "Granted",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
     "PlanInput",
     "Written",
     "compose_append",
     "plan_complete",
+    "project_create",
+    "project_for_new_session",
+    "project_grant",
+    "project_revoke",
     "plan_defer",
     "plan_discard",
     "plan_discard_any",

@@ -11,10 +11,11 @@ from datetime import datetime
 
 from django.db import IntegrityError
 
-from sessions_app import clock, errors, inputs, interventions, planfiles, queries, revisions, statements, transactions
+from sessions_app import access, clock, errors, inputs, interventions, planfiles, queries, revisions, statements
+from sessions_app import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
-from sessions_app.errors import SessionNotFound, ValidationFailed
+from sessions_app.errors import ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
 from sessions_app.services.file_edits import absorb_file, write_file
 from sessions_app.services.writing import (
@@ -23,6 +24,7 @@ from sessions_app.services.writing import (
     Written,
     append_note_if_room,
     back_to_queue,
+    enter_session,
     lease_until,
     lock_session,
     plan_for_write,
@@ -45,6 +47,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
     name = inputs.session_name(session_name)
+    claimant = access.current().claimant
     with transactions.write() as undo:
         now = clock.now()
         # Whether a claim ran out is read before the session row is locked: on PostgreSQL
@@ -54,10 +57,10 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # the worker claimed in another process meanwhile would be missed, and the claim
         # below would wait on that process's completion while it waits for the session.
         expiring = statements.has_expired_claims(name, now)
-        session = lock_session(name)
+        session = lock_session(name, access.WORK)
         if expiring:
             reclaim_expired_in(session, now, undo)
-        holding, lost_a_claim = statements.worker_before_claim(session.name, worker)
+        holding, lost_a_claim = statements.worker_before_claim(session.name, claimant, worker)
         plan = None if holding else statements.first_ready(session.name)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
@@ -70,12 +73,12 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             # Compare-and-set: the claim holds only if the plan is still queued; the unique
             # "one active plan per worker" constraint is the last line.
             plan.status, plan.sort_key = Plan.Status.ACTIVE, None
-            plan.worker, plan.claimed_at, plan.updated_at = worker, now, now
+            plan.claimant, plan.worker, plan.claimed_at, plan.updated_at = claimant, worker, now, now
             plan.lease_expires_at = lease_until(session.lease_seconds, now)
             try:
                 claimed = statements.update_plan(
                     plan,
-                    ("status", "sort_key", "worker", "claimed_at", "lease_expires_at", "updated_at"),
+                    ("status", "sort_key", "claimant", "worker", "claimed_at", "lease_expires_at", "updated_at"),
                     only_if_status=Plan.Status.QUEUED,
                 )
             except IntegrityError:
@@ -83,7 +86,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             if claimed != 1:
                 raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
             if lost_a_claim:
-                statements.forget_lost_claim(session.name, worker)
+                statements.forget_lost_claim(session.name, claimant, worker)
             detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
             record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
             # Restored inside the transaction: if the file cannot be written the pull is
@@ -171,15 +174,18 @@ class Claim:
 
 
 def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | None = None, **late) -> Claim:
-    """The plan ``worker`` holds, locked for this write (and so fenced against a reclaim);
-    else LEASE_LOST if its claim was reclaimed (its text kept aside), else NO_ACTIVE_PLAN."""
-    found = statements.claimed_plan(session_name, worker)
+    """The plan ``worker`` (of the calling token, or of the local user) holds, locked for
+    this write (and so fenced against a reclaim); else LEASE_LOST if its claim was reclaimed
+    (its text kept aside), else NO_ACTIVE_PLAN. The caller must hold the agent role in the
+    session's project."""
+    claimant = access.current().claimant
+    found = statements.claimed_plan(session_name, claimant, worker)
     if found is not None:
-        plan, lease = found
+        plan, lease, project = found
+        access.require(access.WORK, project=project, session_name=session_name)
         return Claim(plan, lease)
-    if statements.session_for_write(session_name, lock=False) is None:
-        raise SessionNotFound.named(session_name)
-    lost = statements.lost_claim(session_name, worker)
+    enter_session(session_name, access.WORK)
+    lost = statements.lost_claim(session_name, claimant, worker)
     if lost is None:
         # An agent that finds its plan gone is told who took it and why, so its work is
         # not silently thrown away (read only on this error path).
@@ -244,7 +250,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     plan file's edits, taken in now), a note says whose claim ended when and why, and the
     worker's next write gets LEASE_LOST. The claim counts as a failed attempt, and at the
     session's max_attempts the plan waits for a person."""
-    worker, expired_at = plan.worker, plan.lease_expires_at
+    claimant, worker, expired_at = plan.claimant, plan.worker, plan.lease_expires_at
     previous = planfiles.read_plan_file(session.name, plan.id)
     absorb_file(plan, actor, previous, strict=False)
     plan.attempts += 1
@@ -262,7 +268,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     touch(plan, now)
     statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
     revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
-    statements.record_lost_claim(session.name, worker, plan.id, now)
+    statements.record_lost_claim(session.name, claimant, worker, plan.id, now)
     record_event(
         session.name,
         Event.Kind.PLAN_RECLAIMED,
@@ -288,7 +294,7 @@ def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
     reclaimed: list[Plan] = []
     for name in names:
         with transactions.write() as undo:
-            session = lock_session(name)
+            session = lock_session(name, access.MANAGE)
             reclaimed += reclaim_expired_in(session, now, undo)
     return reclaimed
 
@@ -300,8 +306,8 @@ def plan_reclaim(*, session_name: str, plan_id: str, actor: str) -> Written:
     LEASE_LOST."""
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write() as undo:
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
+        session = lock_session(name, access.MANAGE)
         if plan.status != Plan.Status.ACTIVE:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only an active plan can be reclaimed.", field="plan_id")
         _reclaim(session, plan, clock.now(), undo, actor=actor, why=f"taken back by {actor}")

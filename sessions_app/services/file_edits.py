@@ -50,14 +50,17 @@ class FileAhead:
     read: planfiles.FileRead
 
 
-def read_ahead(session_name: object, plan_id: object = None, *, worker: str = DEFAULT_WORKER) -> FileAhead | None:
-    """The plan file of the plan ``worker`` holds (or of ``plan_id``), read before the write
-    transaction: a file that is slow to read then never holds up other writers."""
+def read_ahead(
+    session_name: object, plan_id: object = None, *, worker: str = DEFAULT_WORKER, claimant: str = ""
+) -> FileAhead | None:
+    """The plan file of the plan ``worker`` of ``claimant`` holds (or of ``plan_id``), read
+    before the write transaction: a file that is slow to read then never holds up other
+    writers. Nothing read here is used unless the transaction lets the caller write."""
     if not is_session_name(session_name):
         return None  # the service's own checks report it
     if plan_id is None:
         try:
-            plan_id = statements.claimed_plan_id(session_name, worker)
+            plan_id = statements.claimed_plan_id(session_name, claimant, worker)
         except DatabaseError:
             return None  # the transaction meets the same fault and reports it properly
     if not is_plan_id(plan_id):

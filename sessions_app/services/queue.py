@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from sessions_app import clock, inputs, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, inputs, planfiles, revisions, statements, transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import Event, Plan, Revision, Session
@@ -123,7 +123,7 @@ def plan_enqueue_many(
     name = inputs.session_name(session_name)
     created: list[Plan] = []
     with transactions.write() as undo:
-        session = lock_session(name)
+        session = lock_session(name, access.WORK)
         check_queue_room(session, len(checked))
         _check_dependencies_exist(session, wanted, prefix)
         now = clock.now()
@@ -233,8 +233,8 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
     position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write():
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
+        session = lock_session(name, access.MANAGE)
         if plan.status != Plan.Status.QUEUED:
             raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
         new_key = next_sort_key(session, position)

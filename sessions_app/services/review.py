@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from sessions_app import clock, errors, inputs, revisions, statements, transactions
+from sessions_app import access, clock, errors, inputs, revisions, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
@@ -27,6 +27,7 @@ from sessions_app.services.writing import (
     Written,
     back_to_queue,
     compose_append,
+    end_claim,
     lock_session,
     plan_for_write,
     record_event,
@@ -62,8 +63,8 @@ def plan_review(
     place = None
     with transactions.write() as undo:
         # The plan row, then the session row, as every writer takes them.
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.REVIEW)
+        session = lock_session(name, access.REVIEW)
         if precondition is not None:
             precondition(plan)
         if plan.status != Plan.Status.IN_REVIEW:
@@ -90,7 +91,7 @@ def plan_review(
             # lost claim).
             if held:
                 plan.status, plan.sort_key = Plan.Status.HELD, None
-                plan.worker = plan.claimed_at = plan.lease_expires_at = None
+                end_claim(plan)
             else:
                 # Sent back to the front: the work was nearly done and the notes say what is missing.
                 place = back_to_queue(plan, session, "front")
@@ -115,8 +116,8 @@ def plan_release(*, session_name: str, plan_id: str, position: str | None = None
     position = inputs.choice("position", position, inputs.POSITIONS, default="front")
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write() as undo:
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
+        session = lock_session(name, access.MANAGE)
         if plan.status != Plan.Status.HELD:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a held plan is released to the queue.", field="plan_id"
@@ -138,8 +139,8 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     ahead = read_ahead(name, plan_id)
     with transactions.write() as undo:
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
+        session = lock_session(name, access.MANAGE)
         if not plan.is_open:
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a queued or active plan can be restored.", field="plan_id"

@@ -4,7 +4,7 @@ queued plan is in queue.py, taking a claim back in claims.py, the review gate in
 
 from __future__ import annotations
 
-from sessions_app import inputs, statements, transactions
+from sessions_app import access, inputs, statements, transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
 from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, retire_file, write_file
@@ -29,8 +29,8 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     ahead = read_ahead(name, plan_id)
     with transactions.write() as undo:
-        plan = plan_for_write(name, plan_id)
-        session = lock_session(name)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
+        session = lock_session(name, access.MANAGE)
         waiting = plan.status == Plan.Status.QUEUED and plan.waiting_for_person
         if plan.status != Plan.Status.ACTIVE and not waiting:
             raise ValidationFailed(
@@ -59,7 +59,7 @@ def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     ahead = read_ahead(name, plan_id)
     with transactions.write() as undo:
-        plan = plan_for_write(name, plan_id)
+        plan = plan_for_write(name, plan_id, access.MANAGE)
         if not plan.is_open and plan.status != Plan.Status.HELD:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
         absorbed = discard(name, plan, reason, actor, ahead, undo)

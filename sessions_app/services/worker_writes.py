@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sessions_app import clock, excerpts, inputs, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, excerpts, inputs, planfiles, revisions, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew
@@ -64,7 +64,7 @@ def worker_write(
     worker = inputs.worker(worker)
     name = inputs.session_name(session_name)
     actor = worker_actor(actor, worker)
-    ahead = read_ahead(name, worker=worker)
+    ahead = read_ahead(name, worker=worker, claimant=access.current().claimant)
     with transactions.write() as undo:
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
@@ -88,7 +88,7 @@ def plan_defer(
         plan, actor = write.plan, write.actor
         # The plan row first, then the session row: a writer holding the session row never
         # waits for a plan row, so the two cannot wait on each other.
-        session = lock_session(write.session_name)
+        session = lock_session(write.session_name, access.WORK)
         previous, absorbed = write.take_in_file()
         # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
         # when it was added, and refusing would leave the agent unable to set it aside.
@@ -175,7 +175,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
     if not links:
         return
     for dependent_id in sorted({plan_id for _, plan_id in links}):
-        dependent = statements.plan_for_write(session_name, dependent_id)
+        dependent = statements.dependent_for_write(session_name, dependent_id)
         if dependent is None or not dependent.is_open:
             continue
         previous = planfiles.read_plan_file(session_name, dependent.id)

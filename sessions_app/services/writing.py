@@ -13,7 +13,7 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from sessions_app import clock, errors, statements
+from sessions_app import access, clock, errors, statements
 from sessions_app.errors import PlanNotFound, SessionNotFound, ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Session
 
@@ -22,7 +22,7 @@ ACTOR_CHARS = Event._meta.get_field("actor").max_length
 # What a write of a plan sets beside its text: its version and when it changed.
 TOUCHED = ("version", "updated_at")
 # What changes when a plan goes back to the queue: its claim ends.
-RETURNED = ("status", "sort_key", "worker", "claimed_at", "lease_expires_at")
+RETURNED = ("status", "sort_key", "claimant", "worker", "claimed_at", "lease_expires_at")
 LEASE = ("lease_expires_at",)
 
 
@@ -38,23 +38,38 @@ class Written:
     file_notice: str = ""
 
 
-def lock_session(name: str) -> Session:
+def lock_session(name: str, need: str) -> Session:
     """The session row (``name`` already checked), with its plan counts as they are inside
-    this write transaction; locked on PostgreSQL."""
+    this write transaction; locked on PostgreSQL. The caller must be allowed ``need`` (an
+    access right) in the session's project: a session it may not see is not found."""
     session = statements.session_for_write(name)
     if session is None:
         raise SessionNotFound.named(name)
+    access.require(need, project=session.project_id, session_name=name)
     return session
 
 
-def plan_for_write(session_name: str, plan_id: str) -> Plan:
+def enter_session(name: str, need: str) -> Session:
+    """The session row unlocked, once the caller is allowed ``need`` in its project: for a
+    write that locks plan rows before (or instead of) the session row."""
+    session = statements.session_for_write(name, lock=False)
+    if session is None:
+        raise SessionNotFound.named(name)
+    access.require(need, project=session.project_id, session_name=name)
+    return session
+
+
+def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:
     """The plan ``plan_id`` of the session (both already checked), locked for this write on
-    PostgreSQL: the plan row before the session row, as every writer takes them."""
-    plan = statements.plan_for_write(session_name, plan_id)
-    if plan is None:
-        if statements.session_for_write(session_name, lock=False) is None:
-            raise SessionNotFound.named(session_name)
+    PostgreSQL: the plan row before the session row, as every writer takes them. The caller
+    must be allowed ``need`` in the session's project; whether the plan exists is only told
+    to a caller who may see the session."""
+    found = statements.plan_for_write(session_name, plan_id)
+    if found is None:
+        enter_session(session_name, need)
         raise PlanNotFound.in_session(plan_id, session_name)
+    plan, project = found
+    access.require(need, project=project, session_name=session_name)
     return plan
 
 
@@ -111,9 +126,15 @@ def back_to_queue(plan: Plan, session: Session, position: str) -> int:
     caller writes the plan row."""
     was_queued = plan.status == Plan.Status.QUEUED
     plan.status = Plan.Status.QUEUED
-    plan.worker = plan.claimed_at = plan.lease_expires_at = None
+    end_claim(plan)
     plan.sort_key = next_sort_key(session, position)
     return place_at(session, position, was_queued=was_queued)
+
+
+def end_claim(plan: Plan) -> None:
+    """The plan is no longer anyone's: no claimant, worker, claim time or lease."""
+    plan.claimant = ""
+    plan.worker = plan.claimed_at = plan.lease_expires_at = None
 
 
 def check_queue_room(session: Session, adding: int) -> None:

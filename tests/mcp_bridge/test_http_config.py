@@ -151,7 +151,12 @@ def test_a_token_is_stored_only_as_its_digest():
     assert token.startswith(auth.TOKEN_PREFIX) and len(token) > 40
     assert row.token_hash == auth.digest(token) and len(row.token_hash) == 64
     assert token not in str(McpToken.objects.values().get())
-    assert auth.token_check(token) == auth.Holder(row.id, "alice@laptop")
+    holder = auth.token_check(token)
+    assert (holder.token_id, holder.name) == (row.id, "alice@laptop")
+    # Made without a user, as every token was before tokens belonged to users: the agent
+    # role in the default project, and workers of its own.
+    assert holder.caller.roles == {"default": "agent"} and not holder.caller.everything
+    assert holder.caller.claimant == f"token:{row.id}" and holder.caller.label == "agent:alice@laptop"
     row.refresh_from_db()
     assert row.last_used_at is not None
 
@@ -186,17 +191,22 @@ def test_names_are_checked_and_unique_among_active_tokens():
 
 @pytest.mark.django_db
 def test_the_command_prints_the_token_once_and_lists_without_it():
+    call_command("nineplan_project", "create", "billing", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("nineplan_project", "grant", "billing", "ci-bot", "agent", stdout=io.StringIO(), stderr=io.StringIO())
     out, err = io.StringIO(), io.StringIO()
-    call_command("nineplan_mcp_token", "create", "build-server", stdout=out, stderr=err)
+    call_command(
+        "nineplan_mcp_token", "create", "build-server", "--user", "ci-bot", "--project", "billing", stdout=out, stderr=err
+    )
     token = out.getvalue().strip()
     assert auth.token_check(token).name == "build-server"
-    assert "shown only this once" in err.getvalue()
+    assert auth.token_check(token).caller.roles == {"billing": "agent"}
+    assert "shown only this once" in err.getvalue() and "'ci-bot' (projects billing)" in err.getvalue()
 
     listing = io.StringIO()
     call_command("nineplan_mcp_token", "list", stdout=listing, stderr=io.StringIO())
     lines = listing.getvalue().splitlines()
-    assert lines[0].split() == ["NAME", "STATUS", "CREATED", "LAST_USED"]
-    assert lines[1].split()[:2] == ["build-server", "active"]
+    assert lines[0].split() == ["NAME", "USER", "PROJECTS", "STATUS", "CREATED", "LAST_USED"]
+    assert lines[1].split()[:4] == ["build-server", "ci-bot", "billing", "active"]
     assert token not in listing.getvalue() and auth.digest(token) not in listing.getvalue()
 
     call_command("nineplan_mcp_token", "revoke", "build-server", stdout=io.StringIO(), stderr=io.StringIO())

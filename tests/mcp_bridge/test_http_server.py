@@ -299,10 +299,15 @@ async def test_events_over_http_name_the_token_that_made_them(start_server):
     server = start_server()
     async with http_client(server.url, alice) as client:
         name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
-        ok(await client.call_tool("9plan_queue_add", plan_args(session_name=name)), name)
+        ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(), plan_args()], "session_name": name}), name)
     async with http_client(server.url, build, mode="legacy") as client:
         ok(await client.call_tool("9plan_queue_pull", {"session_name": name}), name)
-    async with http_client(server.url) as client:  # loopback without a token
+        ok(await client.call_tool("9plan_plan_note", {"text": "n", "session_name": name}), name)
+    async with http_client(server.url) as client:  # loopback without a token: the local user
+        # A worker is its token and its name: the local default worker holds nothing yet.
+        refused = await client.call_tool("9plan_plan_note", {"text": "n", "session_name": name})
+        assert refused.is_error and refused.structured_content["error"] == "NO_ACTIVE_PLAN"
+        ok(await client.call_tool("9plan_queue_pull", {"session_name": name}), name)
         ok(await client.call_tool("9plan_plan_note", {"text": "n", "session_name": name}), name)
     actors = await in_thread(
         lambda: list(Event.objects.filter(session_id=name).order_by("id").values_list("kind", "actor"))
@@ -310,7 +315,10 @@ async def test_events_over_http_name_the_token_that_made_them(start_server):
     assert actors == [
         ("session_created", "agent:alice-laptop"),
         ("plan_created", "agent:alice-laptop"),
+        ("plan_created", "agent:alice-laptop"),
         ("plan_pulled", "agent:build-server"),
+        ("plan_note", "agent:build-server"),
+        ("plan_pulled", "agent"),
         ("plan_note", "agent"),
     ]
 

@@ -88,10 +88,14 @@ async def test_the_tools_are_exactly_the_documented_ones(client):
 
 
 async def test_read_only_hint_is_true_exactly_on_the_read_only_tools(client):
+    # A hint that is not sent has the protocol's default: not read-only, destructive,
+    # not idempotent, open world.
     for tool in (await client.list_tools()).tools:
-        assert tool.annotations is not None, tool.name
-        assert tool.annotations.read_only_hint is (tool.name in READ_ONLY), tool.name
-        assert tool.annotations.destructive_hint is (tool.name == "9plan_plan_discard"), tool.name
+        hints = tool.annotations
+        assert hints is not None and hints.open_world_hint is False, tool.name
+        assert bool(hints.read_only_hint) is (tool.name in READ_ONLY), tool.name
+        if tool.name not in READ_ONLY:
+            assert hints.destructive_hint is (tool.name == "9plan_plan_discard"), tool.name
 
 
 async def test_every_tool_and_argument_is_described_for_the_model(client):

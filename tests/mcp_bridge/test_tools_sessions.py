@@ -29,7 +29,7 @@ async def test_create_makes_a_session_with_its_folder_and_selects_it(client, ses
     r = await client.call_tool("9plan_session_create", {"task_description": "Port billing to Django"})
     name = r.structured_content["session_name"]
     data = ok(r, name)
-    assert data == {"session_name": name, "session_path": str(sessions_dir / name)}
+    assert data == {"session_name": name, "project": "default", "session_path": str(sessions_dir / name)}
     assert (sessions_dir / name / "plans").is_dir()
     session = await in_thread(Session.objects.get, name=name)
     assert session.task_description == "Port billing to Django"

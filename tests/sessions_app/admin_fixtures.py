@@ -10,13 +10,12 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
 
 from sessions_app import services
-from sessions_app.models import Plan, Session
+from sessions_app.models import DEFAULT_PROJECT, Plan, Role, Session
 from tests.conftest import plan_fields
 
 PASSWORD = "a long test passphrase 7"
@@ -40,11 +39,10 @@ def reviewer(db, monkeypatch, settings):
 
 @pytest.fixture
 def staff(db, settings):
-    """Sam, staff with the right to intervene (change_plan) but not a superuser."""
+    """Sam, a manager of the default project (the staff actions) but not a superuser."""
     fast_hashing(settings)
     user = get_user_model().objects.create_user("sam", password=PASSWORD, is_staff=True)
-    codenames = ["view_session", "view_plan", "view_event", "change_plan"]
-    user.user_permissions.set(Permission.objects.filter(content_type__app_label="sessions_app", codename__in=codenames))
+    services.project_grant(project=DEFAULT_PROJECT, username="sam", role=Role.MANAGER)
     return get_user_model().objects.get(pk=user.pk)  # fresh: no stale permission cache
 
 
@@ -56,7 +54,7 @@ def superuser(db, settings):
 
 @pytest.fixture
 def outsider(db, settings):
-    """Olga, staff without any 9plan permission."""
+    """Olga, staff without a role in any project."""
     fast_hashing(settings)
     return get_user_model().objects.create_user("olga", password=PASSWORD, is_staff=True)
 

@@ -1,27 +1,27 @@
-"""Actors and data for the REST API tests: a reader holding the view permissions (through a
-token), an outsider signed in without them, and a session with plans in every state."""
+"""Actors and data for the REST API tests: a reader of the default project (through a
+token), an outsider signed in without a role in any project, and a session with plans in
+every state."""
 
 from __future__ import annotations
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
 from sessions_app import services
-from sessions_app.models import Plan, Session
+from sessions_app.models import DEFAULT_PROJECT, Plan, Role, Session
 from tests.conftest import plan_fields
 
-VIEW_CODENAMES = ("view_session", "view_plan", "view_event")
 PROBLEM = "application/problem+json"
 
 
-def make_user(username: str, *, perms: tuple[str, ...] = ()):
+def make_user(username: str, *, role: str | None = None, project: str = DEFAULT_PROJECT):
+    """A user without a password, with ``role`` in ``project`` (none: a member of nothing)."""
     user = get_user_model().objects.create_user(username=username, password=None)
-    if perms:
-        user.user_permissions.set(Permission.objects.filter(content_type__app_label="sessions_app", codename__in=perms))
-    return user
+    if role:
+        services.project_grant(project=project, username=username, role=role)
+    return get_user_model().objects.get(pk=user.pk)
 
 
 def token_client(user) -> APIClient:
@@ -32,8 +32,8 @@ def token_client(user) -> APIClient:
 
 @pytest.fixture
 def reader(db):
-    """An integration's user: may view sessions, plans and events."""
-    return make_user("integration", perms=VIEW_CODENAMES)
+    """An integration's user: reads the default project's sessions, plans and events."""
+    return make_user("integration", role=Role.READER)
 
 
 @pytest.fixture
@@ -43,7 +43,7 @@ def api(reader) -> APIClient:
 
 @pytest.fixture
 def outsider_api(db) -> APIClient:
-    """Signed in with a valid token, but without any view permission."""
+    """Signed in with a valid token, but without a role in any project."""
     return token_client(make_user("outsider"))
 
 

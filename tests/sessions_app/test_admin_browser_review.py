@@ -7,7 +7,6 @@ import io
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.core.management import call_command
 
 from sessions_app import services
@@ -38,12 +37,8 @@ def people(monkeypatch, settings):
     monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
     call_command("create_reviewer", "rita", stdout=io.StringIO())
     call_command("create_reviewer", "ada", "--can-approve", stdout=io.StringIO())
-    sam = get_user_model().objects.create_user("sam", password=PASSWORD, is_staff=True)
-    sam.user_permissions.set(
-        Permission.objects.filter(
-            content_type__app_label="sessions_app", codename__in=["view_session", "view_plan", "view_event", "change_plan"]
-        )
-    )
+    get_user_model().objects.create_user("sam", password=PASSWORD, is_staff=True)
+    services.project_grant(project="default", username="sam", role="manager")
 
 
 def submitted(session_name: str, goal: str) -> Plan:

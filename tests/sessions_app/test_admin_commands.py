@@ -105,7 +105,7 @@ def test_create_reviewer_on_an_existing_user_grants_what_is_missing_and_keeps_it
     out, err = create_reviewer_said("rita", "--can-approve")
     user = get_user_model().objects.get(username="rita")
     assert user.has_perm("sessions_app.review_plan") and user.check_password("old one here 99")
-    assert "granted 'Can review plan'" in err and "made it staff" not in err
+    assert "made it reviewer in project 'default' (was reader)" in err and "made it staff" not in err
 
     # Once more changes nothing, and says so.
     before = list(get_user_model().objects.filter(username="rita").values())

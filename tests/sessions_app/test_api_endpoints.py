@@ -9,7 +9,7 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from sessions_app import invariants, planfiles, queries, services
-from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.models import SECTIONS, Event, Plan, Role, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     PROBLEM,
@@ -100,11 +100,14 @@ def test_every_endpoint_forbids_a_user_without_view_permission(outsider_api, ful
     assert full_session.name not in body["detail"]
 
 
-def test_the_plan_endpoints_need_the_plan_and_event_permissions_too(full_session):
-    only_sessions = token_client(make_user("sessions-only", perms=("view_session",)))
-    assert only_sessions.get("/api/sessions/").status_code == 200
-    assert_problem(only_sessions.get(f"/api/sessions/{full_session.name}/"), 403, "PERMISSION_DENIED")
-    assert_problem(only_sessions.get("/api/events/"), 403, "PERMISSION_DENIED")
+def test_a_reader_of_another_project_sees_nothing_of_this_one(full_session):
+    services.project_create(name="elsewhere")
+    elsewhere = token_client(make_user("elsewhere-reader", role=Role.READER, project="elsewhere"))
+    assert elsewhere.get("/api/sessions/").json()["count"] == 0
+    missing = assert_problem(elsewhere.get("/api/sessions/no-such-name/"), 404, "SESSION_NOT_FOUND")
+    hidden = assert_problem(elsewhere.get(f"/api/sessions/{full_session.name}/"), 404, "SESSION_NOT_FOUND")
+    assert hidden["detail"] == missing["detail"].replace("no-such-name", full_session.name)
+    assert elsewhere.get("/api/events/").json()["results"] == []
 
 
 def test_the_browsable_api_works_with_a_session_login(client, reader, full_session):

@@ -6,11 +6,10 @@ import pytest
 from rest_framework.test import APIClient
 
 from sessions_app import services
-from sessions_app.models import Event, Plan, Revision
+from sessions_app.models import Event, Plan, Revision, Role
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     PROBLEM,
-    VIEW_CODENAMES,
     anonymous,
     api,
     make_user,
@@ -32,7 +31,7 @@ def in_review():
 
 @pytest.fixture
 def approver():
-    return token_client(make_user("ci-bot", perms=(*VIEW_CODENAMES, "review_plan")))
+    return token_client(make_user("ci-bot", role=Role.REVIEWER))
 
 
 def url(plan: Plan, tail: str = "review/") -> str:
@@ -111,7 +110,7 @@ def test_anonymous_gets_401(in_review):
 
 
 def test_session_cookies_need_the_csrf_token(in_review):
-    user = make_user("rita", perms=(*VIEW_CODENAMES, "review_plan"))
+    user = make_user("rita", role=Role.REVIEWER)
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(user)
     response = client.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*")

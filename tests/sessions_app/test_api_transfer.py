@@ -9,6 +9,7 @@ import shutil
 import subprocess
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
@@ -75,7 +76,8 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     response = api.get(f"/api/sessions/{name}/export/")
     assert response.status_code == 200
     document = streamed_json(response)
-    assert document["format"] == "9plan-session-export" and document["version"] == 3
+    assert document["format"] == "9plan-session-export" and document["version"] == 4
+    assert document["session"]["project"] == "default"
     assert {p["status"] for p in document["plans"]} == {"queued", "active", "completed", "discarded"}
     assert len(document["events"]) == Event.objects.filter(session_id=name).count()
     dump = tmp_path / "export.json"
@@ -216,13 +218,15 @@ def _mutations():
         return next(p for p in doc["plans"] if p["status"] == status)
 
     yield "format", lambda d: d.update(format="something-else")
-    yield "version", lambda d: d.update(version=4)
+    yield "version", lambda d: d.update(version=5)
     yield "version", lambda d: d.update(version=True)
     yield "document", lambda d: d.pop("events")
     yield "document", lambda d: d.update(extra=1)
     yield "session.name", lambda d: d["session"].update(name="../../etc")
     yield "session.created_at", lambda d: d["session"].update(created_at="yesterday")
     yield "session.created_at", lambda d: d["session"].update(created_at="2025-01-01T00:00:00")
+    yield "session.project", lambda d: d["session"].update(project="Not A Project")
+    yield "project", lambda d: d["session"].update(project="nowhere-here")
     yield "plans[0].id", lambda d: d["plans"][0].update(id="../x")
     yield "plans[1].id", lambda d: d["plans"][1].update(id=d["plans"][0]["id"])
     yield "plans[0].status", lambda d: d["plans"][0].update(status="Completed")
@@ -368,7 +372,7 @@ def test_a_version_1_document_with_queue_position_imports(session, make_plan):
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
     document["version"] = 1
-    for key in ("lease_seconds", "max_attempts"):
+    for key in ("lease_seconds", "max_attempts", "project"):
         del document["session"][key]
     for row in document["plans"]:
         row["queue_position"] = row.pop("sort_key")
@@ -417,7 +421,7 @@ def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, 
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
     document["version"] = 2
-    for key in ("review", "lease_seconds", "max_attempts"):
+    for key in ("review", "lease_seconds", "max_attempts", "project"):
         del document["session"][key]
     for row in document["plans"]:
         for key in ("review", "rejections", "revisions", *export_import.CLAIM_KEYS):
@@ -437,7 +441,8 @@ def test_a_version_3_document_without_review_keys_imports_as_never_reviewed(sess
     document = export_import.export_session(session.name)
     Session.objects.filter(name=session.name).delete()
     shutil.rmtree(planfiles.session_dir(session.name))
-    del document["session"]["review"]
+    document["version"] = 3
+    del document["session"]["review"], document["session"]["project"]
     for row in document["plans"]:
         for key in ("review", "rejections", "revisions"):
             del row[key]
@@ -463,3 +468,31 @@ def test_the_export_gives_each_plan_of_a_batch_its_own_revisions(session):
     for row in document["plans"]:
         stored = list(Revision.objects.filter(plan_id=row["id"]).order_by("number").values_list("number", "kind"))
         assert [(r["number"], r["kind"]) for r in row["revisions"]] == stored == [(1, "add"), (2, "note"), (3, "defer")]
+
+
+def test_an_import_goes_into_the_project_named_or_the_documents(full_session):
+    document = export_import.export_session(full_session.name)
+    services.project_create(name="billing")
+    document["session"]["project"] = "billing"
+
+    def gone():
+        Session.objects.filter(name=full_session.name).delete()
+        shutil.rmtree(planfiles.session_dir(full_session.name))
+
+    gone()
+    assert export_import.session_import(document).project_id == "billing"
+    gone()
+    services.project_create(name="search")
+    assert export_import.session_import(document, project="search").project_id == "search"
+
+
+def test_an_import_needs_the_agent_role_in_its_project(full_session, rejects):
+    from sessions_app import access
+
+    document = export_import.export_session(full_session.name)
+    Session.objects.filter(name=full_session.name).delete()
+    shutil.rmtree(planfiles.session_dir(full_session.name))
+    services.project_grant(project="default", username="rita", role="reviewer")
+    rita = access.caller_for_user(get_user_model().objects.get(username="rita"))
+    with access.acting_as(rita), rejects("PERMISSION_DENIED", field="project"):
+        export_import.session_import(document)

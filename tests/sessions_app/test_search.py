@@ -277,7 +277,7 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
         "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version", "review", "rejections",
-        "created_at", "updated_at", "discarded_at", "worker", "claimed_at", "lease_expires_at", "attempts",
+        "created_at", "updated_at", "discarded_at", "claimant", "worker", "claimed_at", "lease_expires_at", "attempts",
         "waiting_for_person",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}

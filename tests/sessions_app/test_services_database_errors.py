@@ -8,7 +8,7 @@ import threading
 import pytest
 from django.db import connection
 
-from sessions_app import errors, services, transactions
+from sessions_app import access, errors, services, transactions
 from sessions_app.services import writing
 from sessions_app.errors import DatabaseFailed
 from sessions_app.models import Event, Session
@@ -38,12 +38,13 @@ def test_a_deadlock_is_reported_as_a_collision_that_is_safe_to_retry():
 
     def writer(label: str, one: str, other: str) -> None:
         try:
-            with transactions.write():
-                writing.lock_session(one)
+            # A thread of its own starts with no caller: it is the local user.
+            with access.acting_as(access.LOCAL), transactions.write():
+                writing.lock_session(one, access.MANAGE)
                 both_locked_one.wait()
                 # Each now waits for the row the other holds: PostgreSQL breaks the cycle
                 # by failing one of the two transactions.
-                writing.lock_session(other)
+                writing.lock_session(other, access.MANAGE)
             outcomes[label] = "ok"
         except DatabaseFailed as exc:
             outcomes[label] = exc

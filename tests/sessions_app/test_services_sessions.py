@@ -22,7 +22,7 @@ def test_it_creates_a_session_with_a_three_word_name_and_its_plans_folder(sessio
     assert list((sessions_dir / session.name / "plans").iterdir()) == []
     event = Event.objects.get(session=session)
     assert (event.kind, event.actor, event.plan_id) == ("session_created", "tester", None)
-    assert event.detail == {"task_description": "Port billing to Django", "review": "none"}
+    assert event.detail == {"task_description": "Port billing to Django", "review": "none", "project": "default"}
 
 
 @pytest.mark.django_db

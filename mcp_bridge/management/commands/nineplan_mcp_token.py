@@ -1,5 +1,6 @@
-"""`manage.py nineplan_mcp_token create NAME | list | revoke NAME`: bearer tokens for the
-MCP HTTP transport.
+"""`manage.py nineplan_mcp_token create NAME --user USER [--project P ...] | list | revoke NAME`:
+bearer tokens for the MCP HTTP transport. A token carries its user's roles in the user's
+projects, narrowed to the projects named with --project.
 
 `create` prints the new token alone on stdout (so `TOKEN=$(manage.py nineplan_mcp_token
 create laptop)` works) and says on stderr that it is shown only this once.
@@ -23,18 +24,27 @@ class Command(PersonCommand):
         actions = parser.add_subparsers(dest="action", required=True, metavar="{create,list,revoke}")
         create = actions.add_parser("create", help="make a token and print it (only this once)")
         create.add_argument("name", help="who or what will use it, e.g. 'build-server' or 'alice@laptop'")
+        create.add_argument("--user", required=True, help="the user whose roles the token carries")
+        create.add_argument(
+            "--project",
+            action="append",
+            default=[],
+            metavar="PROJECT",
+            help="narrow the token to this project of the user's (repeat for several; default: all of them)",
+        )
         actions.add_parser("list", help="show every token's name, status, creation and last use (never the token)")
         revoke = actions.add_parser("revoke", help="stop the active token of that name from working")
         revoke.add_argument("name")
 
-    def handle(self, *args, action: str, name: str | None = None, **options):
+    def handle(self, *args, action: str, name: str | None = None, user=None, project=(), **options):
         try:
             if action == "create":
-                token = auth.token_create(name=name)
+                token = auth.token_create(name=name, user=user, projects=project)
                 self.stdout.write(token)
+                scope = f"projects {', '.join(sorted(set(project)))}" if project else "every project of theirs"
                 self.stderr.write(
-                    f"Created MCP token '{name}'. It is shown only this once: give it to the client as "
-                    "'Authorization: Bearer <token>'."
+                    f"Created MCP token '{name}' for '{user}' ({scope}). It is shown only this once: give it to the "
+                    "client as 'Authorization: Bearer <token>'."
                 )
             elif action == "revoke":
                 auth.token_revoke(name=name)

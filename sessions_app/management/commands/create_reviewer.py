@@ -1,6 +1,8 @@
-"""`manage.py create_reviewer NAME [--can-approve] [--set-password]`: a login that can read every
-9plan page and change nothing, or (with --can-approve) also approve and reject plans in review.
-Run on an existing user, it grants what is missing and keeps the rest, its password too."""
+"""`manage.py create_reviewer NAME [--can-approve] [--project NAME] [--set-password]`: a login
+that reads a project's sessions in the admin and changes nothing (the reader role), or (with
+--can-approve) also approves and rejects its plans in review (the reviewer role). Run on an
+existing user, it grants what is missing and keeps the rest, its password and any stronger
+role too."""
 
 from __future__ import annotations
 
@@ -17,16 +19,19 @@ from django.db import transaction
 from django.contrib.auth.models import Permission
 
 from nineplan.commands import PersonCommand
-
+from sessions_app import services
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
+from sessions_app.errors import NineplanError
+from sessions_app.models import DEFAULT_PROJECT, Membership, Role
 
 PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"
 
 
 class Command(PersonCommand):
     help = (
-        "Create a reviewer login, or make an existing user one. A reviewer is a staff login in the "
-        f"'{REVIEWERS_GROUP}' group, which may view sessions, plans, history and events but change nothing. "
+        "Create a reviewer login, or make an existing user one. A reviewer is a staff login with the reader "
+        "role in a project (the reviewer role with --can-approve): it views the project's sessions, plans, "
+        "history and events and changes nothing but, with --can-approve, the review decisions. "
         f"A new user's password comes from {PASSWORD_ENV} if set, otherwise from a prompt; an existing user keeps "
         "theirs unless --set-password is given."
     )
@@ -37,7 +42,10 @@ class Command(PersonCommand):
         parser.add_argument(
             "--can-approve",
             action="store_true",
-            help="also grant 'Can review plan': approve or reject plans in review (admin and REST API)",
+            help="the reviewer role: also approve or reject plans in review (admin and REST API)",
+        )
+        parser.add_argument(
+            "--project", default=DEFAULT_PROJECT, help=f"the project the reviewer reads (default '{DEFAULT_PROJECT}')"
         )
         parser.add_argument(
             "--set-password",
@@ -45,14 +53,23 @@ class Command(PersonCommand):
             help=f"give an existing user a new password (from {PASSWORD_ENV} or a prompt); a new user always gets one",
         )
 
-    def handle(self, *args, name: str, email: str, can_approve: bool = False, set_password: bool = False, **options):
+    def handle(
+        self,
+        *args,
+        name: str,
+        email: str,
+        can_approve: bool = False,
+        set_password: bool = False,
+        project: str = DEFAULT_PROJECT,
+        **options,
+    ):
         User = get_user_model()
         name = name.strip()
         if not name:
             raise CommandError("NAME is empty: give the reviewer's username.")
         existing = User.objects.filter(**{User.USERNAME_FIELD: name}).first()
         if existing is not None:
-            self._update(existing, email=email, can_approve=can_approve, set_password=set_password)
+            self._update(existing, email=email, can_approve=can_approve, set_password=set_password, project=project)
             return
         user = User(**{User.USERNAME_FIELD: name}, email=email, is_staff=True, is_superuser=False)
         password = self._password(user)
@@ -64,15 +81,27 @@ class Command(PersonCommand):
             if can_approve:
                 # Granted to the user, not the group: the group stays read-only for everyone else.
                 user.user_permissions.add(_review_permission())
-        role = "view only, may approve and reject plans in review" if can_approve else "view only"
-        self.stdout.write(f"Created reviewer '{name}' (group '{REVIEWERS_GROUP}': {role}). Log in at /admin/.")
+            self._grant(project, name, Role.REVIEWER if can_approve else Role.READER)
+        role = "may approve and reject plans in review" if can_approve else "reads, changes nothing"
+        self.stdout.write(
+            f"Created reviewer '{name}' ({'reviewer' if can_approve else 'reader'} in project '{project}': {role}). "
+            "Log in at /admin/."
+        )
 
-    def _update(self, user, *, email: str, can_approve: bool, set_password: bool) -> None:
+    @staticmethod
+    def _grant(project: str, name: str, role: str) -> None:
+        try:
+            services.project_grant(project=project, username=name, role=role)
+        except NineplanError as exc:
+            raise CommandError(f"{exc.message} Nothing was changed.") from exc
+
+    def _update(self, user, *, email: str, can_approve: bool, set_password: bool, project: str) -> None:
         """Grants what a reviewer needs that the user lacks, keeps everything else (its
         password above all, unless asked), and says on stderr what it did."""
         name = user.get_username()
         password = self._password(user) if set_password else None
         done: list[str] = []
+        kept = [] if password is not None else ["its password"]
         with transaction.atomic():
             group = self._group()
             if not user.is_staff:
@@ -92,8 +121,15 @@ class Command(PersonCommand):
             # A fresh object: has_perm caches what it saw before the group was added.
             if can_approve and not type(user).objects.get(pk=user.pk).has_perm("sessions_app.review_plan"):
                 user.user_permissions.add(_review_permission())
-                done.append("granted 'Can review plan'")
-        kept = [] if password is not None else ["its password"]
+            # The role in the project: given when it has none, raised from reader to reviewer
+            # with --can-approve, never lowered.
+            wanted = Role.REVIEWER if can_approve else Role.READER
+            held = Membership.objects.filter(project_id=project, user=user).values_list("role", flat=True).first()
+            if held is None or (held in (Role.READER, Role.AGENT) and wanted == Role.REVIEWER):
+                self._grant(project, name, wanted)
+                done.append(f"made it {wanted} in project '{project}'" + (f" (was {held})" if held else ""))
+            elif held != wanted:
+                kept.append(f"its role '{held}' in project '{project}'")
         if user.is_superuser:
             kept.append("superuser (it may do everything anyway)")
         if not user.is_active:

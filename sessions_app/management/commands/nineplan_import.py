@@ -1,4 +1,4 @@
-"""`manage.py nineplan_import FILE`: restore a session exported by nineplan_export."""
+"""`manage.py nineplan_import FILE [--project NAME]`: restore a session exported by nineplan_export."""
 
 from __future__ import annotations
 
@@ -27,8 +27,13 @@ class Command(PersonCommand):
 
     def add_arguments(self, parser):
         parser.add_argument("file")
+        parser.add_argument(
+            "--project",
+            default=None,
+            help="the project the session goes into (default: the one the document names, or 'default')",
+        )
 
-    def handle(self, *args, file: str, **options):
+    def handle(self, *args, file: str, project: str | None = None, **options):
         try:
             document = self._open(file)
         except OSError as exc:
@@ -37,7 +42,7 @@ class Command(PersonCommand):
             if os.fstat(document.fileno()).st_size > MAX_BYTES:
                 raise CommandError(f"{file} is larger than {MAX_BYTES // (1024 * 1024)} MiB; nothing was imported.")
             try:
-                session = export_import.import_file(document, actor="import", progress=self.progress())
+                session = export_import.import_file(document, actor="import", project=project, progress=self.progress())
             except NineplanError as exc:
                 raise CommandError(f"{exc.category}: {exc.message}") from exc
         self.stdout.write(session.name)
