@@ -34,7 +34,7 @@ TAG_REVIEW = ["review"]
 class HasReviewPermission(HasViewPermission):
     message = (
         "Approving or rejecting a plan needs the 'reviewer' or 'manager' role in its project; "
-        "a 'reader' or 'agent' role only reads. Nothing was decided."
+        "a 'reader' or 'agent' may read the plan but not decide on it. Nothing was decided."
     )
 
 
