@@ -1,5 +1,6 @@
 """Claims: a pull hands a worker the first ready plan; its lease runs until the worker's
-next write; an expired claim is reclaimed, and the worker that lost it is fenced off
+next write; an expired claim stays with its worker until another worker's pull, a person
+or ``nineplan_reclaim`` takes it back, and the worker that lost it is fenced off
 (docs/design.md, "Model and invariants": workers, claims, lost claims; "Services and
 queries": reclaiming, what a pull says when it hands nothing out)."""
 
@@ -41,8 +42,9 @@ BLOCKED_SHOWN = 5
 
 def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
     """Claims the first ready plan in queue order for ``worker`` (one plan per worker);
-    exactly one caller wins each plan when several race. Expired claims of the session are
-    reclaimed first, and stay reclaimed even when nothing can be handed out."""
+    exactly one caller wins each plan when several race. Expired claims of the session's
+    other workers are reclaimed first, and stay reclaimed even when nothing can be handed
+    out; the caller's own expired claim stays its own."""
     worker = inputs.worker(worker)
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
@@ -53,13 +55,14 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # Whether a claim ran out is read before the session row is locked: on PostgreSQL
         # every claim of the session waits for that row, from the lock to the commit, and
         # a claim rarely runs out (one that runs out after this read is reclaimed by the
-        # next pull). The worker's own plan is read under the lock: read before it, a plan
+        # next pull). The caller's own claim is never reclaimed by its pull: a worker that
+        # pulls again while it holds a plan is told so, whatever its lease says. The worker's own plan is read under the lock: read before it, a plan
         # the worker claimed in another process meanwhile would be missed, and the claim
         # below would wait on that process's completion while it waits for the session.
         expiring = statements.has_expired_claims(name, now)
         session = lock_session(name, access.WORK)
         if expiring:
-            reclaim_expired_in(session, now, undo)
+            reclaim_expired_in(session, now, undo, keep=(claimant, worker))
         holding, lost_a_claim = statements.worker_before_claim(session.name, claimant, worker)
         plan = None if holding else statements.first_ready(session.name)
         if holding:
@@ -206,8 +209,8 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     return Claim(
         None,
         lost=LeaseLost(
-            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was reclaimed at {utc_text(lost_at)} "
-            f"(the lease ran out without a write);{where}. Nothing of the plan was changed.{kept}",
+            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was taken back at {utc_text(lost_at)} "
+            f"(by another worker's pull after its lease ran out, or by a person);{where}. Nothing of the plan was changed.{kept}",
             field="worker",
         ),
     )
@@ -235,10 +238,13 @@ def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "ag
 # --- reclaiming ------------------------------------------------------------------------------
 
 
-def reclaim_expired_in(session: Session, now: datetime, undo: transactions.Undo) -> list[Plan]:
+def reclaim_expired_in(
+    session: Session, now: datetime, undo: transactions.Undo, *, keep: tuple[str, str] | None = None
+) -> list[Plan]:
     """Every claim of the session whose lease ran out before ``now`` goes back to the front
-    of the queue (inside the caller's write transaction, with the session row held)."""
-    expired = statements.expired_claims(session.name, now)
+    of the queue (inside the caller's write transaction, with the session row held), but
+    the claim of ``keep`` (claimant, worker): the pulling worker's own."""
+    expired = [p for p in statements.expired_claims(session.name, now) if (p.claimant, p.worker) != keep]
     # The oldest claim ends up first in the queue.
     for plan in reversed(expired):
         _reclaim(session, plan, now, undo, actor=RECLAIM_ACTOR, why="its lease ran out without a write")
@@ -287,8 +293,9 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
 
 
 def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
-    """Reclaims every expired claim (of one session, or of all): what the periodic sweep of
-    the long-running servers and ``nineplan_reclaim`` run. Returns the plans reclaimed."""
+    """Reclaims every expired claim (of one session, or of all): what ``nineplan_reclaim``
+    runs, for a person who wants them back now (the periodic sweep only reports them).
+    Returns the plans reclaimed."""
     now = clock.now()
     names = [inputs.session_name(session_name)] if session_name is not None else statements.sessions_with_expired_claims(now)
     reclaimed: list[Plan] = []
