@@ -107,19 +107,26 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
 def _awaiting_review(session_name: str) -> QueueBlocked | None:
     """The refusal when nothing is queued or active but plans wait for a reviewer (in
     review) or for a person (held after their last rejection): the task is not done."""
-    parts = []
-    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held for a person")):
+    parts, why = [], []
+    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held")):
         rows, total = queries.plans_in(session_name, status, limit=BLOCKED_SHOWN)
         if total:
             more = f" and {total - len(rows)} more" if total > len(rows) else ""
             parts.append(f"{total} plan(s) {what} ({', '.join(p.id for p in rows)}{more})")
+            why.append(REVIEW_STORY if status == Plan.Status.IN_REVIEW else HELD_STORY)
     if not parts:
         return None
     return QueueBlocked(
-        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". An approval "
-        "completes a plan; a rejection puts it back at the front of the queue with the reviewer's notes.",
-        reason=errors.AWAITING_REVIEW,
+        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". " + " ".join(why),
+        reason=errors.AWAITING_REVIEW if REVIEW_STORY in why else errors.HELD_PLANS,
     )
+
+
+REVIEW_STORY = (
+    "A reviewer's approval completes a plan in review; a rejection puts it back at the front of the queue with "
+    "the reviewer's notes."
+)
+HELD_STORY = f"A plan is held after too many rejections in review: {interventions.HELD_UNTIL}."
 
 
 def _nothing_ready(session_name: str) -> NineplanError:
@@ -194,8 +201,7 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
         # not silently thrown away (read only on this error path).
         fate = interventions.fate_of_last_pulled(session_name, actor)
         told = f" {fate.describe()}" if fate is not None else ""
-        whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
-        raise NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+        raise _holds_nothing(session_name, worker, told)
     plan_id, lost_at = lost
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
@@ -213,6 +219,29 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
             f"(by another worker's pull after its lease ran out, or by a person);{where}. Nothing of the plan was changed.{kept}",
             field="worker",
         ),
+    )
+
+
+def _holds_nothing(session_name: str, worker: str, told: str) -> NoActivePlan:
+    """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
+    session hold plans, it names them (a call that left out its worker acts for the default
+    one, and may have meant one of them)."""
+    whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
+    if worker != DEFAULT_WORKER:
+        return NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+    holders = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .exclude(worker=worker)
+        .order_by("claimed_at", "id")
+        .values_list("worker", flat=True)[: BLOCKED_SHOWN + 1]
+    )
+    if not holders:
+        return NoActivePlan(f"Session '{session_name}' has no active plan.{told}")
+    named = ", ".join(f"'{w}'" for w in holders[:BLOCKED_SHOWN]) + (" and more" if len(holders) > BLOCKED_SHOWN else "")
+    return NoActivePlan(
+        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{told}",
+        reason=errors.OTHER_WORKERS_HOLD,
+        field="worker",
     )
 
 
