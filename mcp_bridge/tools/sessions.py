@@ -27,7 +27,7 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
+        int | None, Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800).")
     ] = None,
     max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
     project: Annotated[
