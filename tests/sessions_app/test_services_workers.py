@@ -400,3 +400,67 @@ def test_an_export_carries_claims_and_dependencies_and_imports_them_back(short, 
     assert [d for d, _ in queries.dependencies(b.id).depends_on] == [a.id]
     assert Session.objects.get(name=short.name).lease_seconds == 60
     assert_valid(short)
+
+
+# --- how many plans may depend on one -------------------------------------------------------
+
+
+def _dependents_in_bulk(session, on: Plan, n: int) -> list[Plan]:
+    """``n`` queued plans that depend on ``on``, written as rows in bulk (no files: a
+    discard renders the file of each it notes)."""
+    at = timezone.now()
+    start = Plan.objects.filter(session=session).exclude(sort_key=None).order_by("-sort_key").first().sort_key
+    plans = [
+        Plan(
+            id=f"d{i:04d}",
+            session=session,
+            status=Plan.Status.QUEUED,
+            sort_key=start + 1 + i,
+            goal=f"Dependent {i}",
+            context="c",
+            approach="a",
+            success_criteria="s",
+            created_at=at,
+            updated_at=at,
+        )
+        for i in range(n)
+    ]
+    Plan.objects.bulk_create(plans)
+    PlanDependency.objects.bulk_create([PlanDependency(plan=p, depends_on=on) for p in plans])
+    return plans
+
+
+def test_a_plan_may_have_max_dependents_and_discarding_it_notes_each(session, rejects, sessions_dir, settings):
+    from sessions_app.models import MAX_DEPENDENTS
+
+    base = add(session, "Base")
+    _dependents_in_bulk(session, base, MAX_DEPENDENTS - 2)
+    # At the cap: one more alone, then a batch whose first plan is the last allowed.
+    add(session, "The last but one", depends_on=[base.id])
+    with rejects("VALIDATION_ERROR", field="plans[1].depends_on[0]", match=f"at most {MAX_DEPENDENTS}"):
+        services.plan_enqueue_many(
+            session_name=session.name,
+            plans=[plan_fields(goal="Last", depends_on=[base.id]), plan_fields(goal="One over", depends_on=[base.id])],
+        )
+    last = add(session, "Last", depends_on=[base.id])
+    assert PlanDependency.objects.filter(depends_on=base).count() == MAX_DEPENDENTS
+    # Just above the cap: refused, nothing written.
+    with rejects("VALIDATION_ERROR", field="depends_on[0]") as info:
+        add(session, "One over", depends_on=[base.id])
+    assert info.value.message == (
+        f"depends_on[0]: plan {base.id} would have {MAX_DEPENDENTS + 1} dependents; a plan may have at most "
+        f"{MAX_DEPENDENTS} (discarding it writes a note into each of them in one write)."
+    )
+    # Within a batch, dependents on an earlier plan of the batch count too.
+    settings.NINEPLAN_MAX_BATCH = MAX_DEPENDENTS + 2
+    fanned = [plan_fields(goal="Root")] + [plan_fields(goal=f"x{i}", depends_on=[0]) for i in range(MAX_DEPENDENTS + 1)]
+    with rejects("VALIDATION_ERROR", field=f"plans[{MAX_DEPENDENTS + 1}].depends_on[0]", match="plans[0] would have"):
+        services.plan_enqueue_many(session_name=session.name, plans=fanned)
+
+    # Discarding the base notes each dependent (the cap bounds this one transaction).
+    pull(session)
+    services.plan_discard(session_name=session.name, reason="not needed")
+    assert not PlanDependency.objects.filter(depends_on=base).exists()
+    assert "Dependency dropped" in row(last).notes
+    assert Event.objects.filter(kind=Event.Kind.DEPENDENCY_DROPPED, session=session).count() == MAX_DEPENDENTS
+    assert_valid(session)
