@@ -61,6 +61,14 @@ async def test_no_answer_doubles_a_full_stop_where_texts_meet(client, sessions_d
     )
     ok(await t.call("9plan_session_resume", {"session_name": name}), name)
     ok(await t.call("9plan_admin_state", {}), name)
+    # A worker whose claim a person took back, writing late; a pull while holding a plan.
+    ok(await t.call("9plan_queue_add", plan_args(goal="Late.")), name)
+    late = ok(await t.call("9plan_queue_pull", {"worker": "w2"}), name)["plan_id"]
+    await in_thread(services.plan_reclaim, session_name=name, plan_id=late, actor="user:sam")
+    error(await t.call("9plan_plan_note", {"worker": "w2", "text": "Late."}), "LEASE_LOST", name)
+    ok(await t.call("9plan_queue_pull", {"worker": "w2"}), name)
+    error(await t.call("9plan_queue_pull", {"worker": "w2"}), "PLAN_ALREADY_ACTIVE", name)
+    ok(await t.call("9plan_plan_renew", {"worker": "w2"}), name)
     for tool, args in [
         ("9plan_queue_pull", {"worker": "w1"}),
         ("9plan_queue_pull", {}),
