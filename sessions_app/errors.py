@@ -112,6 +112,8 @@ OTHERS_ACTIVE = "others_active"
 WAITING_FOR_PERSON = "waiting_for_person"
 AWAITING_REVIEW = "awaiting_review"
 UNKNOWN_PARAMETER = "unknown_parameter"
+OTHER_WORKERS_HOLD = "other_workers_hold"
+HELD_PLANS = "held_plans"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for
 # each error above, so that a new error cannot be left out.

@@ -23,6 +23,10 @@ COUNTERS = ("count_queued", "count_completed", "count_discarded")
 # one worker holding at most one plan, as sessions always had
 # (docs/design.md, "Model and invariants").
 DEFAULT_WORKER = "default"
+# How many plans may depend on one plan: discarding it writes a note into each of them in
+# one write transaction, during which every other writer of the database waits, so the
+# number bounds that transaction (docs/design.md, "Model and invariants": dependencies).
+MAX_DEPENDENTS = 100
 LEASE_SECONDS = 1800
 MAX_LEASE_SECONDS = 604_800
 MAX_ATTEMPTS = 3

@@ -93,6 +93,14 @@ def claimed_plans(session: Session) -> list[Plan]:
     )
 
 
+def expired_claims(now: datetime) -> list[Plan]:
+    """Active plans (of the sessions the caller may see) whose lease ran out before ``now``,
+    the oldest first: still their workers' until another worker pulls or a person takes
+    them back."""
+    rows = visible_plans().filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    return list(rows.only("id", "session_id", "worker", "lease_expires_at").order_by("lease_expires_at", "id"))
+
+
 def active_plan(session: Session) -> Plan | None:
     claimed = claimed_plans(session)
     return claimed[0] if claimed else None

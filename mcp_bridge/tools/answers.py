@@ -13,7 +13,7 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from sessions_app import excerpts, queries, services
+from sessions_app import excerpts, interventions, queries, services
 from sessions_app.models import DEFAULT_WORKER, Plan
 
 LIST_CAP = 8
@@ -70,6 +70,32 @@ def add_in_review(data: dict[str, Any], session_name: str) -> None:
     if total:
         data["in_review"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
         data["in_review_count"] = total
+
+
+def add_held(data: dict[str, Any], session_name: str) -> int:
+    """The plans held after too many rejections in review, when there are any; how many."""
+    rows, total = queries.plans_in(session_name, Plan.Status.HELD, limit=4)
+    if total:
+        data["held"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
+        data["held_count"] = total
+    return total
+
+
+def resume_hint(state: queries.SessionState, active: Plan | None, held: int) -> str:
+    """What a resumed agent does next: carry on with its plan, pull one, or, when only held
+    plans are left, tell the user that a person must release them."""
+    if active is not None:
+        hint = "Active plan: read its file and continue."
+    elif held and not state.queue_length and not state.claimed:
+        return (
+            f"No plan is queued or active, but {held} plan(s) are held (see held): "
+            f"{interventions.HELD_UNTIL}. Tell the user."
+        )
+    else:
+        hint = "No active plan: call 9plan_queue_pull."
+    if held:
+        hint += f" {held} plan(s) are held (see held): {interventions.HELD_UNTIL}."
+    return hint
 
 
 def queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
+        int | None, Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800).")
     ] = None,
     max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
     project: Annotated[
@@ -83,13 +83,14 @@ def session_resume(
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)
+        held = answers.add_held(data, state.session.name)
         answers.parallel_view(state, data)
         # What a reviewer or an integration did to the session's plans since an agent last
         # acted here: a discarded or taken-back plan must not go unnoticed.
         changed = interventions.interventions(state.session.name)
         if changed:
             data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
-        hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        hint = answers.resume_hint(state, active, held)
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
         if not calls.connection_state(ctx).remembers(ctx):

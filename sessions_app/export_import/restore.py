@@ -41,7 +41,7 @@ from sessions_app.export_import.document import (
 from sessions_app.export_import.reader import TOO_LONG, DocumentReader, Unreadable
 from sessions_app.export_import.staging import ImportFolder
 from sessions_app.identifiers import is_plan_id
-from sessions_app.models import DEFAULT_PROJECT, Event, Plan, PlanDependency, Project, Revision, Session
+from sessions_app.models import DEFAULT_PROJECT, MAX_DEPENDENTS, Event, Plan, PlanDependency, Project, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 
@@ -312,10 +312,14 @@ class _Checks:
         self._plans_read = True
         self.totals["plans"] = len(self.ids)
         graph: dict[str, list[str]] = {}
+        dependents: dict[str, int] = {}
         for plan_id, dep in self._links:
             if dep not in self._known or dep == plan_id:
                 raise fail("plans", f"plan {plan_id} depends on {dep}, which is not another plan of the document.")
             graph.setdefault(plan_id, []).append(dep)
+            dependents[dep] = dependents.get(dep, 0) + 1
+            if dependents[dep] > MAX_DEPENDENTS:
+                raise fail("plans", f"plan {dep} has more than {MAX_DEPENDENTS} dependents; a plan may have at most that many.")
         if invariants.has_cycle(graph):
             raise fail("plans", "the plans' dependencies form a cycle.")
         self._positions.clear()

@@ -118,7 +118,7 @@ def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     timeline = page.inner_text("#np-timeline")
     assert re.search(r"^Timeline \(\d+ events\)", timeline)
     whos = set(page.locator("#np-timeline td.np-who").all_inner_texts())
-    assert whos == {"agent (MCP)", "staff: demo-staff"}
+    assert whos == {"agent", "user:demo-staff"}
     assert "agent agent" not in timeline
     # Outcomes are rendered Markdown here as on the plan page.
     assert "**" not in page.inner_text("#np-history")
@@ -328,7 +328,7 @@ def test_event_search_finds_a_discard_reason(page, live_server):
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 1
     assert "Superseded by the reporting service" in rows.first.inner_text()
-    assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent (MCP)"
+    assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent"
     assert Event.objects.filter(session=session, kind="plan_discarded").count() == 1
 
 

@@ -253,3 +253,20 @@ def test_stdin_is_read_as_a_stream_too(document, tmp_path, monkeypatch):
     assert out.getvalue().strip() == document["session"]["name"]
     assert session_snapshot(document["session"]["name"]) == document.before
     shutil.rmtree(tmp_path / "sessions" / document["session"]["name"])
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at the cap", "one over"])
+def test_an_import_holds_a_plan_to_the_same_number_of_dependents(document, rejects, sessions_dir, extra):
+    from sessions_app.models import MAX_DEPENDENTS, PlanDependency
+
+    base = open_plan(document)
+    dropped = next(p for p in document["plans"] if p["status"] == "discarded")
+    already = sum(base["id"] in p.get("depends_on", []) for p in document["plans"])
+    for i in range(MAX_DEPENDENTS - already + extra):
+        document["plans"].append({**dropped, "id": f"d{i:04d}", "depends_on": [base["id"]], "file_text": None})
+    if extra:
+        with rejects("VALIDATION_ERROR", field="plans", match=f"plan {base['id']} has more than {MAX_DEPENDENTS}"):
+            export_import.session_import(document)
+        return
+    export_import.session_import(document)
+    assert PlanDependency.objects.filter(depends_on_id=base["id"]).count() == MAX_DEPENDENTS

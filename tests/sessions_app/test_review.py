@@ -191,8 +191,14 @@ def test_a_pull_with_only_plans_in_review_left_says_the_task_waits_for_review(se
         services.plan_pull(session_name=session.name)
     assert info.value.message.startswith(
         f"No plan is queued or active, but the task is not done: 1 plan(s) await review ({second.id}) "
-        f"and 1 plan(s) are held for a person ({first.id})."
+        f"and 1 plan(s) are held ({first.id}). A reviewer's approval completes a plan in review"
     )
+    # What a held plan waits for, and who ends the wait, is said too; it is no plan in review.
+    assert info.value.message.endswith(
+        "A plan is held after too many rejections in review: not pulled or reviewed again until a person with "
+        "the manager role releases it in the admin."
+    )
+    assert info.value.reason == errors.AWAITING_REVIEW
 
     # Once every plan is decided, the task is complete.
     services.plan_review(session_name=session.name, plan_id=second.id, decision="approve", actor="user:rita")
