@@ -30,6 +30,7 @@ from sessions_app.errors import BROKE_A_RULE, DatabaseFailed, FileSystemFailed
 from sessions_app.export_import.document import (
     DOCUMENT_KEYS,
     HEADER_KEYS,
+    PLAN_TEXT,
     check_event,
     check_header,
     check_plan,
@@ -45,7 +46,10 @@ from sessions_app.models import DEFAULT_PROJECT, Event, Plan, PlanDependency, Pr
 
 log = logging.getLogger("nineplan.export_import")
 
-BATCH = 1000
+BATCH = 1000  # rows of one kind written at a time
+# ...and at most about this many characters of text held for them, whatever their kind:
+# a thousand plans near the plan limit would otherwise hold a quarter of a gigabyte.
+BATCH_CHARS = 8 * 1024 * 1024
 # A plan (with its revisions) whose text is longer than this is read key by key, its
 # revisions one at a time, rather than decoded whole: a plan holding a million revisions
 # costs no more memory than one holding ten.
@@ -357,10 +361,12 @@ class _Writes:
         self._revisions: list[Revision] = []
         self._events: list[Event] = []
         self._links: list[PlanDependency] = []
+        self._held = 0  # characters of text in the rows not written yet
         self._feed_told = False
 
     def plan(self, at: str, plan: Plan, file_text: str | None, depends_on: list[str]) -> None:
         self._plans.append(plan)
+        self._held += sum(len(getattr(plan, key)) for key in PLAN_TEXT)
         self._links.extend(PlanDependency(plan_id=plan.id, depends_on_id=dep) for dep in depends_on)
         if plan.is_open:
             self.folder.write(plan.id, file_text if file_text is not None else planfiles.render(plan.sections()))
@@ -368,6 +374,7 @@ class _Writes:
 
     def revision(self, revision: Revision) -> None:
         self._revisions.append(revision)
+        self._held += chars_in(revision.sections) + chars_in(revision.undo)
         self._flush(full=True)
 
     def end_plans(self) -> None:
@@ -375,11 +382,16 @@ class _Writes:
 
     def event(self, at: str, event: Event, number: int) -> None:
         self._events.append(event)
+        self._held += chars_in(event.detail)
         self._flush(full=True)
 
     def _flush(self, *, full: bool) -> None:
         # A plan's revisions come before it, so they are all written when it is, and the
-        # import revision of an older document's plan is numbered after them.
+        # import revision of an older document's plan is numbered after them. Past the
+        # budget of text, every row held is written.
+        full = full and self._held < BATCH_CHARS
+        if not full:
+            self._held = 0
         plans = len(self._plans) >= BATCH or (self._plans and not full)
         if plans or len(self._revisions) >= BATCH or (self._revisions and not full):
             Revision.objects.bulk_create(self._revisions)
@@ -404,6 +416,21 @@ class _Writes:
 
     def finish(self) -> None:
         self._flush(full=False)
+
+
+def chars_in(value: object) -> int:
+    """The characters of the strings in a decoded JSON value (keys too), without recursion."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
 
 
 def _check_free(session: Session, ids: list[str]) -> None:

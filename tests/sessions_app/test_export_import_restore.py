@@ -253,3 +253,28 @@ def test_stdin_is_read_as_a_stream_too(document, tmp_path, monkeypatch):
     assert out.getvalue().strip() == document["session"]["name"]
     assert session_snapshot(document["session"]["name"]) == document.before
     shutil.rmtree(tmp_path / "sessions" / document["session"]["name"])
+
+
+def test_the_rows_held_for_one_write_are_bounded_by_their_text_as_well_as_their_count(document, monkeypatch):
+    # A thousand plans near the plan limit would be a quarter of a gigabyte in one batch.
+    monkeypatch.setattr(restore, "BATCH_CHARS", 50_000)
+    template = open_plan(document)
+    for i in range(30):
+        document["plans"].append(
+            {**template, "id": f"b{i:04d}", "sort_key": 10_000 + i, "context": f"{i} " + "c" * 20_000,
+             "file_text": None, "revisions": []}
+        )  # fmt: skip
+    held, create = [], Plan.objects.bulk_create
+
+    def counted(plans, *args, **kwargs):
+        held.append(sum(len(plan.context) for plan in plans))
+        return create(plans, *args, **kwargs)
+
+    monkeypatch.setattr(Plan.objects, "bulk_create", counted)
+    name = export_import.session_import(document).name
+    assert len(held) > 1 and max(held) <= 50_000 + 20_010
+    assert Plan.objects.filter(session_id=name, id__startswith="b").count() == 30
+    assert Plan.objects.get(id="b0029").context == "29 " + "c" * 20_000
+    open_plans = sum(1 for plan in document["plans"] if plan["status"] in ("queued", "active"))
+    assert len(planfiles.list_plan_files(name)) == open_plans
+    assert invariants.check_invariants(name).valid
