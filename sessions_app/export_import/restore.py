@@ -150,7 +150,11 @@ def _header(stream: BinaryIO) -> dict:
     reader = _reader(stream)
     found: dict = {}
     try:
-        if reader.peek() != "{":
+        first = reader.peek()
+        if first in ("", "\ufeff"):
+            what = "is empty" if not first else "starts with a byte order mark (U+FEFF); save it as UTF-8 without one"
+            raise fail("document", f"{what}: an export is one JSON object, as nineplan_export writes it.")
+        if first != "{":
             raise fail("document", "must be a JSON object.")
         for key in reader.keys():
             if key in HEADER_KEYS:

@@ -71,8 +71,8 @@ HOSTILE = {
     # (how the document is made hostile, the text put in place of the placeholder, field, message)
     "nested 200,000 deep": (deep_detail, "[" * DEEP + "]" * DEEP, "events[0]", "nests arrays or objects more than 32 deep"),
     "a number of 100,001 digits": (long_number, "1" * 100_001, "plans[0]", "holds a number of more than 20 digits"),
-    "an infinite number": (long_number, "1e999999", "plans[0]", "is too large to hold"),
-    "NaN": (long_number, "NaN", "plans[0]", "NaN is not a JSON number"),
+    "an infinite number": (long_number, "1e999999", "plans[0]", "holds the number 1e999999, too large to hold"),
+    "NaN": (long_number, "NaN", "plans[0]", "holds NaN, which is not a JSON number"),
 }
 
 
@@ -119,7 +119,9 @@ def test_the_import_command_refuses_a_hostile_document_like_any_other(document, 
     [
         ("{not json", "is not JSON: expected a key in double quotes (line 1, column 2)"),
         ('{"format": 1, "format": 2}', "gives the key 'format' twice in one object"),
-        ("\ufeff{}", "must be a JSON object"),
+        ("\ufeff{}", "starts with a byte order mark (U+FEFF); save it as UTF-8 without one"),
+        ("", "is empty: an export is one JSON object"),
+        ("  \n", "is empty: an export is one JSON object"),
         ("[1, 2]", "must be a JSON object"),
         (b"{\xff}", "is not UTF-8 text (at byte 1)"),
     ],
