@@ -3,8 +3,8 @@
 The database is copied first, as one snapshot; the plan files after it. A file that
 changes in between is reconciled by the repair when a backup is restored (a plan
 without its file is rendered from the database, a file without its plan is kept aside),
-so a restore is: check the backup (``backup_verify``), put the copy in place, then run
-``manage.py nineplan_repair --apply``.
+so a restore (``backup_restore``, ``manage.py nineplan_restore``) is: check the backup
+(``backup_verify``), put the copy in place, then run the repair.
 
 A backup is built in a folder named ``….incomplete`` and given its final name only once
 it is whole, with its manifest (``backup.json``, what it holds) written last: a backup
@@ -126,6 +126,59 @@ def backup_verify(folder: Path) -> dict:
     return manifest
 
 
+def backup_restore(folder: Path, *, progress: Progress | None = None) -> Path | None:
+    """Puts the backup in ``folder`` in place of this 9plan's database (SQLite) and sessions
+    folder, to be run while no server runs; the caller then runs the repair. Returns where
+    the sessions folder it replaced was kept (None if there was none).
+
+    Raises BackupRefused, having changed nothing, for a folder that is no whole backup
+    (``backup_verify``) or whose database does not fit this 9plan's: a SQLite copy on
+    PostgreSQL, or a backup without one (taken on PostgreSQL: pg_restore it) on SQLite."""
+    progress = progress or Progress()
+    folder = Path(folder)
+    manifest = backup_verify(folder)
+    sqlite = connection.vendor == "sqlite"
+    if manifest["database"] and not sqlite:
+        raise BackupRefused(
+            f"{folder} holds a SQLite database, but this 9plan uses {connection.vendor}; nothing was restored."
+        )
+    if not manifest["database"] and sqlite:
+        raise BackupRefused(
+            f"{folder} holds no database (it was taken on PostgreSQL, whose copy is pg_dump's); nothing was restored."
+        )
+    # The sessions folder may be a link (it is a setting): what is replaced is its target.
+    sessions = planfiles.sessions_root().resolve()
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    staged = sessions.with_name(f"{sessions.name}.restoring-{stamp}")
+    kept = sessions.with_name(f"{sessions.name}.before-restore-{stamp}") if sessions.exists() else None
+    progress.stage(f"Copying plan files from {folder / SESSIONS_DIR}")
+    try:
+        _copy_tree(folder / SESSIONS_DIR, staged, progress)
+        if kept is not None:
+            os.rename(sessions, kept)
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    try:
+        os.rename(staged, sessions)
+        if sqlite:
+            progress.stage("Restoring the database")
+            connection.close()
+            _copy_sqlite(folder / manifest["database"], Path(connection.settings_dict["NAME"]), journal=False)
+    except BaseException:
+        # Nothing of the database was replaced (SQLite's backup is one transaction): the
+        # plan files go back as they were.
+        if sessions.exists() and not staged.exists():
+            os.rename(sessions, staged)
+        if kept is not None:
+            os.rename(kept, sessions)
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    progress.finish()
+    log.warning("backup restored", extra={"path": str(folder), "replaced": str(kept)})
+    return kept
+
+
 def _sqlite_problem(path: Path) -> str:
     if not path.is_file():
         return "is missing"
@@ -140,7 +193,7 @@ def _sqlite_problem(path: Path) -> str:
     return "" if found == "ok" else f"fails SQLite's check ({found})"
 
 
-def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
+def _copy_sqlite(source_path: Path, copy_path: Path, *, journal: bool = True) -> None:
     source = sqlite3.connect(source_path, timeout=20)
     copy = sqlite3.connect(copy_path)
     try:
@@ -150,8 +203,9 @@ def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
         # (Copying in small steps restarts after every commit by another process, so
         # a busy server could keep it from ever finishing.)
         source.backup(copy, pages=-1)
-        # A single self-contained file: no -wal beside it to lose when it is moved.
-        copy.execute("PRAGMA journal_mode=DELETE")
+        if journal:
+            # A single self-contained file: no -wal beside it to lose when it is moved.
+            copy.execute("PRAGMA journal_mode=DELETE")
     finally:
         copy.close()
         source.close()
