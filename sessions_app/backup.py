@@ -113,6 +113,10 @@ def backup_verify(folder: Path) -> dict:
         raise BackupRefused(f"{folder / MANIFEST} cannot be read ({exc}); do not restore this backup.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise BackupRefused(f"{folder / MANIFEST} is not a 9plan backup's manifest; do not restore this folder.")
+    if manifest.get("database") not in (None, DB_FILE):
+        # Only the copy beside it: never a path that leads elsewhere.
+        raise BackupRefused(f"{folder / MANIFEST} names the database {manifest.get('database')!r}, not {DB_FILE}; "
+                            "do not restore this backup.")  # fmt: skip
     files = _count_files(folder / SESSIONS_DIR) if (folder / SESSIONS_DIR).is_dir() else -1
     if files != manifest.get("files"):
         raise BackupRefused(
@@ -138,11 +142,11 @@ def backup_restore(folder: Path, *, progress: Progress | None = None) -> Path | 
     folder = Path(folder)
     manifest = backup_verify(folder)
     sqlite = connection.vendor == "sqlite"
-    if manifest["database"] and not sqlite:
+    if manifest.get("database") and not sqlite:
         raise BackupRefused(
             f"{folder} holds a SQLite database, but this 9plan uses {connection.vendor}; nothing was restored."
         )
-    if not manifest["database"] and sqlite:
+    if not manifest.get("database") and sqlite:
         raise BackupRefused(
             f"{folder} holds no database (it was taken on PostgreSQL, whose copy is pg_dump's); nothing was restored."
         )
@@ -164,7 +168,7 @@ def backup_restore(folder: Path, *, progress: Progress | None = None) -> Path | 
         if sqlite:
             progress.stage("Restoring the database")
             connection.close()
-            _copy_sqlite(folder / manifest["database"], Path(connection.settings_dict["NAME"]), journal=False)
+            _copy_sqlite(folder / DB_FILE, Path(connection.settings_dict["NAME"]), journal=False)
     except BaseException:
         # Nothing of the database was replaced (SQLite's backup is one transaction): the
         # plan files go back as they were.

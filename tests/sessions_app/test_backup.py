@@ -5,6 +5,7 @@ midway (a real process, SIGKILL) never passes for finished, and `--verify` refus
 from __future__ import annotations
 
 import io
+import json
 import os
 import signal
 import sqlite3
@@ -323,3 +324,11 @@ def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(sess
         call_command("nineplan_restore", str(folder), stdout=io.StringIO())
     assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
+
+
+def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    manifest = json.loads((folder / backup.MANIFEST).read_text(encoding="utf-8"))
+    (folder / backup.MANIFEST).write_text(json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8")
+    with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
+        call_command("nineplan_restore", str(folder), stdout=io.StringIO())
