@@ -451,6 +451,7 @@ def _check_free(session: Session, ids: list[str]) -> None:
     if found.files:
         raise fail(
             "session.name",
-            f"the folder {planfiles.plans_dir(session.name)} already holds plan files; "
-            "move them away first so that no agent's text is overwritten.",
+            f"the folder {planfiles.plans_dir(session.name)} already holds plan files, which no session of "
+            "this database owns (an import killed midway may have left them); nothing was imported. Run "
+            "`nineplan_repair --apply`, which keeps them in preserved/, or move them away, then import again.",
         )
