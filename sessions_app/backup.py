@@ -160,6 +160,12 @@ def backup_restore(folder: Path, *, progress: Progress | None = None) -> Path | 
         _copy_tree(folder / SESSIONS_DIR, staged, progress)
         if kept is not None:
             os.rename(sessions, kept)
+    except OSError as exc:
+        # A mount point cannot be moved, nor a folder onto another file system.
+        shutil.rmtree(staged, ignore_errors=True)
+        raise BackupRefused(
+            f"the plan files cannot be put in place of {sessions} ({exc.strerror or exc}); nothing was restored."
+        ) from exc
     except BaseException:
         shutil.rmtree(staged, ignore_errors=True)
         raise
