@@ -313,7 +313,6 @@ def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(se
     services.plan_pull(session_name=session.name)  # the restored database is the one in use
 
 
-@sqlite_only
 def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(session, make_plan, sessions_dir, tmp_path):
     make_plan(session, goal="Queued at the backup")
     folder = backup.backup_create(destination=tmp_path / "backups")
@@ -332,3 +331,23 @@ def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
     (folder / backup.MANIFEST).write_text(json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8")
     with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
         call_command("nineplan_restore", str(folder), stdout=io.StringIO())
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_database_to_pg_restore(
+    session, make_plan, sessions_dir, tmp_path
+):
+    kept = make_plan(session, goal="Queued at the backup")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    files_then = tree(sessions_dir)
+    plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
+    later = make_plan(session, goal="Added after the backup")
+
+    call_command("nineplan_restore", str(folder), stdout=io.StringIO())
+
+    # The database is pg_restore's to put back: the plan added since is still there, and
+    # the repair gave it its file again.
+    assert Plan.objects.filter(id=later.id, status="queued").exists()
+    assert tree(sessions_dir) == {**files_then, **{k: v for k, v in tree(sessions_dir).items() if later.id in k}}
+    assert plan_file(sessions_dir, kept).read_bytes() == files_then[f"{session.name}/plans/{kept.id}.txt"]
+    assert len(list(tmp_path.glob("sessions.before-restore-*"))) == 1
