@@ -114,6 +114,17 @@ def test_the_import_command_refuses_a_hostile_document_like_any_other(document, 
     assert_nothing_imported(sessions_dir)
 
 
+@pytest.mark.slow
+def test_on_a_fresh_data_directory_the_refusal_is_still_the_one_line_on_stderr(document, tmp_path):
+    from tests.test_commands import run
+
+    # At the default log level, where making the tables logs a line at info.
+    done = run(tmp_path / "data", "nineplan_import", hostile_file(document, tmp_path, "nested 200,000 deep"),
+               log_level="info")  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("CommandError: VALIDATION_ERROR: events[0]: ")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
