@@ -10,7 +10,6 @@ as at 10,000, where a document held in memory grows with the session.
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import time
