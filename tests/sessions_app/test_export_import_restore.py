@@ -206,6 +206,15 @@ def test_a_file_text_within_the_limits_is_restored_and_taken_in_by_the_next_note
     assert noted.notes == "edited in the file\n\nand noted"
 
 
+def test_a_revision_whose_earlier_text_is_over_the_field_limit_is_refused(document, rejects, settings):
+    settings.NINEPLAN_MAX_FIELD_CHARS = 1000
+    plan = next(p for p in document["plans"] if len(p["revisions"]) > 1)
+    plan["revisions"][1]["undo"] = {"notes": [600, "n" * 401]}
+    at = f"plans[{document['plans'].index(plan)}].revisions[1].undo"
+    with rejects("VALIDATION_ERROR", field=at, match="gives notes an earlier text of 1,001 characters; a section holds"):
+        export_import.session_import(document)
+
+
 # --- a stream, all or nothing ----------------------------------------------------------------
 
 
