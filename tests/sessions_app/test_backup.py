@@ -274,6 +274,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     assert f"{whole} is a whole backup of" in checked.stdout and "8,0" in checked.stdout
+    assert f"run nineplan_restore {whole}." in checked.stdout
 
 
 def tree(folder: Path) -> dict[str, bytes]:
