@@ -1,6 +1,7 @@
 """Backups: a consistent copy of the database and the plan files, taken while another
 process keeps writing, and one taken before a migration that changes data; one killed
-midway (a real process, SIGKILL) never passes for finished, and `--verify` refuses it."""
+midway (a real process, SIGKILL) never passes for finished, and `--verify` and the restore
+refuse it; a restore killed midway changes nothing."""
 
 from __future__ import annotations
 
@@ -352,3 +353,40 @@ def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_datab
     assert tree(sessions_dir) == {**files_then, **{k: v for k, v in tree(sessions_dir).items() if later.id in k}}
     assert plan_file(sessions_dir, kept).read_bytes() == files_then[f"{session.name}/plans/{kept.id}.txt"]
     assert len(list(tmp_path.glob("sessions.before-restore-*"))) == 1
+
+
+@pytest.mark.slow
+def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(5)])
+    extra = sessions_dir / session.name / "preserved"
+    extra.mkdir()
+    for i in range(8000):
+        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
+    before = tree(sessions_dir)
+    restoring = subprocess.Popen(
+        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def copying() -> bool:
+        staged = list(tmp_path.glob(f"sessions.restoring-*/{session.name}/preserved"))
+        return bool(staged) and len(os.listdir(staged[0])) >= 200
+
+    kill_when(restoring, copying, "it copied plan files")
+    # Only its copy aside is left: the plan files and the database are as they were.
+    assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
+    [staged] = tmp_path.glob("sessions.restoring-*")
+
+    done = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # The backup's database, without the plan added since (on PostgreSQL, pg_restore's to put back).
+    restored = connection.vendor == "sqlite"
+    assert Plan.objects.filter(id=later.id).exists() is not restored
+    assert (sessions_dir / session.name / "plans" / f"{later.id}.txt").exists() is not restored
+    assert len(os.listdir(sessions_dir / session.name / "preserved")) == 8000
+    assert staged.exists()  # the killed run's, for a person to delete (README, Maintenance)
