@@ -101,6 +101,7 @@ def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
     found = _subscription(subscription_id)
     with transaction.atomic():
         found.delete()
+    found.id = subscription_id  # delete() forgets it; the caller reports which one went
     log.info(
         "webhook removed",
         extra={"project": found.project_id, "subscription": subscription_id},
