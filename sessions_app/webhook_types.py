@@ -16,7 +16,7 @@ PLAN_HELD = "plan.held"
 PLAN_WAITING_FOR_PERSON = "plan.waiting_for_person"
 LEASE_LOST = "lease.lost"
 LATE_WRITE_KEPT = "late_write.kept"
-QUEUE_EMPTIED = "queue.emptied"
+QUEUE_EMPTIED = "session.queue_emptied"
 
 # Every type, and what an event of it means.
 TYPES = {
@@ -44,7 +44,7 @@ _OF_KIND = {
 
 
 def types_of(kind: str, detail: dict) -> tuple[str, ...]:
-    """The types an event of ``kind`` with ``detail`` may be of (queue.emptied still
+    """The types an event of ``kind`` with ``detail`` may be of (session.queue_emptied still
     depends on the session's plans, which the outbox statement reads)."""
     found = _OF_KIND.get(kind, ())
     if kind == Event.Kind.PLAN_RECLAIMED and detail.get("waiting_for_person"):

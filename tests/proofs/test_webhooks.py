@@ -144,7 +144,7 @@ def test_each_message_is_signed_so_the_library_verifies_it(session, env, receive
     deliver_once(env)
     assert len(receiver.got) == 2
     bodies = [Webhook(secret).verify(body, headers) for headers, body in receiver.got]
-    assert [b["type"] for b in bodies] == ["plan.in_review", "queue.emptied"]
+    assert [b["type"] for b in bodies] == ["plan.in_review", "session.queue_emptied"]
     assert {(b["data"]["kind"], b["data"]["plan"], b["data"]["session"], b["data"]["project"]) for b in bodies} == {
         ("plan_submitted", plan_id, session.name, "default")
     }

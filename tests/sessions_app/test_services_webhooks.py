@@ -169,7 +169,7 @@ def test_each_type_is_written_with_its_event(session, now):
     assert messages() == [
         (everything.id, "plan.in_review", "plan_submitted"),
         (review_only.id, "plan.in_review", "plan_submitted"),
-        (everything.id, "queue.emptied", "plan_submitted"),
+        (everything.id, "session.queue_emptied", "plan_submitted"),
     ]
     assert set(WebhookDelivery.objects.values_list("event_id", flat=True)) == {submitted.id}
     assert set(WebhookDelivery.objects.values_list("status", "attempts", "next_attempt_at")) == {
@@ -201,13 +201,13 @@ def test_a_held_plan_a_lost_lease_a_waiting_plan_and_a_late_write(session, now, 
 
 
 def test_a_queue_empties_only_when_its_last_open_plan_leaves(session):
-    subscribe("queue.emptied")
+    subscribe("session.queue_emptied")
     first, second = add(session, "one"), add(session, "two")
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="o")  # "two" is still queued
     assert messages() == []
     services.plan_discard_any(session_name=session.name, plan_id=second.id, reason="not needed", actor="x")
-    assert [m[1:] for m in messages()] == [("queue.emptied", "plan_discarded")]
+    assert [m[1:] for m in messages()] == [("session.queue_emptied", "plan_discarded")]
     assert WebhookDelivery.objects.get().event.plan_id == second.id
     # A plan added and discarded again empties it again; discarding what was not open does not.
     third = add(session, "three")
