@@ -145,16 +145,18 @@ def deliveries_claim(*, limit: int) -> list[WebhookDelivery]:
     _require_server()
     now = clock.now()
     until = now + timedelta(seconds=settings.NINEPLAN_WEBHOOKS_CLAIM_SECONDS)
-    with transactions.write():
-        due = (
-            WebhookDelivery.objects.filter(
-                status=WebhookDelivery.Status.PENDING,
-                next_attempt_at__lte=now,
-                subscription__active=True,
-            )
-            .exclude(claimed_until__gt=now)
-            .order_by("next_attempt_at", "id")
+    due = (
+        WebhookDelivery.objects.filter(
+            status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now, subscription__active=True
         )
+        .exclude(claimed_until__gt=now)
+        .order_by("next_attempt_at", "id")
+    )
+    # A plain read first: most rounds find nothing, and on SQLite a write transaction
+    # would take the database's write lock from the agents every round of every loop.
+    if not due.exists():
+        return []
+    with transactions.write():
         # PostgreSQL: rows another loop is claiming right now are passed over, never waited
         # for (SQLite's writers are serialised already; the update below re-checks).
         ids = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("id", flat=True)[:limit])
