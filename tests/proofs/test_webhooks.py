@@ -341,3 +341,21 @@ def test_the_http_mcp_server_sends_too(session, env, receivers, tmp_path):
         server.stop()
     (headers, body), *more = receiver.got
     assert Webhook(secret).verify(body, headers)["data"]["plan"] == plan_id and more == []
+
+
+def test_loops_running_together_send_each_message_once(session, env, receivers):
+    receiver = receivers()
+    subscribe(receiver.url, events="plan.in_review")
+    for _ in range(30):
+        submit_a_plan(session)
+    assert WebhookDelivery.objects.count() == 30
+    together = [
+        subprocess.Popen(
+            [PYTHON, MANAGE, "nineplan_webhooks", "--once"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        )
+        for _ in range(3)
+    ]
+    for process in together:
+        assert process.wait(WAIT) == 0, process.stderr.read()
+    assert sorted(receiver.ids()) == sorted(f"msg_{d.id}" for d in WebhookDelivery.objects.all())
+    assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("delivered", 1)}
