@@ -392,7 +392,13 @@ class WebhookDelivery(models.Model):
     Status = DeliveryStatus
 
     id = models.BigAutoField(primary_key=True)
-    subscription = models.ForeignKey(WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries")
+    # No foreign key in the database: the outbox statement of a write in flight may copy a
+    # subscription that is being removed, and on PostgreSQL the key's check at that write's
+    # commit would then fail the agent's write. Such a message is never sent (the loops
+    # join the active subscriptions); removing a subscription deletes its messages.
+    subscription = models.ForeignKey(
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries", db_constraint=False
+    )
     event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="webhook_deliveries")
     event_type = models.CharField(max_length=40)
     status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)

@@ -121,7 +121,11 @@ def deliver_due(limit: int = BATCH) -> int:
     with access.acting_as(access.LOCAL):
         claimed = services.deliveries_claim(limit=limit)
         for delivery in claimed:
-            code, error = attempt(delivery)
+            try:
+                code, error = attempt(delivery)
+            except Exception as exc:  # counted as a failed attempt, so it cannot come back forever
+                log.exception("webhook attempt failed unexpectedly", extra={"delivery": delivery.id})
+                code, error = None, f"{type(exc).__name__}: {exc}"
             status = services.delivery_record(delivery=delivery, code=code, error=error)
             log.info(
                 "webhook attempt",

@@ -365,3 +365,17 @@ def test_the_command_refuses_bad_input_and_changes_nothing(db, args, said):
 def test_the_delivery_command_once_sends_nothing_when_nothing_is_due(db):
     _, err = run("nineplan_webhooks", "--once")
     assert err.strip() == "Sent 0 webhook deliveries."
+
+
+def test_removing_a_subscription_removes_its_messages_and_an_orphan_is_never_sent(session):
+    message = one_message(session)
+    services.webhook_unsubscribe(subscription_id=message.subscription_id)
+    assert not WebhookDelivery.objects.exists()
+    # A write in flight may copy a subscription that is being removed (the outbox keeps no
+    # database key to it, so the write does not fail): what it left is never claimed.
+    again = one_message(session)
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {WebhookSubscription._meta.db_table} WHERE id = %s", [again.subscription_id])
+    assert services.deliveries_claim(limit=10) == []
