@@ -32,6 +32,7 @@ BATCH = 20
 # A receiver's answer is not read beyond this: only its status counts.
 MAX_ANSWER_BYTES = 4096
 USER_AGENT = "9plan-webhooks"
+MAX_DETAIL_TEXT = 4000
 
 
 def message_id(delivery: WebhookDelivery) -> str:
@@ -44,6 +45,10 @@ def payload(delivery: WebhookDelivery) -> str:
     """The body: the Standard Webhooks envelope (type, timestamp, data) around the event
     as the REST event feed shows it, with its project."""
     event = delivery.event
+    # A late write keeps the agent's whole text; a message carries its start (the event
+    # feed and the plan page have all of it).
+    detail = {k: v[:MAX_DETAIL_TEXT] if isinstance(v, str) else v for k, v in (event.detail or {}).items()}
+    clipped = detail != (event.detail or {})
     body = {
         "type": delivery.event_type,
         "timestamp": event.created_at.astimezone(timezone.utc).isoformat(),
@@ -54,9 +59,11 @@ def payload(delivery: WebhookDelivery) -> str:
             "session": event.session_id,
             "plan": event.plan_id,
             "actor": event.actor,
-            "detail": event.detail,
+            "detail": detail,
         },
     }
+    if clipped:
+        body["data"]["detail_clipped"] = True
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
