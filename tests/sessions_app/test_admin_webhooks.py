@@ -90,3 +90,29 @@ def test_readers_reviewers_and_outsiders_see_no_webhooks_and_resend_nothing(hook
     row = WebhookDelivery.objects.get()
     assert (row.status, row.attempts) == ("failed", 2)
     assert "Webhook" not in text_of(client.get(reverse("admin:index")))
+
+
+def test_the_webhook_lists_run_as_many_queries_for_many_rows_as_for_few(hooks, staff, session):
+    from django.db import connection, transaction
+    from django.test.utils import CaptureQueriesContext
+
+    mine = hooks[0].subscription
+    client = client_for(staff)
+
+    def counts() -> tuple[int, int]:
+        found = []
+        for url in (SUBSCRIPTIONS, DELIVERIES):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(url).status_code == 200
+            found.append(len(queries))
+        return tuple(found)
+
+    few = counts()
+    plan = services.plan_enqueue(session_name=session.name, **plan_fields(goal="more")).plan
+    with transaction.atomic():
+        for _ in range(30):
+            statements.insert_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id, {}, clock.now())
+    for n in range(5):
+        services.webhook_subscribe(project="default", url=f"http://127.0.0.1:9/{n}", events="all", actor="x")
+    assert WebhookDelivery.objects.filter(subscription=mine).count() == 31
+    assert counts() == few
