@@ -14,14 +14,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from sessions_app import (
-    access,
-    clock,
-    inputs,
-    transactions,
-    webhook_types,
-    webhook_urls,
-)
+from sessions_app import access, clock, inputs, transactions, webhook_types, webhook_urls
 from sessions_app.errors import NotPermitted, ValidationFailed
 from sessions_app.models import Project, WebhookDelivery, WebhookSubscription
 
