@@ -94,6 +94,8 @@ class DatabaseFailed(NineplanError):
 
 # Reasons: the situations within a category that call for a different next step.
 QUEUE_FULL = "queue_full"
+# A webhook URL that resolves to a loopback, private or link-local address.
+PRIVATE_ADDRESS = "private_address"
 TEXT_TOO_LONG = "text_too_long"
 PLAN_TOO_LARGE = "plan_too_large"
 NOT_COMPLETED = "not_completed"

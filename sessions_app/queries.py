@@ -12,7 +12,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
-from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
+from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
 LIST_CAP = 20
 _PLANS = Plan._meta.db_table
@@ -441,3 +441,31 @@ def last_rejection(plan: Plan) -> Event | None:
     if not plan.rejections:
         return None
     return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()
+
+
+# --- webhooks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    subscription: WebhookSubscription
+    pending: int
+    delivered: int
+    failed: int
+
+
+def webhook_subscriptions() -> list[SubscriptionRow]:
+    """The subscriptions of the projects the caller manages, with how many of their
+    deliveries are in each status; one query."""
+    from django.db.models import Count
+
+    qs = WebhookSubscription.objects.order_by("project_id", "id")
+    projects = access.projects_where(access.MANAGE)
+    if projects is not None:
+        qs = qs.filter(project_id__in=projects)
+    counted = {
+        status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
+    }
+    return [
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in qs.annotate(**counted)
+    ]

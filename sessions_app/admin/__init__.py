@@ -2,12 +2,13 @@
 
 Each user sees the projects it is a member of: readers read; reviewers also approve and
 reject; managers also discard, move, requeue, restore and release plans, set a session's
-review policy and keep the project's members. Every such change is a call to a service with
+review policy, keep the project's members and see its webhook subscriptions and deliveries
+(and send one again). Every such change is a call to a service with
 the staff user as the actor; the generic add/change/delete forms are switched off for every
 model, so nothing edits a plan's status, position or text behind the services' back.
 
 Importing the package registers the ModelAdmins (projects.py, sessions.py, plans.py,
-events.py, on base.py's NineplanAdmin) and titles the site.
+events.py, webhooks.py, on base.py's NineplanAdmin) and titles the site.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ from sessions_app.admin.events import EventAdmin
 from sessions_app.admin.plans import PlanAdmin
 from sessions_app.admin.projects import ProjectAdmin
 from sessions_app.admin.sessions import SessionAdmin
+from sessions_app.admin.webhooks import WebhookDeliveryAdmin, WebhookSubscriptionAdmin
 
-__all__ = ["EventAdmin", "NineplanAdmin", "PlanAdmin", "ProjectAdmin", "SessionAdmin"]
+__all__ = ["EventAdmin", "NineplanAdmin", "PlanAdmin", "ProjectAdmin", "SessionAdmin", "WebhookDeliveryAdmin", "WebhookSubscriptionAdmin"]
 
 admin.site.site_header = "9plan review"
 admin.site.site_title = "9plan"

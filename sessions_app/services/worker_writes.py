@@ -158,11 +158,13 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
     plan.lease_expires_at = None
     plan.waiting_for_person = False
     touch(plan)
+    # The event first, as a completion writes it: the outbox tells from the plan's status
+    # before the change whether this discard empties the queue (statements.insert_event).
+    record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     statements.update_plan(
         plan,
         (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED),
     )
-    record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     return absorbed
 
 
