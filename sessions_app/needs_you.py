@@ -16,7 +16,14 @@ from datetime import datetime, timedelta
 from django.db.models import Count, F, Max, Q
 
 from sessions_app import clock, queries, revisions
-from sessions_app.models import SECTION_TITLES, SECTIONS, Event, Plan, PlanDependency, Revision
+from sessions_app.models import (
+    SECTION_TITLES,
+    SECTIONS,
+    Event,
+    Plan,
+    PlanDependency,
+    Revision,
+)
 
 SHOWN = 50
 WORKERS_SHOWN = 200
