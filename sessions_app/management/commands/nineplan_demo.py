@@ -22,7 +22,7 @@ from django.utils import timezone
 from nineplan.commands import PersonCommand
 from sessions_app import queries, services
 from sessions_app.errors import LeaseLost
-from sessions_app.models import Event, Plan, Session
+from sessions_app.models import Event, Plan, Revision, Session
 
 TASK = "Port the billing service from Flask to Django without downtime"
 PARALLEL_TASK = "Ship the public invoice API, three agents in parallel, every plan reviewed"
@@ -272,13 +272,22 @@ class Command(PersonCommand):
         at = timezone.now() - span
         first_seen: dict[str, object] = {}
         last_seen: dict[str, object] = {}
+        # Each revision moves with the first event of its plan written at or after it (the
+        # write that made both), so "what changed since the pull" reads as it did.
+        moved: dict[str, list[tuple[object, object]]] = {}
         for event, gap in zip(events, gaps):
             at += gap * scale
+            if event.plan_id:
+                moved.setdefault(event.plan_id, []).append((event.created_at, at))
             event.created_at = at
             if event.plan_id:
                 first_seen.setdefault(event.plan_id, at)
                 last_seen[event.plan_id] = at
         Event.objects.bulk_update(events, ["created_at"])
+        revisions = list(Revision.objects.filter(plan__session=session))
+        for rev in revisions:
+            rev.created_at = next((new for old, new in moved.get(rev.plan_id, []) if old >= rev.created_at), at)
+        Revision.objects.bulk_update(revisions, ["created_at"])
         Session.objects.filter(name=session.name).update(created_at=events[0].created_at)
         for plan in Plan.objects.filter(session=session):
             plan.created_at = first_seen[plan.id]
