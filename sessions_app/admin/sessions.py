@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import admin
 from django.template.response import TemplateResponse
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 
 from sessions_app import excerpts, needs_you
 from sessions_app.admin import history_search, render, review_pages
@@ -41,10 +41,6 @@ class SessionAdmin(NineplanAdmin):
         "completed_count",
         "discarded_count",
         "last_activity",
-        "in_review",
-        "held",
-        "waiting",
-        "workers",
     )
     search_fields = ("name", "task_description")
     # Only the projects of the sessions the user sees: another project's name is not shown.
@@ -67,35 +63,38 @@ class SessionAdmin(NineplanAdmin):
 
     @admin.display(description="queue", ordering="queue_length")
     def queue_length(self, obj):
+        # Plans waiting for a person after their attempts are queued, but wait for a person.
+        if obj.waiting_count:
+            return format_html('{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count)
         return obj.queue_length
-
-    @admin.display(description="in review", ordering="in_review_count")
-    def in_review(self, obj):
-        return obj.in_review_count
-
-    @admin.display(description="held", ordering="held_count")
-    def held(self, obj):
-        return obj.held_count
-
-    @admin.display(description="waiting", ordering="waiting_count")
-    def waiting(self, obj):
-        return obj.waiting_count
-
-    @admin.display(description="active workers", ordering="workers_count")
-    def workers(self, obj):
-        return obj.workers_count
 
     @admin.display(description="active plan", ordering="active_plan_goal")
     def active_plan(self, obj):
         if not obj.active_plan_id:
             return "—"
+        # The number of workers holding a plan, when more than one: the first one's is shown.
+        workers = (
+            format_html('<span class="np-muted np-sub np-workers">{} workers hold plans</span>', obj.workers_count)
+            if obj.workers_count > 1
+            else ""
+        )
         return format_html(
-            '<a href="{}">{}</a> {}', plan_url(obj.active_plan_id), obj.active_plan_id, excerpts.one_line(obj.active_plan_goal, 80)
+            '<a href="{}">{}</a> {}{}',
+            plan_url(obj.active_plan_id),
+            obj.active_plan_id,
+            excerpts.one_line(obj.active_plan_goal, 80),
+            workers,
         )
 
     @admin.display(description="completed", ordering="completed_count")
     def completed_count(self, obj):
-        return obj.completed_count
+        # Completed by their agents but waiting for a reviewer, or held after their rejections.
+        waiting = [f"{n} {what}" for n, what in ((obj.in_review_count, "in review"), (obj.held_count, "held")) if n]
+        if not waiting:
+            return obj.completed_count
+        return format_html(
+            "{}{}", obj.completed_count, format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting))
+        )
 
     @admin.display(description="discarded", ordering="discarded_count")
     def discarded_count(self, obj):
