@@ -161,3 +161,40 @@ def test_restoring_a_plan_a_worker_holds_asks_and_the_agent_is_told(browser, liv
     assert len(told) == 1 and told[0].startswith(f"Plan {plan_id} had its text restored to revision 2 by user:sam at ")
     assert page.dialogs == []
     page.context.close()
+
+
+def test_the_session_page_and_the_inbox_show_new_events_and_keep_what_is_typed(browser, live_server, people, agent):
+    name = call(agent, "9plan_session_create", task_description="Watched work", review="required")["session_name"]
+    first = call(agent, "9plan_queue_add", **plan_fields(goal="Parse the config"))["plan_id"]
+    second = call(agent, "9plan_queue_add", **plan_fields(goal="Write the docs"))["plan_id"]
+    call(agent, "9plan_queue_pull")
+    call(agent, "9plan_plan_complete", outcome="Parser written")
+
+    page = login(browser, live_server, "ada")
+    page.goto(f"{live_server.url}/admin/sessions_app/session/{name}/change/")
+    events = Event.objects.filter(session_id=name).count()
+    assert page.inner_text("[data-live-count=events]") == str(events)
+    call(agent, "9plan_queue_pull", worker="w2")
+    page.wait_for_selector(f'#np-workers tr[data-worker="w2"]', timeout=LIVE_WAIT_MS)
+    page.wait_for_function(
+        f"document.querySelector('[data-live-count=events]').innerText === '{events + 1}'", timeout=LIVE_WAIT_MS
+    )
+    assert page.locator('#np-timeline tr.np-event[data-kind="plan_pulled"]').count() == 2
+    shot(page, "session-live")
+
+    page.goto(f"{live_server.url}/admin/sessions_app/plan/review/")
+    card = page.locator(f"#np-inbox-{first}")
+    card.locator(".np-reject-notes").fill("Handle an empty file, and")
+    # Parts that did not change stay the very same nodes: only what changed is replaced.
+    page.evaluate("document.querySelector('#np-inbox-held h2')._unchanged = true")
+    call(agent, "9plan_plan_complete", worker="w2", outcome="Docs written, **all** of them")
+    page.wait_for_selector(f"#np-inbox-{second}", timeout=LIVE_WAIT_MS)
+    assert page.evaluate("document.querySelector('#np-inbox-held h2')._unchanged === true")
+    assert page.input_value(f"#np-inbox-{first} .np-reject-notes") == "Handle an empty file, and"
+    assert page.inner_text("#np-inbox-count").startswith("2 plans waiting for review")
+    assert page.inner_text(f"#np-inbox-{second} .np-outcome strong") == "all"  # Markdown, as on the plan page
+    card.locator(".np-reject-notes").fill("Handle an empty file, and a missing one")
+    follow(page, card.locator(".np-reject"))
+    assert "Handle an empty file, and a missing one" in Plan.objects.get(id=first).notes
+    assert page.dialogs == []
+    page.context.close()
