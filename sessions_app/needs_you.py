@@ -1,6 +1,6 @@
 """What waits for a person, across the sessions the caller may see: the reads behind the
 admin's home ("Needs you"), the counts in its navigation, the review inbox's lists and the
-marker the live pages poll (docs/design.md, "The reviewer's home").
+marker the live pages poll (docs/design.md, "The edges").
 
 Like sessions_app.queries these never write, and each costs a fixed number of queries
 however many sessions, plans and events there are: every list is one query with a limit,

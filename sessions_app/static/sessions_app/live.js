@@ -1,4 +1,4 @@
-/* Live pages (docs/design.md, "Live pages"): every second, ask the page's live endpoint
+/* Live pages (docs/design.md, "The edges"): every second, ask the page's live endpoint
    whether anything changed (If-None-Match: a 304 costs one query), and on a change put
    the new parts in place. A part's children carry data-key: a child that is unchanged, or
    that the reviewer is typing in, stays as it is; only the others are replaced. */
