@@ -5,6 +5,7 @@ Django's list of apps below it."""
 from __future__ import annotations
 
 from django.template.response import TemplateResponse
+from django.urls import reverse
 
 from sessions_app import access, needs_you
 from sessions_app.admin.roles import can_intervene, can_review, can_view
@@ -31,7 +32,7 @@ def context(request) -> dict:
         "now": found.now,
         "reviewable": {p.id for p in found.in_review if reviewing and caller.allows(access.REVIEW, p.project)},
         "may_intervene": can_intervene(request.user),
-        "here": "/admin/",
+        "here": reverse("admin:index"),
         "counts": found.counts,
     }
 

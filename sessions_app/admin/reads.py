@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from sessions_app import clock, invariants, planfiles, queries
@@ -165,9 +165,11 @@ def session_of_plan(plan_id: str) -> str | None:
     return queries.visible_plans().filter(id=plan_id).values_list("session_id", flat=True).first()
 
 
-def plan_for_restore(plan_id: str) -> Plan:
-    """What the restore's confirmation names: the plan's status and its worker."""
-    return queries.visible_plans().only("id", "session_id", "status", "worker", "goal", "lease_expires_at").get(id=plan_id)
+def plan_for_restore(plan_id: str) -> Plan | None:
+    """What the restore's confirmation names: the plan's status and its worker (None if the
+    user may not see the plan)."""
+    fields = ("id", "session_id", "status", "worker", "goal", "lease_expires_at")
+    return queries.visible_plans().only(*fields).annotate(project=F("session__project_id")).filter(id=plan_id).first()
 
 
 @dataclass

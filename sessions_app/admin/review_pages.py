@@ -186,8 +186,11 @@ def restore_view(request, plan_id: str):
         raise PermissionDenied
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    _plan_session(plan_id)
-    plan = admin_reads.plan_for_restore(plan_id)
+    plan = admin_reads.plan_for_restore(plan_id) if is_plan_id(plan_id) else None
+    if plan is None:
+        raise Http404("No such plan.")
+    if not access.current().allows(access.MANAGE, plan.project):
+        raise PermissionDenied
     raw = request.POST.get("revision", "")
     if plan.status == Plan.Status.ACTIVE and request.POST.get("confirmed") != "yes":
         context = {

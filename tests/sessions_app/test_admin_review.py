@@ -160,3 +160,19 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     html = _session_page(reviewer_client, name)
     assert 'id="np-awaiting"' not in html and "Task complete! 🎉" in html
     assert [d for _, _, d in admin_reads.session_series(Session.objects.get(name=name))][-2:] == [1, 1]
+
+
+def test_a_restore_is_not_even_asked_of_a_manager_of_another_project(session, settings):
+    from django.contrib.auth import get_user_model
+
+    plan = revised_plan(session, "Kept", "Replaced", goal="Write docs")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    services.project_create(name="elsewhere")
+    get_user_model().objects.create_user("mo", password="x", is_staff=True)
+    services.project_grant(project="elsewhere", username="mo", role="manager")
+    services.project_grant(project="default", username="mo", role="reader")
+    client = client_for(get_user_model().objects.get(username="mo"))
+    before = db_rows()
+    assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"}).status_code == 403
+    assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2", "confirmed": "yes"}).status_code == 403
+    assert db_rows() == before
