@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from sessions_app import clock, invariants, planfiles, queries
+from sessions_app import clock, invariants, needs_you, planfiles, queries
 from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
@@ -46,9 +46,9 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
         queue_length=queries.plan_count(Plan.Status.QUEUED),
         completed_count=queries.plan_count(Plan.Status.COMPLETED),
         discarded_count=queries.plan_count(Plan.Status.DISCARDED),
-        in_review_count=_count_of(Q(status=Plan.Status.IN_REVIEW)),
-        held_count=_count_of(Q(status=Plan.Status.HELD)),
-        waiting_count=_count_of(Q(status=Plan.Status.QUEUED, waiting_for_person=True)),
+        in_review_count=_count_of(needs_you.IN_REVIEW),
+        held_count=_count_of(needs_you.HELD),
+        waiting_count=_count_of(needs_you.WAITING),
         workers_count=_count_of(Q(status=Plan.Status.ACTIVE)),
         active_plan_id=Subquery(active.values("id")[:1]),
         active_plan_goal=Subquery(active.values("goal")[:1]),

@@ -15,7 +15,13 @@ from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
 from tests.sessions_app.stdio_server import StdioServer
-from tests.sessions_app.test_admin_browser import LAPTOP, PASSWORD, browser, follow, shot  # noqa: F401  (fixture)
+from tests.sessions_app.test_admin_browser import (  # noqa: F401  (fixture)
+    LAPTOP,
+    PASSWORD,
+    browser,
+    follow,
+    shot,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # The spec'd bound: a new event is on the page within 2 seconds, without a reload.
@@ -175,7 +181,7 @@ def test_the_session_page_and_the_inbox_show_new_events_and_keep_what_is_typed(b
     events = Event.objects.filter(session_id=name).count()
     assert page.inner_text("[data-live-count=events]") == str(events)
     call(agent, "9plan_queue_pull", worker="w2")
-    page.wait_for_selector(f'#np-workers tr[data-worker="w2"]', timeout=LIVE_WAIT_MS)
+    page.wait_for_selector('#np-workers tr[data-worker="w2"]', timeout=LIVE_WAIT_MS)
     page.wait_for_function(
         f"document.querySelector('[data-live-count=events]').innerText === '{events + 1}'", timeout=LIVE_WAIT_MS
     )

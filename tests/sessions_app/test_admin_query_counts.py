@@ -15,7 +15,12 @@ from django.utils import timezone
 from sessions_app import needs_you, services
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
-from tests.sessions_app.admin_fixtures import reviewer, reviewer_client, staff, staff_client  # noqa: F401 - fixtures
+from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
+    reviewer,
+    reviewer_client,
+    staff,
+    staff_client,
+)
 
 pytestmark = pytest.mark.django_db
 
