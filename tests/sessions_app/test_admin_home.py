@@ -75,6 +75,8 @@ def test_a_member_of_another_project_sees_none_of_it(demo, settings):
     client = client_for(get_user_model().objects.get(username="eve"))
     html = text_of(client.get("/admin/"))
     assert "Nothing waits for review." in html and "No worker holds a plan." in html
+    # A manager made by a role alone (no Django group) has the navigation, with its counts.
+    assert 'Review inbox (<span data-live-count="inbox">0</span>)' in html
     assert demo.name not in html
     assert client.get(f"{LIVE}?view=session&session={demo.name}").status_code == 404
     assert client.get(f"{LIVE}?view=home").json()["counts"]["inbox"] == 0
