@@ -13,9 +13,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
-from django.db.models import Count, F, Max, Q
+from django.db.models import Count, F, Max, OuterRef, Q, Subquery
 
-from sessions_app import clock, queries, revisions
+from sessions_app import access, clock, queries, revisions
 from sessions_app.models import (
     SECTION_TITLES,
     SECTIONS,
@@ -162,11 +162,16 @@ def home() -> Home:
 
 def latest_event_id(session_name: str | None = None) -> int:
     """The newest event the caller may see (of one session, when named): what the live
-    pages' ETag is made of, since every change writes an event."""
-    events = queries.visible_events()
+    pages' ETag is made of, since every change writes one. Each is a step down an index
+    (the events' key, or (session, id) per visible session), never a scan of the events."""
     if session_name is not None:
-        events = events.filter(session_id=session_name)
-    return events.aggregate(latest=Max("id"))["latest"] or 0
+        newest = queries.visible_events().filter(session_id=session_name).order_by("-id").values_list("id", flat=True)
+        return newest.first() or 0
+    if access.current().visible_projects() is None:
+        return Event.objects.order_by("-id").values_list("id", flat=True).first() or 0
+    newest = Event.objects.filter(session=OuterRef("pk")).order_by("-id").values("id")[:1]
+    found = queries.visible_sessions().annotate(newest=Subquery(newest)).aggregate(latest=Max("newest"))
+    return found["latest"] or 0
 
 
 # --- what changed since the pull, for the inbox ---------------------------------------------

@@ -1,7 +1,7 @@
 """What the live pages poll (docs/design.md, "The edges"): the home, the review inbox and a
 session page ask every second for their live parts. The answer's ETag is the newest event
 the user may see (every change writes one) with the minute, so a poll that finds nothing
-new is a 304 after one query; a changed one renders the page's parts, in the same fixed
+new is a 304 after one query of its own; a changed one renders the page's parts, in the same fixed
 number of queries as the page itself, as JSON: {"parts": {name: html}, "counts": {...}}."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 /* Live pages (docs/design.md, "The edges"): every second, ask the page's live endpoint
-   whether anything changed (If-None-Match: a 304 costs one query), and on a change put
+   whether anything changed (If-None-Match: a 304 costs one query beyond the sign-in), and on a change put
    the new parts in place. A part's children carry data-key: a child that is unchanged, or
    that the reviewer is typing in, stays as it is; only the others are replaced. */
 (function () {
