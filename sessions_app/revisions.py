@@ -188,14 +188,6 @@ def revision(plan: Plan, number: int) -> Version | None:
     return Version(rev, {n: whole[n] for n in rev.sections if n in SECTIONS}, after)
 
 
-def since(plan: Plan, at: datetime | None) -> list[Revision]:
-    """The revisions of the plan made after ``at`` (all, if None), oldest first."""
-    rows = Revision.objects.filter(plan=plan).order_by("number")
-    if at is not None:
-        rows = rows.filter(created_at__gt=at)
-    return list(rows)
-
-
 # --- export and import -------------------------------------------------------------------
 
 

@@ -1,6 +1,8 @@
-"""The reviewers' side of the review gate in the admin: the review inbox, approve and reject
-on the inbox and the plan page, a plan's revisions with their diffs, restoring one, and a
-session's review policy.
+"""The reviewers' side of the review gate in the admin: the review inbox (the plans in review
+with a diff of what changed since their pull, the held plans and the plans waiting after
+their attempts), approve (with optional notes) and reject on the inbox, the home and the
+plan page, a plan's revisions with their diffs, restoring one (asked first when a worker
+holds the plan), and a session's review policy.
 
 Reading is open to every reviewer; deciding needs the review permission (``can_review``),
 restoring and changing the policy the staff permission (``can_intervene``). Each change is
