@@ -9,8 +9,9 @@ import re
 import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from django.utils import timezone
 
-from sessions_app import needs_you, services
+from sessions_app import clock, needs_you, services
 from sessions_app.models import Event, Plan, Revision, Session
 from tests.sessions_app.admin_fixtures import (  # noqa: F401  (fixtures)
     PASSWORD,
@@ -138,7 +139,10 @@ def test_a_reviewer_sees_held_and_waiting_plans_without_their_buttons(reviewer_c
 # --- the live endpoint ------------------------------------------------------------------------
 
 
-def test_the_live_answer_is_a_304_until_an_event_then_the_parts_with_it(staff_client, demo):
+def test_the_live_answer_is_a_304_until_an_event_then_the_parts_with_it(staff_client, demo, monkeypatch):
+    # The tag holds the minute: the clock stands still, so it cannot turn between two requests.
+    still = timezone.now()
+    monkeypatch.setattr(clock, "now", lambda: still)
     url = f"{LIVE}?view=session&session={demo.name}"
     first = staff_client.get(url)
     assert first.status_code == 200 and "private" in first["Cache-Control"]
