@@ -7,7 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Subquery
+from django.db.models.functions import Coalesce
 
 from sessions_app.clock import utc_text
 from sessions_app.excerpts import ended, one_line
@@ -65,6 +66,9 @@ class Intervention:
             "plan_rejected": "was sent back in review to the front of the queue",
             "plan_restored": "had its text restored to an earlier revision",
         }[self.kind]
+        if self.kind == "plan_restored" and self.reason:
+            # "revision 2": which one, said in place of why.
+            return f"Plan {self.plan_id} had its text restored to {self.reason} by {self.actor} at {utc_text(self.at)}."
         why = f": {self.reason}" if self.reason else ""
         return ended(f"Plan {self.plan_id} {what} by {self.actor} at {utc_text(self.at)}{why}")
 
@@ -125,6 +129,22 @@ def latest_intervention(plan: Plan) -> Intervention | None:
         .first()
     )
     return None if event is None else _intervention(event)
+
+
+# What a person may do to a plan while its worker holds it and keeps working on it.
+WHILE_HELD_KINDS = ("plan_restored",)
+
+
+def since_worker_wrote(plan_id: str, actor: str) -> list[Intervention]:
+    """What people did to the plan (restored a revision) since ``actor``, the worker holding
+    it, last wrote it or pulled it, oldest first: one statement, on every worker's write."""
+    last_own = Event.objects.filter(plan_id=plan_id, actor=actor).order_by("-id").values("id")[:1]
+    found = (
+        Event.objects.filter(plan_id=plan_id, kind__in=WHILE_HELD_KINDS, id__gt=Coalesce(Subquery(last_own), 0))
+        .exclude(AGENT_ACTORS)
+        .order_by("id")
+    )
+    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
 
 
 def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:

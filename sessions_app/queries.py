@@ -61,6 +61,13 @@ def visible_plans():
     return plans if projects is None else plans.filter(session__project_id__in=projects)
 
 
+def visible_events():
+    """The events of the sessions the caller may see (a queryset)."""
+    projects = access.current().visible_projects()
+    events = Event.objects.all()
+    return events if projects is None else events.filter(session__project_id__in=projects)
+
+
 def session_path(name: str) -> str:
     return str(planfiles.session_dir(name))
 

@@ -61,6 +61,11 @@ def plan_written(name: str, written: services.Written, summary: str, **data: Any
     """The answer to a write of the worker's plan: its id, then ``data``, and a notice when
     the service could not use the plan file."""
     data = {"plan_id": written.plan.id, **data}
+    if written.told:
+        # A person changed the plan while this worker held it (restored a revision): the
+        # worker must not go on from the text it had in mind.
+        data["changed_by_others"] = [excerpts.fit_json(t, 240) for t in written.told]
+        summary += " Others changed this plan meanwhile: see changed_by_others, and read its file again."
     return responses.ok(name, with_file_notice(written.file_notice, summary, data), data)
 
 

@@ -8,13 +8,15 @@ the staff user as the actor; the generic add/change/delete forms are switched of
 model, so nothing edits a plan's status, position or text behind the services' back.
 
 Importing the package registers the ModelAdmins (projects.py, sessions.py, plans.py,
-events.py, webhooks.py, on base.py's NineplanAdmin) and titles the site.
+events.py, webhooks.py, on base.py's NineplanAdmin), titles the site and makes its home "Needs you"
+(home.py; live.py answers the live pages' polls).
 """
 
 from __future__ import annotations
 
 from django.contrib import admin
 
+from sessions_app.admin import home
 from sessions_app.admin.base import NineplanAdmin
 from sessions_app.admin.events import EventAdmin
 from sessions_app.admin.plans import PlanAdmin
@@ -30,3 +32,5 @@ admin.site.index_title = "Sessions, plans and history"
 # The header's own links lead to every page; the app sidebar would only take the width
 # the lists need on a laptop screen.
 admin.site.enable_nav_sidebar = False
+# The home says what needs a person; Django's list of apps is below it.
+admin.site.index = home.index_view(admin.site)

@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from sessions_app import services
 from sessions_app.admin import render
+from sessions_app.management.commands import nineplan_demo as demo
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import REPO, plan_fields
 
@@ -97,7 +98,7 @@ def shot(page, name: str) -> None:
 
 def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     call_command("nineplan_demo", stdout=io.StringIO())
-    session = Session.objects.get()
+    session = Session.objects.get(task_description=demo.TASK)
     active = Plan.objects.get(session=session, status="active")
     assert "9plan review" in page.inner_text("#site-name")
 

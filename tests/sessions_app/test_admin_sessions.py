@@ -4,18 +4,20 @@ chart)."""
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import excerpts, interventions, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
-from sessions_app.models import Event, Plan
+from sessions_app.models import Event, Plan, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, quiet, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
@@ -60,6 +62,22 @@ def test_sessions_list_filters_and_search(busy, quiet, reviewer_client):
 
 
 # Column numbers count list_display from 0: 3 queue, 5 completed, 6 discarded, 7 last activity.
+def test_sessions_list_shows_what_waits_for_a_person_and_how_many_workers(reviewer_client, sessions_dir):
+    call_command("nineplan_demo", stdout=io.StringIO())
+    parallel = Session.objects.get(review="required")
+    rows = listed(reviewer_client)
+    row = rows[parallel.name]
+    assert (row.queue_length, row.waiting_count, row.in_review_count, row.held_count, row.workers_count) == (2, 1, 1, 1, 2)
+    calm = rows[Session.objects.exclude(name=parallel.name).get().name]
+    assert (calm.waiting_count, calm.in_review_count, calm.held_count, calm.workers_count) == (0, 0, 0, 1)
+    html = text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
+    cells = html[html.index(f">{parallel.name}<") :].split("</tr>")[0]
+    assert '2 <span class="np-muted np-sub">1 waiting</span>' in cells
+    assert '1<span class="np-muted np-sub">1 in review</span><span class="np-muted np-sub">1 held</span>' in cells
+    assert '<span class="np-muted np-sub np-workers">2 workers hold plans</span>' in cells
+    assert "np-workers" not in html[html.index(f">{calm.name}<") :].split("</tr>")[0]
+
+
 @pytest.mark.parametrize("column", [3, 5, 6, 7])
 def test_sessions_list_sorts_by_the_computed_columns(busy, quiet, reviewer_client, column):
     response = reviewer_client.get(reverse("admin:sessions_app_session_changelist") + f"?o={column}")

@@ -72,6 +72,9 @@ def test_approve_completes_and_indexes_the_plan():
     assert hits(session, "tokenizer") == [plan.id]
     assert Session.objects.get(name=session.name).count_completed == 1
     assert Event.objects.filter(plan=plan).last().detail == {"decision": "approve", "notes": "Looks right"}
+    # The notes are kept in the plan's history too, as a review revision by the reviewer.
+    assert "### Approved in review by user:rita" in stored.notes and stored.notes.endswith("Looks right")
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor"))[-1] == (2, "review", "user:rita")
     assert events(plan)[-1] == ("plan_approved", "user:rita")
     assert invariants.check_invariants(session.name).valid
 
