@@ -1,0 +1,382 @@
+#!/usr/bin/env python
+"""9plan against two task servers for agents, through one client, on one workload.
+
+The peers are npm packages (Task Master, `task-master-ai`; Shrimp Task Manager,
+`mcp-shrimp-task-manager`), installed into bench/.peers/ by `make bench-peers-install`
+(not part of 9plan). Each server is driven over stdio by the same client, the Python
+`mcp` SDK's ClientSession, and a figure is the time from sending a tool call to its
+parsed result: the server's work plus the same client and pipe cost for all.
+
+The workload is one agent's session: add a task, take the next one, complete it, search
+the completed ones for a word every task holds. The three servers run side by side and
+take turns call by call, so a slow spell of a shared machine hits all alike.
+
+| step     | 9plan                 | Task Master               | Shrimp                      |
+|----------|-----------------------|---------------------------|-----------------------------|
+| add      | 9plan_queue_add       | add_task (manual fields)  | split_tasks (append one)    |
+| pull     | 9plan_queue_pull      | next_task                 | execute_task (oldest open)  |
+| complete | 9plan_plan_complete   | set_task_status done      | verify_task (score 100)     |
+| search   | 9plan_history_search  | get_tasks status=done     | query_task                  |
+
+Task Master has no search and its next_task claims nothing (it only reads): both are
+cheaper than what 9plan does in that step, so the comparison leans their way.
+
+    bench/peers.py                   the default run
+    bench/peers.py --cycles 5        fewer cycles (a smoke run)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    MANAGE,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    median,
+    progress,
+    setup_django,
+)  # noqa: E402
+
+PEERS_DIR = Path(__file__).resolve().parent / ".peers" / "node_modules"
+TASK_MASTER = PEERS_DIR / "task-master-ai" / "dist" / "mcp-server.js"
+SHRIMP = PEERS_DIR / "mcp-shrimp-task-manager" / "dist" / "index.js"
+STEPS = ("add", "pull", "complete", "search")
+RATIO_TARGET = 1 / 1.5  # 9plan's time over the fastest peer's: 1.5x faster or better
+WORD = "invoice"  # in every task's title, so every search finds every completed task
+
+
+def installed() -> bool:
+    return (
+        TASK_MASTER.is_file() and SHRIMP.is_file() and shutil.which("node") is not None
+    )
+
+
+def _version(package: str) -> str:
+    try:
+        return json.loads((PEERS_DIR / package / "package.json").read_text())["version"]
+    except (OSError, ValueError, KeyError):
+        return "?"
+
+
+def _task(text: TextMaker, n: int) -> dict[str, str]:
+    return {
+        "title": f"{WORD} step {n}: {text.chars(40)}",
+        "context": text.chars(150),
+        "approach": text.chars(250),
+        "criteria": text.chars(80),
+        "outcome": text.chars(200),
+    }
+
+
+class Server:
+    """One stdio server and the client session driving it."""
+
+    name = ""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.session = None
+
+    def params(self):
+        raise NotImplementedError
+
+    async def start(self, stack) -> None:
+        from mcp import ClientSession
+        from mcp.client.stdio import stdio_client
+
+        errlog = stack.enter_context(open(self.root / "stderr.log", "w"))
+        read, write = await stack.enter_async_context(
+            stdio_client(self.params(), errlog=errlog)
+        )
+        self.session = await stack.enter_async_context(ClientSession(read, write))
+        await self.session.initialize()
+        await self.setup()
+
+    async def setup(self) -> None:
+        pass
+
+    async def call(self, tool: str, arguments: dict):
+        result = await self.session.call_tool(tool, arguments)
+        if result.is_error:
+            text = " ".join(getattr(c, "text", "") for c in result.content)
+            raise RuntimeError(f"{self.name} {tool} failed: {text[:400]}")
+        return result
+
+    async def timed(self, step: str, task: dict[str, str]) -> float:
+        tool, arguments = self.step(step, task)
+        t0 = time.perf_counter()
+        await self.call(tool, arguments)
+        took = time.perf_counter() - t0
+        await self.after(step)
+        return took
+
+    def step(self, step: str, task: dict[str, str]) -> tuple[str, dict]:
+        raise NotImplementedError
+
+    async def after(self, step: str) -> None:
+        pass
+
+
+class Nineplan(Server):
+    name = "9plan"
+
+    def params(self):
+        from mcp import StdioServerParameters
+
+        return StdioServerParameters(
+            command=PYTHON,
+            args=[MANAGE, "mcp"],
+            env=bench_env(self.root),
+            cwd=str(REPO),
+        )
+
+    async def setup(self) -> None:
+        await self.call(
+            "9plan_session_create", {"task_description": "benchmark against the peers"}
+        )
+
+    def step(self, step, task):
+        if step == "add":
+            return "9plan_queue_add", {
+                "goal": task["title"],
+                "context": task["context"],
+                "approach": task["approach"],
+                "success_criteria": task["criteria"],
+            }
+        if step == "pull":
+            return "9plan_queue_pull", {}
+        if step == "complete":
+            return "9plan_plan_complete", {"outcome": task["outcome"]}
+        return "9plan_history_search", {"query": WORD}
+
+
+class TaskMaster(Server):
+    name = f"Task Master {_version('task-master-ai')}"
+
+    def params(self):
+        from mcp import StdioServerParameters
+
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        env["TASK_MASTER_TOOLS"] = "standard"
+        return StdioServerParameters(
+            command="node", args=[str(TASK_MASTER)], env=env, cwd=str(self.root)
+        )
+
+    def __init__(self, root):
+        super().__init__(root)
+        self.next_id = 1
+
+    def step(self, step, task):
+        root = str(self.root)
+        if step == "add":
+            return "add_task", {
+                "projectRoot": root,
+                "title": task["title"],
+                "description": task["context"],
+                "details": task["approach"],
+                "testStrategy": task["criteria"],
+            }
+        if step == "pull":
+            return "next_task", {"projectRoot": root}
+        if step == "complete":
+            return "set_task_status", {
+                "projectRoot": root,
+                "id": str(self.next_id),
+                "status": "done",
+            }
+        return "get_tasks", {"projectRoot": root, "status": "done"}
+
+    async def after(self, step):
+        if step == "complete":
+            self.next_id += 1
+
+
+class Shrimp(Server):
+    name = f"Shrimp {_version('mcp-shrimp-task-manager')}"
+
+    def params(self):
+        from mcp import StdioServerParameters
+
+        env = {
+            **os.environ,
+            "DATA_DIR": str(self.root / "data"),
+            "TEMPLATES_USE": "en",
+            "ENABLE_GUI": "false",
+        }
+        return StdioServerParameters(
+            command="node", args=[str(SHRIMP)], env=env, cwd=str(self.root)
+        )
+
+    def _oldest_open(self) -> str:
+        # Read outside the clock: the agent would have the id from an earlier answer.
+        tasks = json.loads((self.root / "data" / "tasks.json").read_text())["tasks"]
+        return next(t["id"] for t in tasks if t["status"] != "completed")
+
+    def step(self, step, task):
+        if step == "add":
+            raw = [
+                {
+                    "name": task["title"],
+                    "description": task["context"],
+                    "implementationGuide": task["approach"],
+                    "verificationCriteria": task["criteria"],
+                }
+            ]
+            return "split_tasks", {"updateMode": "append", "tasksRaw": json.dumps(raw)}
+        if step == "pull":
+            return "execute_task", {"taskId": self._oldest_open()}
+        if step == "complete":
+            return "verify_task", {
+                "taskId": self._oldest_open(),
+                "summary": task["outcome"],
+                "score": 100,
+            }
+        return "query_task", {"query": WORD}
+
+
+async def _measure(
+    root: Path, cycles: int, warmup: int
+) -> dict[str, dict[str, list[float]]]:
+    from contextlib import AsyncExitStack
+
+    servers = [
+        Nineplan(root / "9plan"),
+        TaskMaster(root / "taskmaster"),
+        Shrimp(root / "shrimp"),
+    ]
+    for s in servers:
+        s.root.mkdir(parents=True, exist_ok=True)
+    samples = {s.name: {step: [] for step in STEPS} for s in servers}
+    text = TextMaker()
+    async with AsyncExitStack() as stack:
+        for s in servers:
+            await s.start(stack)
+        for n in range(warmup + cycles):
+            task = _task(text, n)
+            for i, step in enumerate(STEPS):
+                # Each step in turn on every server, starting with a different one each time.
+                order = (
+                    servers[(n + i) % len(servers) :]
+                    + servers[: (n + i) % len(servers)]
+                )
+                for s in order:
+                    took = await s.timed(step, task)
+                    if n >= warmup:
+                        samples[s.name][step].append(took * 1000)
+    return samples
+
+
+def rows(samples: dict[str, dict[str, list[float]]]) -> list[dict]:
+    ours = samples["9plan"]
+    peers = {name: s for name, s in samples.items() if name != "9plan"}
+    out = []
+    for step in STEPS:
+        mine = median(ours[step])
+        fastest, best = min(((median(s[step]), name) for name, s in peers.items()))
+        shown = ", ".join(
+            f"{name} {median(s[step]):.2f} ms" for name, s in peers.items()
+        )
+        ratio = mine / fastest
+        out.append(
+            {
+                "bench": "peers",
+                "figure": f"{step}: median, against the fastest peer ({shown})",
+                "value": mine,
+                "baseline": fastest,
+                "unit": "ms",
+                "ratio": ratio,
+                "target": f"<= {RATIO_TARGET:.2f}x",
+                "met": ratio <= RATIO_TARGET,
+            }
+        )
+    return out
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    """The benchmark as `bench/run.py --only peers` runs it."""
+    if not installed():
+        return {
+            "rows": [
+                {
+                    "bench": "peers",
+                    "figure": "skipped (not installed: make bench-peers-install)",
+                    "value": None,
+                    "baseline": None,
+                    "unit": "",
+                    "ratio": None,
+                    "target": "(optional)",
+                    "met": None,
+                }
+            ]
+        }
+    setup_django(data_dir / "9plan")
+    progress(
+        f"peers: {params['peers_cycles']} cycles of add, pull, complete, search on 9plan and two peers"
+    )
+    samples = asyncio.run(
+        _measure(data_dir, params["peers_cycles"], params["peers_warmup"])
+    )
+    return {
+        "rows": rows(samples),
+        "samples": {
+            n: {k: median(v) for k, v in s.items()} for n, s in samples.items()
+        },
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--warmup", type=int, default=3)
+    args = parser.parse_args()
+    if not installed():
+        raise SystemExit(
+            "The peers are not installed: make bench-peers-install (npm, into bench/.peers/)."
+        )
+    with tempfile.TemporaryDirectory(prefix="9plan-bench-peers-") as tmp:
+        root = Path(tmp)
+        (root / "9plan" / "sessions").mkdir(parents=True)
+        import subprocess
+
+        # The schema first, in a process of its own (this one stays free of Django).
+        subprocess.run(
+            [PYTHON, MANAGE, "migrate", "--verbosity", "0"],
+            env=bench_env(root / "9plan"),
+            cwd=str(REPO),
+            check=True,
+        )
+        load = os.getloadavg()[0]
+        samples = asyncio.run(_measure(root, args.cycles, args.warmup))
+        print(
+            f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.cycles} cycles per server"
+        )
+        print(
+            "| step | 9plan | "
+            + " | ".join(n for n in samples if n != "9plan")
+            + " | 9plan / fastest peer |"
+        )
+        print("|---|---:|" + "---:|" * (len(samples) - 1) + "---:|")
+        for r, step in zip(rows(samples), STEPS):
+            peers = " | ".join(
+                f"{median(s[step]):.2f} ms" for n, s in samples.items() if n != "9plan"
+            )
+            print(f"| {step} | {r['value']:.2f} ms | {peers} | {r['ratio']:.2f}x |")
+
+
+if __name__ == "__main__":
+    main()
