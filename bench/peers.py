@@ -48,7 +48,7 @@ from common import (
     median,
     progress,
     setup_django,
-)  # noqa: E402
+)
 
 PEERS_DIR = Path(__file__).resolve().parent / ".peers" / "node_modules"
 TASK_MASTER = PEERS_DIR / "task-master-ai" / "dist" / "mcp-server.js"
@@ -97,7 +97,8 @@ class Server:
         from mcp import ClientSession
         from mcp.client.stdio import stdio_client
 
-        errlog = stack.enter_context(open(self.root / "stderr.log", "w"))
+        # The server's stderr goes to a file: an unread pipe would fill up and stall it.
+        errlog = stack.enter_context((self.root / "stderr.log").open("w"))
         read, write = await stack.enter_async_context(
             stdio_client(self.params(), errlog=errlog)
         )
@@ -285,7 +286,7 @@ def rows(samples: dict[str, dict[str, list[float]]]) -> list[dict]:
     out = []
     for step in STEPS:
         mine = median(ours[step])
-        fastest, best = min(((median(s[step]), name) for name, s in peers.items()))
+        fastest, _ = min(((median(s[step]), name) for name, s in peers.items()))
         shown = ", ".join(
             f"{name} {median(s[step]):.2f} ms" for name, s in peers.items()
         )
