@@ -64,7 +64,7 @@ def restore(apps, schema_editor):
     with schema_editor.connection.cursor() as cursor:
         for table, column, plain_too in DROPPED:
             _, table_name = split_identifier(table)
-            name = "%s_%s_%s" % (table_name, column, names_digest(table_name, column, length=8))
+            name = f"{table_name}_{column}_{names_digest(table_name, column, length=8)}"
             name = schema_editor.connection.ops.quote_name(name)[1:-1]
             if plain_too:
                 cursor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {table} ({column})')
