@@ -25,6 +25,9 @@ mcp: install
 test: install
 	$(PY) -m pytest
 
+# With DATABASE_URL naming PostgreSQL (`DATABASE_URL=postgres://... make bench`), the
+# PostgreSQL variants run as well (search, workers with its bare-SQL floor, teams over HTTP),
+# each in a database of its own beside the one named.
 bench: install
 	$(PY) bench/run.py
 
