@@ -93,7 +93,7 @@ def client(port: int, role: str, session: str, seconds: float) -> None:
 
     def call(name: str, arguments: dict, expected: frozenset = frozenset()) -> str:
         t0 = time.perf_counter()
-        ok, answer, category = conn.call(name, {**arguments, "session_name": session})
+        _, answer, category = conn.call(name, {**arguments, "session_name": session})
         latencies.append(time.perf_counter() - t0)
         if category and category not in expected:
             errors.append(f"{name}: {category}: {answer[:160]}")
