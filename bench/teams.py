@@ -182,11 +182,13 @@ def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, se
         assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
         commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
                     for i, (role, name) in enumerate(assignments)]
-        cpu0 = _cpu([p.pid for p in procs])
+        cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
         from common import race
 
         results = race(commands, env, "teams")
         cpu = _cpu([p.pid for p in procs]) - cpu0
+        pg1 = _backends_cpu(scratch)
+        pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items())
     finally:
         for proc in procs:
             proc.terminate()
@@ -202,7 +204,28 @@ def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, se
     for e in errors[:5]:
         progress(f"teams error: {e}")
     return {"ops": len(latencies) / elapsed, "p50": median(latencies), "p99": percentile(latencies, 99),
-            "errors": len(errors), "calls": len(latencies), "server_cpu_per_op": cpu / max(1, len(latencies)) * 1000}
+            "errors": len(errors), "calls": len(latencies), "server_cpu_per_op": cpu / max(1, len(latencies)) * 1000,
+            "pg_cpu_per_op": pg_cpu / max(1, len(latencies)) * 1000, "elapsed": elapsed,
+            "server_cores": cpu / elapsed, "pg_cores": pg_cpu / elapsed}
+
+
+def _backends_cpu(database: str) -> dict[int, float]:
+    """CPU seconds so far of each PostgreSQL backend serving ``database`` on this machine
+    (found by the process title PostgreSQL gives its backends: "postgres: user database ...")."""
+    found = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            title = Path(f"/proc/{entry}/cmdline").read_bytes().decode(errors="replace")
+            if not title.startswith("postgres:") or f" {database} " not in title:
+                continue
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[int(entry)] = (int(fields[11]) + int(fields[12])) / tick
+    return found
 
 
 def _cpu(pids: list[int]) -> float:
@@ -235,6 +258,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
         row("latency p50", r["p50"], "ms"),
         row("latency p99", r["p99"], "ms"),
         row("servers' CPU per call", r["server_cpu_per_op"], "ms"),
+        row("PostgreSQL's CPU per call (the run's backends)", r["pg_cpu_per_op"], "ms"),
         row("errors", r["errors"], "count", "0", r["errors"] == 0),
     ]}
 
@@ -263,7 +287,9 @@ def main() -> None:
             r = one_run(repo, url, args.seconds, args.plans, args.servers)
             runs[repo].append(r)
             print(f"{repo}: {r['ops']:.0f} calls/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
-                  f"{r['errors']} errors, servers' CPU {r['server_cpu_per_op']:.2f} ms per call", flush=True)
+                  f"{r['errors']} errors, CPU per call: servers {r['server_cpu_per_op']:.2f} ms, PostgreSQL "
+                  f"{r['pg_cpu_per_op']:.2f} ms; cores used: servers {r['server_cores']:.2f}, PostgreSQL "
+                  f"{r['pg_cores']:.2f}", flush=True)
     print(f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.servers} servers, "
           f"{args.rounds} rounds of {args.seconds:g} s")
     first = repos[0]
