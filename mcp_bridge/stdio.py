@@ -43,7 +43,7 @@ def usable() -> bool:
     return True
 
 
-class _Claim:
+class _Diverted:
     """Descriptor ``fd`` served from a private duplicate, ``fd`` itself diverted."""
 
     def __init__(self, fd: int, diversion: int):
@@ -114,9 +114,9 @@ class LineWriter:
 async def streams():
     """(stdin, stdout) for the SDK's stdio_server, descriptors 0 and 1 diverted meanwhile."""
     sys.stdout.flush()
-    stdin = _Claim(0, os.open(os.devnull, os.O_RDONLY))
+    stdin = _Diverted(0, os.open(os.devnull, os.O_RDONLY))
     try:
-        stdout = _Claim(1, os.dup(2))
+        stdout = _Diverted(1, os.dup(2))
     except OSError:
         stdin.release()
         raise
