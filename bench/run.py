@@ -40,7 +40,9 @@ BENCHMARKS = {
     "throughput": ("throughput", "run"),
     "workers": ("workers", "run"),
     "workers-pg": ("workers", "run_postgres"),
+    "teams-pg": ("teams", "run_postgres"),
     "pages": ("pages", "run"),
+    "peers": ("peers", "run"),
     "export": ("export", "run"),
     "import": ("export", "run_import"),
 }
@@ -62,6 +64,10 @@ SIZES = {
     "workers_seconds": (5, 1),
     "workers_plans": (2_000, 200),
     "workers_rounds": (3, 1),
+    "teams_seconds": (20, 2),
+    "teams_plans": (3_000, 100),
+    "peers_cycles": (30, 3),
+    "peers_warmup": (3, 1),
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),
@@ -206,6 +212,9 @@ def main() -> None:
     parser.add_argument("--full-scale", action="store_true", help="pages at 10,000 sessions / 1,000,000 plans")
     parser.add_argument("--keep", action="store_true", help="keep the data directories (path printed)")
     parser.add_argument("--child", nargs=3, metavar=("NAME", "DATA_DIR", "PARAMS"), help=argparse.SUPPRESS)
+    parser.add_argument(
+        "--floor", nargs=5, metavar=("DATA_DIR", "DATABASE_URL", "SESSION", "WORKER", "SECONDS"), help=argparse.SUPPRESS
+    )
     parser.add_argument("--worker", nargs=3, metavar=("DATA_DIR", "SESSION", "SECONDS"), help=argparse.SUPPRESS)
     parser.add_argument(
         "--drain", nargs=5, metavar=("DATA_DIR", "DATABASE_URL", "SESSION", "WORKER", "SECONDS"), help=argparse.SUPPRESS
@@ -221,6 +230,12 @@ def main() -> None:
 
         data_dir, database_url, session, worker, seconds = args.drain
         workers.drain(Path(data_dir), database_url, session, worker, float(seconds))
+        return
+    if args.floor:
+        import workers
+
+        _, database_url, session, worker, seconds = args.floor
+        workers.floor(database_url, session, worker, float(seconds))
         return
     if args.worker:
         import throughput

@@ -6,6 +6,12 @@ session must not become the bottleneck: the shared race reaches at least 0.8x th
 per second of the separate one, with every step's p99 within 100 ms and no errors
 (docs/design.md, "Speed targets"). On SQLite, and on PostgreSQL when DATABASE_URL names it
 (in a throw-away database beside it).
+
+On PostgreSQL a third race sets the floor: the same cycle by the same eight processes on
+one session, written as bare SQL over psycopg (claim the front plan with FOR UPDATE SKIP
+LOCKED, then one UPDATE and one event INSERT per step, each step its own transaction),
+without 9plan's checks, plan files or events' detail: 9plan reaches at least 0.5x its
+cycles per second.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from common import PYTHON, TextMaker, race, take_turns, bench_env, bulk_insert, 
 from common import plan_row, PLAN_COLUMNS, progress, setup_django, write_plan_files
 
 STEPS = ("pull", "note", "complete")
-RATIO_TARGET, P99_TARGET_MS = 0.8, 100.0
+RATIO_TARGET, P99_TARGET_MS, FLOOR_TARGET = 0.8, 100.0, 0.5
 RUNNER = str(Path(__file__).resolve().parent / "run.py")
 
 
@@ -66,10 +72,77 @@ def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds:
     sys.stdout.flush()
 
 
-def _race(data_dir: Path, database_url: str, assignments: list[tuple[str, str]], seconds: float) -> dict:
+def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
+    """One floor process: the cycle as bare SQL (see the module's docstring), printed as drain prints it."""
+    import psycopg
+
+    text = TextMaker(seed=sum(map(ord, worker)))
+    conn = psycopg.connect(database_url)
+    sys.stdout.write("ready\n")
+    sys.stdout.flush()
+    sys.stdin.readline()
+    latencies: dict[str, list[float]] = {step: [] for step in STEPS}
+    errors: list[str] = []
+    cycles = 0
+    event = "INSERT INTO sessions_app_event (session_name, plan_id, kind, actor, detail, created_at) VALUES (%s, %s, %s, %s, '{}', now())"
+    cpu_start = time.process_time()
+    start = time.perf_counter()
+    end = start + seconds
+    while time.perf_counter() < end:
+        try:
+            t0 = time.perf_counter()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    "SELECT id FROM sessions_app_plan WHERE session_name = %s AND status = 'queued' "
+                    "ORDER BY sort_key LIMIT 1 FOR UPDATE SKIP LOCKED",
+                    [session],
+                )
+                row = cur.fetchone()
+                if row is None:
+                    break
+                plan_id = row[0]
+                cur.execute(
+                    "UPDATE sessions_app_plan SET status = 'active', sort_key = NULL, worker = %s, claimed_at = now(), "
+                    "lease_expires_at = now() + interval '15 minutes', updated_at = now() WHERE id = %s",
+                    [worker, plan_id],
+                )
+                cur.execute(event, [session, plan_id, "pulled", "bench"])
+            t1 = time.perf_counter()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute("UPDATE sessions_app_plan SET notes = %s, updated_at = now() WHERE id = %s",
+                            [text.chars(120), plan_id])
+                cur.execute(event, [session, plan_id, "noted", "bench"])
+            t2 = time.perf_counter()
+            with conn.transaction(), conn.cursor() as cur:
+                cur.execute(
+                    "UPDATE sessions_app_plan SET status = 'completed', outcome = %s, completed_at = now(), worker = NULL, "
+                    "claimed_at = NULL, lease_expires_at = NULL, updated_at = now() WHERE id = %s",
+                    [text.chars(200), plan_id],
+                )
+                cur.execute(event, [session, plan_id, "completed", "bench"])
+            t3 = time.perf_counter()
+        except psycopg.Error as exc:
+            errors.append(f"{type(exc).__name__}: {exc}")
+            continue
+        latencies["pull"].append(t1 - t0)
+        latencies["note"].append(t2 - t1)
+        latencies["complete"].append(t3 - t2)
+        cycles += 1
+    elapsed = time.perf_counter() - start
+    cpu = time.process_time() - cpu_start
+    conn.close()
+    sys.stdout.write(
+        json.dumps({"latencies": latencies, "cycles": cycles, "elapsed": elapsed, "cpu": cpu, "errors": errors}) + "\n"
+    )
+    sys.stdout.flush()
+
+
+def _race(
+    data_dir: Path, database_url: str, assignments: list[tuple[str, str]], seconds: float, mode: str = "--drain"
+) -> dict:
     env = bench_env(data_dir, None if database_url == "-" else database_url)
     commands = [
-        [PYTHON, RUNNER, "--drain", str(data_dir), database_url, session, worker, str(seconds)]
+        [PYTHON, RUNNER, mode, str(data_dir), database_url, session, worker, str(seconds)]
         for session, worker in assignments
     ]
     results = race(commands, env, "workers benchmark")
@@ -132,7 +205,9 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
     workers, seconds, per_worker = params["workers_count"], params["workers_seconds"], params["workers_plans"]
     shared = services.session_create(task_description="one session, many workers", actor="bench").name
     own = [services.session_create(task_description=f"worker {i} alone", actor="bench").name for i in range(workers)]
-    _seed({shared: workers * per_worker, **{name: per_worker for name in own}})
+    postgres = connections["default"].vendor == "postgresql"
+    bare = services.session_create(task_description="the floor: bare SQL", actor="bench").name if postgres else None
+    _seed({shared: workers * per_worker, **{name: per_worker for name in own}, **({bare: workers * per_worker} if bare else {})})
     if connections["default"].vendor == "postgresql":
         # Statistics for the plans just loaded, as a database in use has them: left to
         # autovacuum, they arrived at a random point of the races and the planner's choice
@@ -143,13 +218,15 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
 
     # The two races take turns, several times each: eight processes on two cores make one
     # five-second race noisy (docs/benchmarks.md), and each side's median is compared.
-    runs = take_turns(
-        params["workers_rounds"],
-        {
-            "together": lambda: _race(data_dir, database_url, [(shared, f"w{i}") for i in range(workers)], seconds),
-            "apart": lambda: _race(data_dir, database_url, [(name, "default") for name in own], seconds),
-        },
-    )
+    races = {
+        "together": lambda: _race(data_dir, database_url, [(shared, f"w{i}") for i in range(workers)], seconds),
+        "apart": lambda: _race(data_dir, database_url, [(name, "default") for name in own], seconds),
+    }
+    if bare:
+        races["floor"] = lambda: _race(
+            data_dir, database_url, [(bare, f"w{i}") for i in range(workers)], seconds, mode="--floor"
+        )
+    runs = take_turns(params["workers_rounds"], races)
     together, apart = _pooled(runs["together"]), _pooled(runs["apart"])
     progress(
         f"workers ({label}): {together['cycles']:,} cycles on one session, {apart['cycles']:,} on {workers} sessions"
@@ -173,6 +250,15 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
         rows.append(row(f"one session: {step} p99 (p50 {median(together['latencies'][step]):.1f} ms)", p99, "ms",
                         f"<= {P99_TARGET_MS:g} ms", p99 <= P99_TARGET_MS,
                         baseline=percentile(apart["latencies"][step], 99)))
+    if bare:
+        bottom = _pooled(runs["floor"])
+        share = together["cycles_per_s"] / bottom["cycles_per_s"] if bottom["cycles_per_s"] else 0.0
+        rows.append(row(
+            f"{workers} workers on one session: cycles/s against the same cycle as bare SQL (the floor;"
+            f" its p99 pull {percentile(bottom['latencies']['pull'], 99):.1f} ms, {bottom['errors']} errors)",
+            together["cycles_per_s"], "cycles/s", f">= {FLOOR_TARGET:g}x", share >= FLOOR_TARGET,
+            baseline=bottom["cycles_per_s"], r=share,
+        ))
     rows += [
         row("one session: errors", together["errors"], "count", "0", together["errors"] == 0),
         row("own sessions: errors", apart["errors"], "count", "0", apart["errors"] == 0),

@@ -169,9 +169,12 @@ def shorter_stems(word: str) -> list[str]:
 # FTS5 gathers every stored word that begins with the query's last word (a prefix) in the
 # whole index, and BM25 counts how many plans of the whole index hold each word. So a
 # small session (at most SMALL_SESSION completed plans holding at most SMALL_SESSION_CHARS
-# of text) is searched in an index of its own, made for the search in the connection's
-# temporary database from its plans' rows: its cost is the session's size alone, whatever
-# other sessions hold, and BM25 weighs a word by how common it is in that session.
+# of text) is searched in an index of its own, in the connection's temporary database,
+# from its plans' rows: its cost is the session's size alone, whatever other sessions
+# hold, and BM25 weighs a word by how common it is in that session. The index stays from
+# one search to the next and each search brings it up to date with what changed since
+# (_fill_scope), so an agent searching its own session pays for the plans completed since
+# its last search, not for indexing the whole session again.
 
 SESSION_SHARE = 4  # the key is matched on while the session holds less than 1/4 of the index
 SMALL_SESSION = 64  # completed plans
@@ -228,6 +231,7 @@ SCOPE_SCHEMA = f"""CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SCOPE_TABLE} USING f
     plan_id UNINDEXED, goal, context, inputs, outputs, outcome,
     tokenize='porter unicode61 remove_diacritics 2')"""
 SCOPE_RANK = "bm25(0, 1, 1, 1, 1, 1)"
+SCOPE_COLUMNS = ("goal", "context", "inputs", "outputs", "outcome")
 
 
 def session_key(session_name: str) -> str:
@@ -332,14 +336,29 @@ def _small_session(session_name: str) -> bool:
 def _fill_scope(session_name: str) -> None:
     """The session's completed plans, alone in the connection's temporary index. The
     temporary database is the connection's own: nothing is written to the database file,
-    and no other connection waits."""
+    and no other connection waits.
+
+    The index is kept from one search to the next and brought up to date in two
+    statements: entries whose plan is no longer the session's completed plan with the
+    same text go, completed plans without an entry come in. A search after one more plan
+    was completed indexes that plan alone, not the whole session again; a search in
+    another session replaces every entry. The index is a table of the connection, so a
+    rolled-back transaction takes its changes back with the rest."""
+    same_text = " AND ".join(f"p.{column} IS s.{column}" for column in SCOPE_COLUMNS)
     with connection.cursor() as cur:
         cur.execute(SCOPE_SCHEMA)
-        cur.execute(f"DELETE FROM temp.{SCOPE_TABLE}")
         cur.execute(
-            f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, goal, context, inputs, outputs, outcome)
-            SELECT id, goal, context, inputs, outputs, outcome
-            FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed'""",
+            f"""DELETE FROM temp.{SCOPE_TABLE} WHERE rowid IN (
+                SELECT s.rowid FROM temp.{SCOPE_TABLE} AS s LEFT JOIN {PLAN_TABLE} AS p
+                ON p.id = s.plan_id AND p.session_name = %s AND p.status = 'completed' AND {same_text}
+                WHERE p.id IS NULL)""",
+            [session_name],
+        )
+        cur.execute(
+            f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, {", ".join(SCOPE_COLUMNS)})
+            SELECT id, {", ".join(SCOPE_COLUMNS)} FROM {PLAN_TABLE}
+            WHERE session_name = %s AND status = 'completed'
+            AND id NOT IN (SELECT plan_id FROM temp.{SCOPE_TABLE})""",
             [session_name],
         )
 

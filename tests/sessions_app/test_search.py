@@ -400,3 +400,35 @@ def test_a_session_with_much_text_is_searched_in_the_shared_index(session, corpu
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
     assert FTS_TABLE in captured.captured_queries[-1]["sql"]
     assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
+
+
+@pytest.mark.django_db
+@sqlite_only
+def test_a_small_sessions_index_follows_every_change_between_searches(session, corpus, complete_plan, monkeypatch):
+    """The index of a small session is kept between searches and brought up to date by
+    each: a plan completed since, a completed plan's text changed in place (as a raw
+    write would, without the services), a plan no longer completed, a search in another
+    session in between, and changes a rolled-back transaction took back."""
+    from django.db import transaction
+
+    monkeypatch.setattr(search, "SMALL_SESSION", 64)
+    assert found("sqlite", session) == [corpus["dense"], corpus["sparse"]]
+    newer = complete_plan(session, goal="sqlite sqlite sqlite", context="sqlite")
+    assert found("sqlite", session)[0] == newer.id
+    Plan.objects.filter(id=corpus["dense"]).update(goal="Tune postgres", context="pragmas", outcome="faster")
+    assert found("sqlite", session) == [newer.id, corpus["sparse"]]
+    assert found("postgres", session) == [corpus["dense"]]
+    Plan.objects.filter(id=newer.id).update(status=Plan.Status.DISCARDED)
+    assert found("sqlite", session) == [corpus["sparse"]]
+
+    other = services.session_create()
+    elsewhere = complete_plan(other, goal="sqlite in another session")
+    assert found("sqlite", other) == [elsewhere.id]
+    assert found("sqlite", session) == [corpus["sparse"]]
+
+    with transaction.atomic():
+        Plan.objects.filter(id=corpus["unrelated"]).update(goal="sqlite fence")
+        assert found("sqlite", session) == [corpus["unrelated"], corpus["sparse"]]
+        transaction.set_rollback(True)
+    assert found("sqlite", session) == [corpus["sparse"]]
+    assert found("fence", session) == [corpus["unrelated"]]

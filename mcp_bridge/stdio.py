@@ -1,0 +1,127 @@
+"""The stdio transport's two ends, without a thread hop for each line.
+
+The SDK's stdio transport reads each line of stdin in a worker thread and writes and
+flushes each answer in two more: three hand-overs between threads per tool call, which
+cost more than the call's own work does (docs/benchmarks.md). Here the event loop reads
+stdin when it becomes readable (a read of a blocking pipe that select reports readable
+returns at once, so the descriptor's mode is left alone), and writes each answer
+straight to the pipe: a write to a pipe waits only when the client has stopped reading,
+and then no answer could reach it anyway.
+
+As in the SDK, the process's own descriptors 0 and 1 point elsewhere while serving (the
+null device, stderr), so that nothing a library prints can reach the protocol's stream;
+the transport keeps private duplicates of them, and puts them back on exit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import select
+import sys
+from contextlib import asynccontextmanager
+
+
+def usable() -> bool:
+    """Whether stdin and stdout are descriptors the event loop can wait on (pipes,
+    sockets, terminals; not a regular file, which epoll refuses)."""
+    try:
+        fds = (sys.stdin.fileno(), sys.stdout.fileno())
+    except (AttributeError, OSError, ValueError):
+        return False
+    if fds != (0, 1):
+        return False
+    poller = select.epoll()
+    try:
+        for fd in fds:
+            poller.register(fd, select.EPOLLIN if fd == 0 else select.EPOLLOUT)
+    except OSError:
+        return False
+    finally:
+        poller.close()
+    return True
+
+
+class _Diverted:
+    """Descriptor ``fd`` served from a private duplicate, ``fd`` itself diverted."""
+
+    def __init__(self, fd: int, diversion: int):
+        self.fd = fd
+        self.private = fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, 3)
+        os.dup2(diversion, fd)
+        os.close(diversion)
+
+    def release(self) -> None:
+        os.dup2(self.private, self.fd)
+
+
+class LineReader:
+    """``async for line in reader``: stdin's lines as text, read when the loop says so."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.lines: list[bytes] = []
+        self.partial = b""
+        self.eof = False
+
+    def __aiter__(self) -> LineReader:
+        return self
+
+    async def __anext__(self) -> str:
+        while not self.lines:
+            if self.eof:
+                if self.partial:
+                    line, self.partial = self.partial, b""
+                    return line.decode("utf-8", errors="replace")
+                raise StopAsyncIteration
+            await self._readable()
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                self.eof = True
+                continue
+            *complete, self.partial = (self.partial + chunk).split(b"\n")
+            self.lines = [line + b"\n" for line in complete]
+            self.lines.reverse()
+        return self.lines.pop().decode("utf-8", errors="replace")
+
+    async def _readable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_reader(self.fd)
+
+
+class LineWriter:
+    """``await writer.write(text)``: straight to the pipe, whole."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    async def write(self, text: str) -> None:
+        data = memoryview(text.encode("utf-8"))
+        while data:
+            data = data[os.write(self.fd, data) :]
+
+    async def flush(self) -> None:
+        return None
+
+
+@asynccontextmanager
+async def streams():
+    """(stdin, stdout) for the SDK's stdio_server, descriptors 0 and 1 diverted meanwhile."""
+    sys.stdout.flush()
+    stdin = _Diverted(0, os.open(os.devnull, os.O_RDONLY))
+    try:
+        stdout = _Diverted(1, os.dup(2))
+    except OSError:
+        stdin.release()
+        raise
+    try:
+        yield LineReader(stdin.private), LineWriter(stdout.private)
+    finally:
+        stdout.release()
+        stdin.release()
