@@ -363,3 +363,17 @@ def test_session_series_counts_a_reclaimed_plan_back_in_the_queue(session, make_
     series = [(q, d) for _, q, d in admin_reads.session_series(session)]
     # created, pulled by w1, reclaimed (back at the front), pulled by w2, completed
     assert series == [(1, 0), (0, 0), (1, 0), (0, 0), (0, 1)]
+
+
+def test_what_awaits_a_decision_comes_first_on_a_session_page(admin_client):
+    """On a review-gated session the plans waiting for a person sit above the invariant check
+    and the chart, with the way to the inbox that decides them."""
+    from sessions_app import services as writes
+
+    gated = writes.session_create(task_description="gated", review="required")
+    writes.plan_enqueue(session_name=gated.name, **plan_fields(goal="Needs a look"))
+    writes.plan_pull(session_name=gated.name)
+    writes.plan_complete(session_name=gated.name, outcome="done")
+    html = admin_client.get(reverse("admin:sessions_app_session_change", args=[gated.name])).content.decode()
+    assert html.index('id="np-awaiting"') < html.index('id="np-invariants"') < html.index('id="np-chart"')
+    assert reverse("admin:sessions_app_plan_review_inbox") in html[html.index('id="np-awaiting"') :]
