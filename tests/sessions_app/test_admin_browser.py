@@ -335,7 +335,7 @@ def test_event_search_finds_a_discard_reason(page, live_server):
 
 def test_pages_load_nothing_missing_and_the_icon_and_chart_labels_show(page, live_server):
     call_command("nineplan_demo", stdout=io.StringIO())
-    session = Session.objects.get()
+    session = Session.objects.get(task_description=demo.TASK)
     active = Plan.objects.get(session=session, status="active")
     failed: list[str] = []
     page.on("response", lambda response: failed.append(f"{response.status} {response.url}") if response.status >= 400 else None)
