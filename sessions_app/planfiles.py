@@ -155,8 +155,12 @@ def read_cap() -> int:
     return 4 * settings.NINEPLAN_MAX_PLAN_CHARS + 4096
 
 
-def kind_of(mode: int) -> str:
-    """What a directory entry that is not a regular file is, in words."""
+def kind_of(mode: int, links: int = 1) -> str:
+    """What a directory entry that is not a plain regular file is, in words."""
+    if stat.S_ISREG(mode) and links > 1:
+        # A hard link is a regular file that is also some other file, perhaps outside the
+        # sessions folder: treated like a symbolic link.
+        return f"a hard link ({links} names for one file)"
     if stat.S_ISLNK(mode):
         return "a symbolic link"
     if stat.S_ISFIFO(mode):
@@ -181,9 +185,18 @@ class UnsafeFolder(Exception):
         self.what = what
 
 
+def _plain(st: os.stat_result) -> bool:
+    """A regular file with no other name: the only kind of entry 9plan reads or replaces."""
+    return stat.S_ISREG(st.st_mode) and st.st_nlink == 1
+
+
+def _kind(st: os.stat_result) -> str:
+    return kind_of(st.st_mode, st.st_nlink)
+
+
 def _describe_entry(name: str, dir_fd: int) -> str:
     try:
-        return kind_of(os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+        return _kind(os.stat(name, dir_fd=dir_fd, follow_symlinks=False))
     except OSError:
         return "not a folder"
 
@@ -273,8 +286,8 @@ def _read_in(folder: int, name: str) -> FileRead:
         before = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return FileRead(MISSING)
-    if not stat.S_ISREG(before.st_mode):
-        return FileRead(REFUSED, problem=f"is {kind_of(before.st_mode)}, not a regular file", identity=_identity(before))
+    if not _plain(before):
+        return FileRead(REFUSED, problem=f"is {_kind(before)}, not a regular file", identity=_identity(before))
     cap = read_cap()
     if before.st_size > cap:
         return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, identity=_identity(before))
@@ -287,8 +300,8 @@ def _read_in(folder: int, name: str) -> FileRead:
         return FileRead(REFUSED, problem=f"cannot be opened ({exc.strerror or exc})")
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", identity=_identity(st))
+        if not _plain(st):
+            return FileRead(REFUSED, problem=f"is {_kind(st)}, not a regular file", identity=_identity(st))
         data = _read_fd(fd, cap)
     except OSError as exc:
         return FileRead(REFUSED, problem=f"cannot be read ({exc.strerror or exc})")
@@ -362,8 +375,8 @@ def probe(session_name: str, plan_id: str) -> FileRead:
         return _in_unsafe_folder(exc)
     except OSError as exc:
         return FileRead(REFUSED, problem=f"cannot be checked ({exc.strerror or exc})")
-    if not stat.S_ISREG(st.st_mode):
-        return FileRead(REFUSED, problem=f"is {kind_of(st.st_mode)}, not a regular file", identity=_identity(st))
+    if not _plain(st):
+        return FileRead(REFUSED, problem=f"is {_kind(st)}, not a regular file", identity=_identity(st))
     return FileRead(OK, identity=_identity(st), size=st.st_size)
 
 
@@ -378,8 +391,8 @@ def _write_in(folder: int, name: str, data: bytes) -> None:
     except FileNotFoundError:
         pass
     else:
-        if not stat.S_ISREG(st.st_mode):
-            raise FileExistsError(errno.EEXIST, f"{kind_of(st.st_mode)} is in its place, and 9plan leaves it alone")
+        if not _plain(st):
+            raise FileExistsError(errno.EEXIST, f"{_kind(st)} is in its place, and 9plan leaves it alone")
     tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}.txt"
     fd = os.open(tmp, _CREATE_FLAGS, 0o600, dir_fd=folder)
     try:
@@ -425,8 +438,8 @@ def _remove_in(folder: int, name: str) -> str:
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return ""
-    if not stat.S_ISREG(st.st_mode):
-        return kind_of(st.st_mode)
+    if not _plain(st):
+        return _kind(st)
     os.unlink(name, dir_fd=folder)
     return ""
 
@@ -506,8 +519,8 @@ def preserve_file(session_name: str, plan_id: str) -> str:
             session_name, plans=False, create=True, sub=PRESERVED_DIR
         ) as kept:
             st = os.stat(source, dir_fd=plans, follow_symlinks=False)
-            if not stat.S_ISREG(st.st_mode):
-                raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {kind_of(st.st_mode)}; it was left alone.")
+            if not _plain(st):
+                raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {_kind(st)}; it was left alone.")
             name = _preserved_name(kept, plan_id)
             os.rename(source, name, src_dir_fd=plans, dst_dir_fd=kept)
     except UnsafeFolder as exc:
@@ -543,9 +556,10 @@ def scan(session_name: str) -> Scan:
                     if not (is_temp or is_plan):
                         continue
                     try:
-                        # The entry's type comes with the listing: no file is opened or stat'ed
-                        # unless it is a temporary file (its age) or not a regular file.
-                        what = "" if entry.is_file(follow_symlinks=False) else _describe_entry(name, folder)
+                        # The entry's type comes with the listing; a regular file is stat'ed for
+                        # its links (a hard link is refused like a symbolic one). No file is opened.
+                        plain = entry.is_file(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_nlink == 1
+                        what = "" if plain else _describe_entry(name, folder)
                         age = now - entry.stat(follow_symlinks=False).st_mtime if is_temp else 0.0
                     except FileNotFoundError:
                         continue  # renamed or removed meanwhile

@@ -182,6 +182,34 @@ def test_a_linked_plan_file_is_never_read_and_never_replaced(session, make_plan,
     assert queries.history_search("password", session_name=session.name) == []
 
 
+def test_a_hard_link_is_refused_like_a_symbolic_link(session, make_plan, sessions_dir, secret, tmp_path, reader):
+    """A plan file that is a second name of a file outside is a regular file; its text must
+    reach neither the Notes, the admin, the export nor a pull."""
+    make_plan(session, goal="My own goal")
+    plan = Plan.objects.get(session=session)
+    path = plan_file(sessions_dir, plan)
+    path.unlink()
+    os.link(secret, path)
+
+    pulled = services.plan_pull(session_name=session.name)
+    body, notice = queries.plan_file_text(pulled)
+    assert SECRET not in body and body == planfiles.render(pulled.sections())
+    assert "hard link" in notice and str(path) in notice
+    assert "hard link" in issues(session)
+    assert "hard link" in admin_reads.plan_file_check(pulled).problem
+    exported = b"".join(token_client(reader).get(f"/api/sessions/{session.name}/export/").streaming_content)
+    assert SECRET.encode() not in exported
+
+    same = unchanged(tmp_path)
+    for call in (note(session), defer(session), complete(session)):
+        refused(call, "FILE_SYSTEM_ERROR", str(path), "hard link", "Nothing was changed")
+        assert same()
+    discarded = services.plan_discard(session_name=session.name, reason="dropped")
+    assert "hard link" in discarded.file_notice
+    assert SECRET not in "".join(Plan.objects.get(id=plan.id).sections().values())
+    assert secret.read_text() == SECRET and os.stat(path).st_nlink == 2  # both names left alone
+
+
 def test_a_linked_file_is_never_exported_shown_or_reported_valid(session, make_plan, sessions_dir, secret, reader):
     plan = make_plan(session)
     replace_with_link(plan_file(sessions_dir, plan), secret)
