@@ -11,7 +11,7 @@ from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
-from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
+from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
 
 LIST_CAP = 20
@@ -266,6 +266,16 @@ def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
     return found
 
 
+def dependency_outcomes(plan_id: str) -> list[Plan]:
+    """The completed plans ``plan_id`` depends on (a plan has at most MAX_DEPENDENCIES), in
+    id order, with their goals and outcomes: what a pulled plan's inputs came from. One query."""
+    return list(
+        Plan.objects.filter(dependent_links__plan_id=plan_id, status=Plan.Status.COMPLETED)
+        .order_by("id")
+        .only("id", "goal", "outcome")
+    )
+
+
 LATE_SHOWN = 3
 
 
@@ -425,6 +435,26 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
             field="plan_id",
             reason=NOT_COMPLETED,
         )
+    return plan
+
+
+def plan_read(*, session_name: object, plan_id: object = None, worker: object = None) -> Plan:
+    """A plan of the session in any state, by id; without an id, the plan ``worker`` (of the
+    calling token, or of the local user) holds: what an agent on any machine reads its
+    plan back with."""
+    session = get_session(session_name)
+    if plan_id is None:
+        worker = inputs.worker(worker)
+        plan_id = statements.claimed_plan_id(session.name, access.current().claimant, worker)
+        if plan_id is None:
+            whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
+            raise NoActivePlan(
+                f"{whose} holds no plan in session '{session.name}'; pass plan_id to read any plan of the session."
+            )
+    plan_id = inputs.plan_id(plan_id)
+    plan = Plan.objects.filter(session=session, id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound.in_session(plan_id, session.name)
     return plan
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from sessions_app import excerpts, queries, services
+from sessions_app import excerpts, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER, Plan
 
 LIST_CAP = 8
@@ -22,6 +22,8 @@ BLOCKED_CAP = 3
 BATCH_CAP = 15
 ISSUE_CAP = 6
 SEARCH_BYTES = 1500
+DEPENDENCIES_CAP = 4
+DEPENDENCIES_BYTES = 900
 
 
 def lease_text(plan: Plan) -> str | None:
@@ -49,19 +51,38 @@ def parallel_view(state: queries.SessionState, data: dict[str, Any]) -> None:
         data["blocked"] = blocked(state)
 
 
-def with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
-    """A plan file the service could not use is reported in the answer (``plan_file_notice``)."""
+def with_file_notice(notice: str, summary: str, data: dict[str, Any], *, local: bool = True) -> str:
+    """What the service said about the plan file (not used, or merged with newer text) is
+    reported in the answer (``plan_file_notice``); to an agent on another machine without
+    the server's paths."""
     if not notice:
         return summary
+    if not local:
+        notice = notice.replace(str(planfiles.sessions_root()), "the server's sessions folder")
     data["plan_file_notice"] = excerpts.fit_json(notice, 600)
-    return f"{summary} The plan file was not used: see plan_file_notice."
+    return f"{summary} About the plan file: see plan_file_notice."
 
 
-def plan_written(name: str, written: services.Written, summary: str, **data: Any) -> CallToolResult:
-    """The answer to a write of the worker's plan: its id, then ``data``, and a notice when
-    the service could not use the plan file."""
+def plan_written(
+    name: str, written: services.Written, summary: str, *, local: bool = True, **data: Any
+) -> CallToolResult:
+    """The answer to a write of the worker's plan: its id, then ``data``, and the service's
+    notice about the plan file when it has one."""
     data = {"plan_id": written.plan.id, **data}
-    return responses.ok(name, with_file_notice(written.file_notice, summary, data), data)
+    return responses.ok(name, with_file_notice(written.file_notice, summary, data, local=local), data)
+
+
+def file_path(local: bool, plan: Plan) -> dict[str, str]:
+    """The plan file's path, for an agent that reads this server's files; else nothing."""
+    return {"plan_path": queries.plan_path(plan)} if local else {}
+
+
+def plan_text(local: bool, plan: Plan) -> tuple[str, str]:
+    """The plan's text as its agent should read it, and a notice about the file ("" if
+    none): the file for an agent that reads this server's files, else the database's text."""
+    if local:
+        return queries.plan_file_text(plan)
+    return planfiles.render(plan.sections()), ""
 
 
 def add_in_review(data: dict[str, Any], session_name: str) -> None:
@@ -74,3 +95,19 @@ def add_in_review(data: dict[str, Any], session_name: str) -> None:
 
 def queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
+
+
+def add_dependency_outcomes(data: dict[str, Any], plan: Plan) -> None:
+    """What the plan's completed dependencies produced: each one's id, goal and outcome,
+    shortened to fit the answer (9plan_plan_read gives one whole)."""
+    done = queries.dependency_outcomes(plan.id)
+    if not done:
+        return
+    shown = done[:DEPENDENCIES_CAP]
+    each = DEPENDENCIES_BYTES // len(shown)
+    data["dependencies"] = [
+        {"id": p.id, "goal": excerpts.fit_json(p.goal, 80), "outcome": excerpts.fit_json(p.outcome, each - 80)}
+        for p in shown
+    ]
+    if len(done) > len(shown):
+        data["dependencies_more"] = len(done) - len(shown)

@@ -19,7 +19,7 @@ from mcp_types import CallToolResult
 
 from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import access, inputs
+from sessions_app import access, inputs, planfiles
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 
@@ -97,13 +97,23 @@ def connection_state(ctx: Context) -> ConnectionState:
     return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
 
 
-def holder(ctx: Context | None) -> auth.Holder | None:
-    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+def _request(ctx: Context | None):
     try:
-        request = ctx.request_context.request if ctx is not None else None
+        return ctx.request_context.request if ctx is not None else None
     except ValueError:  # outside a request (in-process calls)
         return None
-    return auth.holder_of(request)
+
+
+def holder(ctx: Context | None) -> auth.Holder | None:
+    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+    return auth.holder_of(_request(ctx))
+
+
+def files_for(ctx: Context | None) -> bool:
+    """Whether this call's agent reads this server's plan files: an agent over stdio runs on
+    the server's machine, one over HTTP does not (its answers name no server path and never
+    ask it to edit a file)."""
+    return planfiles.enabled() and _request(ctx) is None
 
 
 def caller(ctx: Context | None) -> access.Caller:

@@ -55,6 +55,10 @@ def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolRes
     return calls.run(ctx, session_name, body, needs_session=False)
 
 
+def _file_path(ctx: Context, plan) -> dict[str, str]:
+    return {"file_path": queries.plan_path(plan)} if calls.files_for(ctx) else {}
+
+
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     """Detailed state of the session for debugging: queue with positions, active plan, plan
     files on disk and whether they match the database.
@@ -71,7 +75,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             "queue_length": state.queue_length,
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 100), "file_path": queries.plan_path(active)},
+            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 100), **_file_path(ctx, active)},
             "completed_count": state.completed_count,
             "plan_files": files[:answers.LIST_CAP],
             "plan_files_count": len(files),

@@ -50,7 +50,7 @@ def queue_add(
             session_name=name, plans=[fields], position=position, review=review, actor=calls.actor(ctx)
         )[0]
         plan = placed.plan
-        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
+        data = {"plan_id": plan.id, **answers.file_path(calls.files_for(ctx), plan), "queue_position": placed.place}
         return responses.ok(name, "Plan added.", data)
 
     return calls.run(ctx, session_name, body)
@@ -95,8 +95,9 @@ def queue_add_batch(
                 {"plan_id": q.plan.id, "queue_position": q.place} for q in created[:answers.BATCH_CAP]
             ],
             "added": len(created),
-            "plans_dir": str(planfiles.plans_dir(name)),
         }
+        if calls.files_for(ctx):
+            data["plans_dir"] = str(planfiles.plans_dir(name))
         return responses.ok(name, f"{len(created)} plans added in order.", data)
 
     return calls.run(ctx, session_name, body)
@@ -112,22 +113,28 @@ def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_pull(session_name=name, worker=worker, actor=calls.actor(ctx))
         remaining = queries.queue_length(name)
+        local = calls.files_for(ctx)
         data = {
             "plan_id": plan.id,
-            "plan_path": queries.plan_path(plan),
+            **answers.file_path(local, plan),
             "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
         if plan.worker != DEFAULT_WORKER or plan.attempts:
             data.update(worker=plan.worker, attempt=plan.attempts + 1, lease_until=answers.lease_text(plan))
-        summary = "Plan pulled; its full text follows. Edit the file's Notes as you work."
+        summary = "Plan pulled; its full text follows. " + (
+            "Edit the file's Notes as you work." if local else "Write what you find with 9plan_plan_note as you work."
+        )
+        answers.add_dependency_outcomes(data, plan)
+        if "dependencies" in data:
+            summary += " What its dependencies produced is in dependencies (9plan_plan_read gives one whole)."
         late = queries.late_writes(plan.id) if plan.attempts else []
         if late:
             data["late_writes"] = [
                 {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
-        text, notice = queries.plan_file_text(plan)
+        text, notice = answers.plan_text(local, plan)
         rejected = queries.last_rejection(plan)
         if rejected is not None:
             # Shown first: the reviewer's notes say what the last attempt lacked.
@@ -141,7 +148,7 @@ def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg 
                 f"This plan was sent back in review by {rejected.actor}: read review_notes first (they are also at "
                 f"the end of its Notes). {summary}"
             )
-        summary = answers.with_file_notice(notice, summary, data)
+        summary = answers.with_file_notice(notice, summary, data, local=local)
         return responses.ok(name, summary, data, body=text)
 
     return calls.run(ctx, session_name, body)

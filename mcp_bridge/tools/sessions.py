@@ -52,7 +52,9 @@ def session_create(
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not calls.connection_state(ctx).remembers(ctx):
             summary += calls.STATELESS_HINT.format(name=session.name)
-        data = {"project": session.project_id, "session_path": queries.session_path(session.name)}
+        data = {"project": session.project_id}
+        if calls.files_for(ctx):
+            data["session_path"] = queries.session_path(session.name)
         return responses.ok(session.name, summary, data)
 
     return calls.run(ctx, None, body, needs_session=False)
@@ -64,22 +66,27 @@ def session_resume(
 ) -> CallToolResult:
     """Resume a session after a restart or context compaction: makes it current and returns
     its whole state (task, queue in order, active plan, completed count). If a plan is
-    active, read its file and carry on with it.
+    active, read it back with 9plan_plan_read and carry on with it.
     Example: {"session_name": "brave-amber-otter"}"""
 
     def body(name: str | None) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
         calls.connection_state(ctx).set(ctx, state.session.name)
         active = state.default_workers_plan
+        local = calls.files_for(ctx)
         data = {
-            "session_path": queries.session_path(state.session.name),
+            **({"session_path": queries.session_path(state.session.name)} if local else {}),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
             "queue": answers.queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
+            else {
+                "id": active.id,
+                "goal": excerpts.fit_json(active.goal, 120),
+                **({"file_path": queries.plan_path(active)} if local else {}),
+            },
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)
@@ -89,7 +96,12 @@ def session_resume(
         changed = interventions.interventions(state.session.name)
         if changed:
             data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
-        hint = "Active plan: read its file and continue." if active else "No active plan: call 9plan_queue_pull."
+        if active is None:
+            hint = "No active plan: call 9plan_queue_pull."
+        elif local:
+            hint = "Active plan: read its file (or 9plan_plan_read) and continue."
+        else:
+            hint = "Active plan: get its text and notes back with 9plan_plan_read, then continue."
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
         if not calls.connection_state(ctx).remembers(ctx):

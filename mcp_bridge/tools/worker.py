@@ -31,8 +31,10 @@ def plan_defer(
         placed = services.plan_defer(
             session_name=name, reason=reason, position=position, worker=worker, actor=calls.actor(ctx)
         )
+        local = calls.files_for(ctx)
         return answers.plan_written(
-            name, placed, "Plan deferred.", plan_path=queries.plan_path(placed.plan), queue_position=placed.place
+            name, placed, "Plan deferred.", local=local, **answers.file_path(local, placed.plan),
+            queue_position=placed.place,
         )
 
     return calls.run(ctx, session_name, body)
@@ -76,7 +78,7 @@ def plan_complete(
             )
         else:
             hint = "The queue is empty: task complete! 🎉"
-        return answers.plan_written(name, written, f"{done} {hint}", **data)
+        return answers.plan_written(name, written, f"{done} {hint}", local=calls.files_for(ctx), **data)
 
     return calls.run(ctx, session_name, body)
 
@@ -94,7 +96,9 @@ def plan_discard(
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
-        return answers.plan_written(name, written, "Plan discarded.", queue_length=queries.queue_length(name))
+        return answers.plan_written(
+            name, written, "Plan discarded.", local=calls.files_for(ctx), queue_length=queries.queue_length(name)
+        )
 
     return calls.run(ctx, session_name, body)
 
@@ -120,13 +124,15 @@ def plan_note(
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=calls.actor(ctx))
+        local = calls.files_for(ctx)
         return answers.plan_written(
             name,
             written,
             "Notes written.",
+            local=local,
             mode=mode or "append",
             notes_chars=len(written.plan.notes),
-            plan_path=queries.plan_path(written.plan),
+            **answers.file_path(local, written.plan),
         )
 
     return calls.run(ctx, session_name, body)

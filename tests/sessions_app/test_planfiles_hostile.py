@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import stat
 from pathlib import Path
@@ -242,9 +243,7 @@ def linked_folder(request, session, make_plan, sessions_dir, user_folder):
         os.symlink(user_folder, link)
     else:
         link = folder
-        (folder / "plans" / f"{plan.id}.txt").unlink()
-        (folder / "plans").rmdir()
-        folder.rmdir()
+        shutil.rmtree(folder)  # the plans folder and the files' bases
         os.symlink(user_folder, link)
         (user_folder / "plans").mkdir()
         (user_folder / "plans" / "thesis.txt").write_text("more work")
