@@ -69,3 +69,27 @@ def parse(text: str) -> ParsedFile:
     parsed.sections = {name: "\n".join(lines).strip("\r\n") for name, lines in buffers.items()}
     parsed.preamble = "\n".join(preamble).strip()
     return parsed
+
+
+# Put between the two texts of a section both the plan file and the database changed.
+BOTH_KEPT = "[9plan: both texts are kept: the text above was written meanwhile, the plan file's follows]"
+
+
+def merge_section(base: str, current: str, edited: str) -> tuple[str, bool]:
+    """A section as the plan file's edit makes it: ``base`` is the text the file was written
+    from, ``current`` the database's text now, ``edited`` the file's. An edit of an untouched
+    section wins; a section nobody edited keeps the database's text; when both changed, both
+    texts are kept (an append on each side keeps both appends, in that order) and the second
+    value is True."""
+    if edited == base or edited == current:
+        return current, False
+    if current == base:
+        return edited, False
+    if base and current.startswith(base) and edited.startswith(base):
+        return _joined(current, edited[len(base):]), True
+    return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
+
+
+def _joined(head: str, tail: str) -> str:
+    head, tail = head.rstrip(), tail.lstrip("\r\n")
+    return f"{head}\n\n{tail}" if head else tail

@@ -66,7 +66,7 @@ def session_path(name: str) -> str:
 
 
 def plan_path(plan: Plan) -> str:
-    return str(planfiles.plan_path(plan.session_id, plan.id))
+    return str(planfiles.plan_path(plan.session_id, plan.file_stem))
 
 
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
@@ -389,13 +389,13 @@ def queue_place(plan: Plan) -> int | None:
 def plan_file_text(plan: Plan) -> tuple[str, str]:
     """The plan's text as the agent should read it: the file, or the database rendering when
     the file is missing or cannot be used; and a notice saying why it was not used ("")."""
-    read = planfiles.read_plan_file(plan.session_id, plan.id)
+    read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
     if read.usable:
         return read.text, ""
     rendered = planfiles.render(plan.sections())
     if read.state == planfiles.MISSING:
         return rendered, ""
-    path = planfiles.plan_path(plan.session_id, plan.id)
+    path = planfiles.plan_path(plan.session_id, plan.file_stem)
     return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 

@@ -208,6 +208,17 @@ def claimed_plan_id(session_name: str, claimant: str, worker: str) -> str | None
     return None if row is None else row[0]
 
 
+def claimed_file_stem(session_name: str, claimant: str, worker: str) -> str | None:
+    """The name of the plan file (``Plan.file_stem``) of the plan the worker holds."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT id, reclaims FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
+            [session_name, Plan.Status.ACTIVE, claimant, worker],
+        )
+        row = cur.fetchone()
+    return None if row is None else Plan(id=row[0], reclaims=row[1]).file_stem
+
+
 def claim_holder(plan_id: str) -> str | None:
     """The worker holding the plan (its name), if it is active."""
     with connection.cursor() as cur:

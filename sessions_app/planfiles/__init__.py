@@ -26,6 +26,7 @@ from sessions_app.planfiles.copies import (
     read_plan_file,
     remove_file,
     remove_temp,
+    untouched,
     write_base,
     write_file,
     write_plan,
@@ -51,6 +52,7 @@ from sessions_app.planfiles.folders import (
     read_cap,
     session_dir,
     sessions_root,
+    split_stem,
 )
 from sessions_app.planfiles.listing import Scan, list_plan_files, list_temp_files, scan
 
@@ -95,6 +97,8 @@ __all__ = [
     "scan",
     "session_dir",
     "sessions_root",
+    "split_stem",
+    "untouched",
     "write_base",
     "write_file",
     "write_plan",

@@ -159,6 +159,12 @@ def read_base(session_name: str, plan_id: str) -> str | None:
     return found.text if found.usable else None
 
 
+def untouched(session_name: str, stem: str) -> bool:
+    """Whether the file is exactly the text 9plan wrote it from: a copy nobody edited."""
+    read = read_plan_file(session_name, stem)
+    return read.usable and read.text == read_base(session_name, stem)
+
+
 def _forget_base(session_name: str, plan_id: str) -> None:
     try:
         write_base(session_name, plan_id, None)

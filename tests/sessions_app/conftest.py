@@ -17,7 +17,9 @@ from tests.conftest import plan_fields
 
 
 def plan_file(sessions_dir: Path, plan: Plan) -> Path:
-    return sessions_dir / plan.session_id / "plans" / f"{plan.id}.txt"
+    """The plan's file as the database names it now (after a reclaim, the new claim's)."""
+    stem = Plan.objects.filter(id=plan.id).values_list("reclaims", flat=True).first()
+    return sessions_dir / plan.session_id / "plans" / f"{Plan(id=plan.id, reclaims=stem or 0).file_stem}.txt"
 
 
 def revised_plan(session: Session, note: str, replacement: str, **fields) -> Plan:

@@ -471,7 +471,7 @@ def test_a_stale_file_that_is_not_utf8_is_kept_aside_by_the_repair(session, comp
 def test_an_edit_after_the_read_ahead_is_read_again(session, active, sessions_dir):
     path = plan_file(sessions_dir, active)
     ahead = file_edits.read_ahead(session.name)
-    assert ahead.plan_id == active.id and ahead.read.usable
+    assert ahead.stem == active.id and ahead.read.usable
     path.write_text(path.read_text() + "written after the read ahead\n")
 
     fresh = file_edits.file_now(active, ahead)
