@@ -1,5 +1,6 @@
 """The periodic sweep of a long-running MCP server: claims whose lease ran out go back to
-the queue even in a session nobody pulls from (docs/design.md, "The edges").
+the queue even in a session nobody pulls from, and the answers kept for retried writes are
+forgotten once they are old (docs/design.md, "The edges").
 
 A daemon thread calls the reclaim service every NINEPLAN_RECLAIM_INTERVAL seconds, once
 start-up preparation is done. It writes nothing but log lines, and those go to stderr:
@@ -62,6 +63,8 @@ def sweep_once() -> int:
         # The server's own work, as the local user: every session of the database.
         with access.acting_as(access.LOCAL):
             reclaimed = services.reclaim_expired()
+            # Answers kept for retried writes (request_id) are forgotten after 48 hours.
+            services.forget_old_requests()
     except Exception:
         log.exception("reclaim sweep failed; trying again on the next round")
         return 0

@@ -43,7 +43,7 @@ def check_invariants(name: object) -> InvariantReport:
     result = InvariantReport()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person",
+            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person", "reclaims",
             *SECTIONS,
         )
     )

@@ -353,3 +353,21 @@ class Revision(Record):
 
     def __str__(self) -> str:
         return f"{self.plan_id} r{self.number} {self.kind}"
+
+
+class WriteRequest(models.Model):
+    """A write a caller named with a ``request_id``, and the answer it got: a retry of the
+    same call is given that answer and changes nothing (services/retries.py). Kept for 48
+    hours, then forgotten by the periodic sweep."""
+
+    caller = models.CharField(max_length=100)  # Caller.claimant, or "local"
+    request_id = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=64)  # SHA-256 of the call: tool, session, arguments
+    answer = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["caller", "request_id"], name="write_request_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.caller}: {self.request_id}"

@@ -317,7 +317,7 @@ def queue_length(name: str) -> int:
 class QueueStatus:
     length: int
     completed: int
-    next_id: str | None
+    next_id: str | None  # the plan a pull would hand out: the first ready one
     next_goal: str | None
     # Plans neither queued nor finished: held by workers, in review, or held after review.
     # While there are any, an empty queue does not mean the task is done.
@@ -328,19 +328,19 @@ UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 
 
 def queue_status(name: str) -> QueueStatus:
-    """The queue's length, its next plan, the completed count and how many plans are still
-    out of the queue unfinished, for a session known to exist: what an agent needs after
-    finishing a plan, in one statement."""
+    """The queue's length, the plan a pull would hand out next (the first ready one), the
+    completed count and how many plans are still out of the queue unfinished, for a session
+    known to exist: what an agent needs after finishing a plan, in one statement."""
     with connection.cursor() as cur:
         cur.execute(
             f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
                 (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN (%s, %s, %s))
             FROM {_SESSIONS} AS s LEFT JOIN (
-                SELECT id, goal FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s
-                ORDER BY sort_key LIMIT 1
+                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s AND {statements.READY}
+                ORDER BY t.sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",
-            [name, *UNFINISHED, name, Plan.Status.QUEUED, name],
+            [name, *UNFINISHED, name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED, name],
         )
         row = cur.fetchone()
     if row is None:

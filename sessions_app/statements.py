@@ -249,7 +249,9 @@ def dependent_for_write(session_name: str, plan_id: str) -> Plan | None:
 # A queued plan is ready when it waits for no person and every plan it depends on is
 # completed. Walks the queue in order along the (session, status, sort_key) index, so
 # the first ready plan is found after the blocked ones ahead of it only.
-_READY = (
+# A queued plan is ready when no person must act first and every plan it depends on is
+# completed (parameters: False, Plan.Status.COMPLETED).
+READY = (
     f"t.waiting_for_person = %s AND NOT EXISTS (SELECT 1 FROM {DEPENDENCIES} d JOIN {PLANS} q "
     f"ON q.id = d.depends_on_id WHERE d.plan_id = t.id AND q.status <> %s)"
 )
@@ -259,7 +261,7 @@ def first_ready(session_name: str) -> Plan | None:
     """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
     are passed over: such a plan is being changed, not waiting to be pulled)."""
     rows = _plans(
-        f"t.session_name = %s AND t.status = %s AND {_READY} "
+        f"t.session_name = %s AND t.status = %s AND {READY} "
         f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
         [session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED],
     )

@@ -20,7 +20,15 @@ from mcp_bridge.tools.worker import plan_complete, plan_defer, plan_discard, pla
 
 __all__ = ["READ_ONLY", "TOOLS", "ConnectionState"]
 
-READ_ONLY = {session_resume, plan_read, history_search, history_get, admin_validate, admin_sessions, admin_state}
+READ_ONLY = {
+    session_resume,
+    plan_read,
+    history_search,
+    history_get,
+    admin_validate,
+    admin_sessions,
+    admin_state,
+}
 
 TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
     ("9plan_session_create", session_create, "Create session"),

@@ -32,7 +32,12 @@ def lease_text(plan: Plan) -> str | None:
 
 def workers(state: queries.SessionState) -> list[dict[str, Any]]:
     return [
-        {"worker": p.worker, "plan_id": p.id, "goal": excerpts.fit_json(p.goal, 40), "lease_until": lease_text(p)}
+        {
+            "worker": p.worker,
+            "plan_id": p.id,
+            "goal": excerpts.fit_json(p.goal, 40),
+            "lease_until": lease_text(p),
+        }
         for p in state.claimed[:WORKERS_CAP]
     ]
 
@@ -64,7 +69,12 @@ def with_file_notice(notice: str, summary: str, data: dict[str, Any], *, local: 
 
 
 def plan_written(
-    name: str, written: services.Written, summary: str, *, local: bool = True, **data: Any
+    name: str,
+    written: services.Written,
+    summary: str,
+    *,
+    local: bool = True,
+    **data: Any,
 ) -> CallToolResult:
     """The answer to a write of the worker's plan: its id, then ``data``, and the service's
     notice about the plan file when it has one."""
@@ -106,7 +116,11 @@ def add_dependency_outcomes(data: dict[str, Any], plan: Plan) -> None:
     shown = done[:DEPENDENCIES_CAP]
     each = DEPENDENCIES_BYTES // len(shown)
     data["dependencies"] = [
-        {"id": p.id, "goal": excerpts.fit_json(p.goal, 80), "outcome": excerpts.fit_json(p.outcome, each - 80)}
+        {
+            "id": p.id,
+            "goal": excerpts.fit_json(p.goal, 80),
+            "outcome": excerpts.fit_json(p.outcome, each - 80),
+        }
         for p in shown
     ]
     if len(done) > len(shown):

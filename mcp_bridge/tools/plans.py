@@ -17,7 +17,10 @@ from sessions_app.models import Plan
 
 def plan_read(
     ctx: Context,
-    plan_id: Annotated[str | None, Field(description="Any plan of the session, in any state. Omit for yours.")] = None,
+    plan_id: Annotated[
+        str | None,
+        Field(description="Any plan of the session, in any state. Omit for yours."),
+    ] = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
@@ -29,7 +32,12 @@ def plan_read(
     def body(name: str | None) -> CallToolResult:
         plan = queries.plan_read(session_name=name, plan_id=plan_id, worker=worker)
         local = calls.files_for(ctx) and plan.is_open
-        data = {"plan_id": plan.id, "status": plan.status, **answers.file_path(local, plan), "version": plan.version}
+        data = {
+            "plan_id": plan.id,
+            "status": plan.status,
+            **answers.file_path(local, plan),
+            "version": plan.version,
+        }
         if plan.status == Plan.Status.ACTIVE:
             data.update(worker=plan.worker, lease_until=answers.lease_text(plan))
         text, notice = answers.plan_text(local, plan)

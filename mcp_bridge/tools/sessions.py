@@ -10,13 +10,15 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import RequestIdArg
 from sessions_app import excerpts, interventions, queries, services
 
 
 def session_create(
     ctx: Context,
     task_description: Annotated[
-        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+        str | None,
+        Field(description="The whole task in a sentence or two; shown when the session is resumed."),
     ] = None,
     review: Annotated[
         str | None,
@@ -27,17 +29,24 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None, Field(description="A pulled plan returns to the queue after this long without a write (1800).")
+        int | None,
+        Field(description="A pulled plan returns to the queue after this long without a write (1800)."),
     ] = None,
-    max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
+    max_attempts: Annotated[
+        int | None,
+        Field(description="Expired claims before a plan waits for a person (3)."),
+    ] = None,
     project: Annotated[
-        str | None, Field(description="The project it belongs to; needed only if your token has several.")
+        str | None,
+        Field(description="The project it belongs to; needed only if your token has several."),
     ] = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
     The new session becomes this connection's current session.
     Example: {"task_description": "Port the billing service to Django"}"""
+    call = calls.asked("session_create", locals())
 
     def body(_: str | None) -> CallToolResult:
         session = services.session_create(
@@ -57,12 +66,15 @@ def session_create(
             data["session_path"] = queries.session_path(session.name)
         return responses.ok(session.name, summary, data)
 
-    return calls.run(ctx, None, body, needs_session=False)
+    return calls.run(ctx, None, body, needs_session=False, request_id=request_id, call=call)
 
 
 def session_resume(
     ctx: Context,
-    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
+    session_name: Annotated[
+        str,
+        Field(description="The session's three-word name, e.g. 'brave-amber-otter'."),
+    ],
 ) -> CallToolResult:
     """Resume a session after a restart or context compaction: makes it current and returns
     its whole state (task, queue in order, active plan, completed count). If a plan is

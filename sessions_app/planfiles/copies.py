@@ -264,6 +264,8 @@ def preserve_file(session_name: str, plan_id: str) -> str:
 
 
 def ensure_session_dir(session_name: str) -> Path:
+    if not enabled():
+        return session_dir(session_name)
     path = plans_dir(session_name)
     try:
         with open_folder(session_name, create=True):

@@ -113,7 +113,9 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
     path = planfiles.plan_path(plan.session_id, plan.file_stem)
     where = {"session": plan.session_id, "plan": plan.id}
     if read.state == planfiles.MISSING:
-        log.warning("plan file missing; keeping the database copy", extra=where)
+        # No copy here (files off, or the plan was never copied to this machine): the
+        # database's text is the plan.
+        log.debug("no plan file; the database's text stands", extra=where)
         return TAKEN_IN
     if read.state == planfiles.REFUSED:
         log.warning("plan file left alone", extra={**where, "problem": read.problem})
