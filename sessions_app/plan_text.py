@@ -85,7 +85,7 @@ def merge_section(base: str, current: str, edited: str) -> tuple[str, bool]:
         return current, False
     if current == base:
         return edited, False
-    if base and current.startswith(base) and edited.startswith(base):
+    if current.startswith(base) and edited.startswith(base):
         return _joined(current, edited[len(base):]), True
     return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
 

@@ -108,7 +108,12 @@ def session_resume(
         changed = interventions.interventions(state.session.name)
         if changed:
             data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
-        if active is None:
+        if active is None and state.claimed:
+            hint = (
+                f"{len(state.claimed)} worker(s) hold plans (see workers): a worker gets its plan back with "
+                "9plan_plan_read and its worker name; or call 9plan_queue_pull for another."
+            )
+        elif active is None:
             hint = "No active plan: call 9plan_queue_pull."
         elif local:
             hint = "Active plan: read its file (or 9plan_plan_read) and continue."

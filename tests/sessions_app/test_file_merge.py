@@ -50,6 +50,7 @@ def stale_copy_elsewhere(session, plan, note: str) -> str:
         ("a", "a\n\nc", "a\n\nb", "a\n\nc\n\nb", True),  # an append on each side: both, in that order
         ("x", "y", "z", f"y\n\n{plan_text.BOTH_KEPT}\nz", True),  # rewritten on both sides: both texts
         ("", "", "new", "new", False),
+        ("", "mine", "theirs", "mine\n\ntheirs", True),  # an empty section filled on both sides
     ],
 )
 def test_a_section_is_merged_against_its_base(base, current, edited, merged, both):
