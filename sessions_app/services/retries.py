@@ -1,6 +1,6 @@
 """Retry-safe writes: a write named with a ``request_id`` is applied once per caller; the
 same call sent again (after a timeout, a dropped connection, a crash between the commit and
-the answer) gets the first call's answer and changes nothing (docs/design.md, "Retries").
+the answer) gets the first call's answer and changes nothing (docs/design.md, "Plan files": retries).
 
 The write, its answer and the record of both commit in one transaction, so there is no
 moment at which the write is done but its answer is not kept.
