@@ -12,9 +12,22 @@ import os
 import sys
 
 OWN_APPS = ("sessions_app", "mcp_bridge")
-# Django's commands that a newcomer runs on 9plan's data before anything else (the first
-# login): like 9plan's own commands, they find the tables made on a fresh database.
-LOGIN_COMMANDS = ("createsuperuser", "changepassword")
+# Other apps' commands that a person runs on 9plan's data: the first login, unlocking a
+# login (the lockout page names axes_reset_username), tokens and stale sign-ins. Like
+# 9plan's own commands, they find the tables made on a fresh database.
+LOGIN_COMMANDS = (
+    "createsuperuser",
+    "changepassword",
+    "drf_create_token",
+    "clearsessions",
+    "axes_list_attempts",
+    "axes_reset",
+    "axes_reset_failure_logs",
+    "axes_reset_ip",
+    "axes_reset_ip_username",
+    "axes_reset_logs",
+    "axes_reset_username",
+)
 HELP = ("help", "--help", "-h")
 
 

@@ -1,9 +1,19 @@
 from django.contrib import admin
+from django.http import HttpResponseRedirect
+from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+
+def favicon(request):
+    # Browsers ask for /favicon.ico on pages that name no icon (the REST API's, its docs):
+    # the admin's icon, rather than a 404 on every page.
+    return HttpResponseRedirect(static("sessions_app/favicon.svg"))
+
+
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("api/", include("sessions_app.api.urls")),
 ]

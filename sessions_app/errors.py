@@ -111,6 +111,7 @@ NOTHING_COMPLETED = "nothing_completed"
 OTHERS_ACTIVE = "others_active"
 WAITING_FOR_PERSON = "waiting_for_person"
 AWAITING_REVIEW = "awaiting_review"
+UNKNOWN_PARAMETER = "unknown_parameter"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for
 # each error above, so that a new error cannot be left out.

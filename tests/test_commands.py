@@ -101,6 +101,14 @@ def test_the_first_login_can_be_made_on_a_fresh_database(tmp_path):
 
 
 @pytest.mark.slow
+def test_unlocking_a_login_on_a_fresh_database_finds_its_tables(tmp_path):
+    data = tmp_path / "data"
+    done = run(data, "axes_reset_username", "ada")
+    assert done.returncode == 0, done.stderr
+    assert "no such table" not in done.stderr and "axes_accessattempt" in tables(data)
+
+
+@pytest.mark.slow
 def test_a_refused_export_on_a_fresh_database_names_the_session_not_a_table(tmp_path):
     done = run(tmp_path / "data", "nineplan_export", "brave-amber-otter")
     assert done.returncode != 0 and done.stdout == ""

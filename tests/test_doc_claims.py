@@ -85,3 +85,47 @@ def test_what_the_readme_calls_public_is_exactly_what_answers_without_credential
             public.add(key)
     assert public == {"schema", "docs"}
     assert anonymous.get("/api/").status_code == 401
+
+
+# What resume reports (sessions_app/interventions.py), as the README's table of tools names it.
+RESUME_REPORTS = {
+    "plan_discarded": "discards",
+    "plan_requeued": "plans taken back to the queue",
+    "plan_moved": "moves in the queue",
+    "plan_approved": "approvals",
+    "plan_rejected": "rejections",
+    "plan_held": "holds",
+    "plan_restored": "text restores",
+}
+
+
+def test_the_readme_says_what_resume_reports_of_others_changes():
+    from sessions_app import interventions
+
+    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `9plan_session_resume`"))
+    # A new kind of intervention must be named in the README too (and one dropped, removed).
+    assert set(RESUME_REPORTS) == set(interventions.INTERVENTION_KINDS)
+    for words in RESUME_REPORTS.values():
+        assert words in row, words
+    assert f"the newest {interventions.INTERVENTIONS_SHOWN}" in row
+    assert "changed meanwhile" not in row
+
+
+def test_the_design_says_the_rest_snippet_is_plain_text(api, full_session):
+    design = " ".join((REPO / "docs" / "design.md").read_text(encoding="utf-8").split())
+    assert "the REST snippet highlight" not in design
+    assert "the REST API's `snippet` is plain text" in design
+    hits = api.get("/api/history/?q=invoices").json()["results"]
+    assert hits and all("<mark>" not in hit["snippet"] for hit in hits)
+
+
+@pytest.mark.django_db
+def test_the_readmes_page_size_is_the_one_every_paged_endpoint_takes(api, full_session):
+    from sessions_app.api import params
+
+    text = " ".join(README.read_text(encoding="utf-8").split())
+    assert f"Answers come in pages of `page_size` items, 1 to {params.MAX_PAGE_SIZE}" in text
+    for path in ("/api/sessions/", f"/api/sessions/{full_session.name}/plans/", "/api/history/?q=goal", "/api/events/"):
+        glue = "&" if "?" in path else "?"
+        assert api.get(f"{path}{glue}page_size={params.MAX_PAGE_SIZE}").status_code == 200, path
+        assert api.get(f"{path}{glue}page_size={params.MAX_PAGE_SIZE + 1}").status_code == 400, path

@@ -119,7 +119,8 @@ def session_series(session: Session) -> list[tuple[datetime, int, int]]:
 
 def plan_events(plan: Plan) -> tuple[list[Event], int]:
     events = Event.objects.filter(plan=plan)
-    return list(events.order_by("created_at", "id")[:PLAN_EVENTS_SHOWN]), events.count()
+    # Newest first, as the session's timeline.
+    return list(events.order_by("-created_at", "-id")[:PLAN_EVENTS_SHOWN]), events.count()
 
 
 def session_of_plan(plan_id: str) -> str | None:

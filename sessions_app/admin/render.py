@@ -14,8 +14,10 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 import nh3
+from django.utils import formats
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.timezone import localtime
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
@@ -182,6 +184,8 @@ class Chart:
     y_max: int
     start: datetime
     end: datetime
+    start_label: str
+    end_label: str
     peak_queue: int
     completions: int
     final_queue: int
@@ -200,6 +204,18 @@ def _thin(series: list[tuple[datetime, int, int]]) -> list[tuple[datetime, int, 
     return [buckets[k] for k in sorted(buckets)]
 
 
+def _axis_end_label(start: datetime, end: datetime) -> str:
+    """The right end of the time axis, as precise as the span needs to differ from the left
+    end (the start, written in full): "+12 s" under a minute, a time of day within one
+    day, a date and time beyond."""
+    span = (end - start).total_seconds()
+    if span < 60:
+        return f"+{span:.1f} s" if span < 10 else f"+{span:.0f} s"
+    if localtime(end).date() == localtime(start).date():
+        return formats.time_format(localtime(end), "TIME_FORMAT")
+    return formats.date_format(localtime(end), "DATETIME_FORMAT")
+
+
 def chart(series: list[tuple[datetime, int, int]]) -> Chart | None:
     """Step lines of queue length and completions over time, as SVG coordinates."""
     if not series:
@@ -208,8 +224,10 @@ def chart(series: list[tuple[datetime, int, int]]) -> Chart | None:
     completions = series[-1][2]
     points = _thin(series)
     start, end = points[0][0], points[-1][0]
-    if end - start < timedelta(minutes=1):
-        end = start + timedelta(minutes=1)
+    # The axis runs from the first event to the last, however short: padding a session of a
+    # few seconds to a minute drew all of it at the left edge and a flat line after.
+    if end <= start:
+        end = start + timedelta(seconds=1)
     span = (end - start).total_seconds()
     y_max = max(peak_queue, completions, 1)
     left, right = CHART_PAD_LEFT, CHART_WIDTH - CHART_PAD_RIGHT
@@ -243,7 +261,9 @@ def chart(series: list[tuple[datetime, int, int]]) -> Chart | None:
         y_bottom=bottom,
         y_max=y_max,
         start=start,
-        end=points[-1][0],
+        end=end,
+        start_label=formats.date_format(localtime(start), "DATETIME_FORMAT"),
+        end_label=_axis_end_label(start, end),
         peak_queue=peak_queue,
         completions=completions,
         final_queue=series[-1][1],

@@ -1,6 +1,7 @@
 """What every REST endpoint shares: who may call it (signed in, a member of some project;
-each answer then holds only the caller's projects, sessions_app/access.py), answers no
-cache keeps, and conditional reads under an ETag.
+each answer then holds only the caller's projects, sessions_app/access.py), the query
+parameters it takes (those its schema declares, nothing else), answers no cache keeps, and
+conditional reads under an ETag.
 The read endpoints (api/views.py) and the review decision (api/review_views.py) are
 ApiViews alike."""
 
@@ -12,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from sessions_app.admin.roles import VIEW_PERMISSION
-from sessions_app.api import etags, pagination
+from sessions_app.api import etags, pagination, params
 from sessions_app.api import reads as api_reads
 
 
@@ -34,6 +35,15 @@ class ApiView(APIView):
     permission_classes = [HasViewPermission]
     required_perms: tuple[str, ...] = (VIEW_PERMISSION,)
 
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        # After authentication: a stranger gets 401, not a list of what an endpoint takes.
+        # The handler's parameters are the ones schema.documented declared for it.
+        # A method the endpoint does not have is a 405 whatever the query says.
+        handler = getattr(self, request.method.lower(), None)
+        if handler is not None and request.method.lower() in self.http_method_names:
+            params.refuse_unknown(request, getattr(handler, "query_parameters", frozenset()))
+
     def finalize_response(self, request, response, *args, **kwargs):
         response = super().finalize_response(request, response, *args, **kwargs)
         # Answers depend on who asks and hold plan text (an export holds all of it): no
@@ -46,8 +56,8 @@ class ApiView(APIView):
     def conditional(self, request, fingerprint: str, build) -> Response:
         """A 304 when the client already holds this state, otherwise ``build()`` with its ETag.
         Checked only here, after authentication: a stranger learns nothing from a 304."""
-        etag = etags.for_fingerprint(fingerprint)
-        if etags.matches(request.headers.get("If-None-Match"), etag):
+        etag = etags.for_representation(fingerprint, request)
+        if etags.matches_weakly(request.headers.get("If-None-Match"), etag):
             return Response(status=304, headers={"ETag": etag})
         response = build()
         response["ETag"] = etag

@@ -74,6 +74,7 @@ API_SUGGESTIONS_BY_REASON = {
     errors.NOTHING_ADDED: "No plan was added to this session yet; read its state at /api/sessions/{name}/.",
     errors.NOTHING_COMPLETED: "Read the session's discarded plans at /api/sessions/{name}/plans/?status=discarded.",
     errors.WAITING_FOR_PERSON: "A person requeues or discards the waiting plans in the admin's session page.",
+    errors.UNKNOWN_PARAMETER: "Leave the named parameter out, or correct its spelling; /api/docs/ lists each endpoint's.",
     errors.AWAITING_REVIEW: "Decide the plans in review with POST /api/sessions/{name}/plans/{plan_id}/review/.",
 }
 
@@ -87,6 +88,20 @@ class PreconditionFailed(exceptions.APIException):
     status_code = status.HTTP_412_PRECONDITION_FAILED
     default_detail = "The plan changed since the ETag sent in If-Match was issued; nothing was decided."
     default_code = "precondition_failed"
+
+
+class WildcardRefused(PreconditionRequired):
+    default_detail = (
+        "If-Match: * would decide on whatever the plan now says, unread: read the plan first and send "
+        "its ETag in If-Match; nothing was decided."
+    )
+
+
+class WeakValidator(PreconditionFailed):
+    default_detail = (
+        'If-Match compares ETags strongly (RFC 9110), so a weak ETag (W/"...") never matches: send the '
+        "strong ETag of the plan's JSON answer; nothing was decided."
+    )
 
 
 HTTP_CATEGORIES = (
@@ -109,7 +124,7 @@ HTTP_CATEGORIES = (
     (
         exceptions.PermissionDenied,
         PERMISSION_DENIED,
-        "Ask an administrator for the view permissions on sessions, plans and events.",
+        "Ask a manager of the project, or an administrator, for the role the message names.",
     ),
     (exceptions.NotFound, NOT_FOUND, "See /api/docs/ for the endpoints and their parameters."),
     (
@@ -187,6 +202,9 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
                 break
         if exc.status_code == status.HTTP_403_FORBIDDEN and category == AUTHENTICATION_REQUIRED:
             category = PERMISSION_DENIED
+        if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
+            # No role is missing: a signed-in browser session left out its CSRF token.
+            suggestion = "Send the CSRF token with a session cookie, or authenticate with 'Authorization: Token <key>'."
         parameter = None
         if isinstance(exc, exceptions.ValidationError):
             detail, parameter = _validation_detail(exc.detail)

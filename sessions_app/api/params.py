@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from drf_spectacular.utils import OpenApiParameter
 
 from sessions_app import inputs
-from sessions_app.errors import ValidationFailed
+from sessions_app.errors import UNKNOWN_PARAMETER, ValidationFailed
 from sessions_app.identifiers import PLAN_ID_RE, SESSION_NAME_RE
 
 
@@ -133,5 +133,35 @@ class NameParam:
 
 BOOLEAN = ("true", "false")
 
+# One paging vocabulary on every list, the history search and the event feed: ``page_size``
+# rows per answer, at most MAX_PAGE_SIZE (an answer's size, and the work one request does,
+# stay bounded); ``page`` numbers the pages of the lists and the search (the feed pages by
+# its cursor instead).
+MAX_PAGE_SIZE = 100
 PAGE = IntParam("page", 1, 1, 100_000, "Page number, from 1. A page past the end is empty.")
-PAGE_SIZE = IntParam("page_size", 20, 1, 100, "Items per page (1 to 100, default 20).")
+
+
+def page_size(default: int, what: str = "Items") -> IntParam:
+    return IntParam(
+        "page_size", default, 1, MAX_PAGE_SIZE, f"{what} per page (1 to {MAX_PAGE_SIZE}, default {default})."
+    )
+
+
+PAGE_SIZE = page_size(20)
+
+# DRF's own ``?format=`` (json, or api for the browsable page) picks the representation
+# of any endpoint; every other parameter is declared by the endpoint that takes it.
+ALWAYS_ACCEPTED = ("format",)
+
+
+def refuse_unknown(request, accepted) -> None:
+    """A VALIDATION_ERROR naming the first query parameter the endpoint does not take: a
+    misspelt filter (``?stauts=queued``) must not silently answer everything."""
+    for name in request.query_params:
+        if name not in accepted and name not in ALWAYS_ACCEPTED:
+            takes = ", ".join(sorted(accepted)) or "no query parameters"
+            raise ValidationFailed(
+                f"Unknown query parameter {inputs.shown(name)}: this endpoint takes {takes}.",
+                field=inputs.clip(name, 64),
+                reason=UNKNOWN_PARAMETER,
+            )

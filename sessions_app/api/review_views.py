@@ -1,11 +1,12 @@
 """The API's one write, the review decision, and the reads of a plan's revisions.
 
 The decision goes through the service (sessions_app/review.py) like the admin's buttons.
-It is conditional: the client sends the plan's ETag (from GET .../plans/ID/) in If-Match,
-so a decision is never taken on a plan that changed since the reviewer (or the CI bot)
-looked at it: 428 without the header, 412 when the plan changed. The ETag is checked
-inside the decision's write transaction, so nothing can change in between. ETags here are
-compared by their opaque part (they are weak, as every ETag of this API).
+It is conditional: the client sends the plan's ETag (from GET .../plans/ID/, as JSON) in
+If-Match, so a decision is never taken on a plan that changed since the reviewer (or the
+CI bot) looked at it: 428 without the header or with ``*`` (which would decide unread),
+412 when the plan changed, or when the ETag sent is weak (If-Match compares strongly,
+RFC 9110). The ETag is checked inside the decision's write transaction, so nothing can
+change in between.
 
 Session-cookie clients must send the CSRF token (DRF's SessionAuthentication checks it on
 every unsafe method); integrations use token authentication, which needs none.
@@ -23,7 +24,7 @@ from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
 from sessions_app.api.base import ApiView, HasViewPermission
-from sessions_app.api.errors import PreconditionFailed, PreconditionRequired
+from sessions_app.api.errors import PreconditionFailed, PreconditionRequired, WeakValidator, WildcardRefused
 from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound
 
@@ -31,7 +32,10 @@ TAG_REVIEW = ["review"]
 
 
 class HasReviewPermission(HasViewPermission):
-    message = "You need the permission to review plans (sessions_app | plan | Can review plan) for this endpoint."
+    message = (
+        "Approving or rejecting a plan needs the 'reviewer' or 'manager' role in its project; "
+        "a 'reader' or 'agent' may read the plan but not decide on it. Nothing was decided."
+    )
 
 
 class ReviewDecisionSerializer(serializers.Serializer):
@@ -52,14 +56,18 @@ class PlanReviewView(ApiView):
         "Approve or reject a plan in review",
         "The reviewer's decision on a plan in review: `approve` completes it (it becomes searchable); "
         "`reject` returns it to the front of the queue with the notes appended to its Notes (after too many "
-        "rejections it is held for a person). Needs the review permission and the plan's ETag in If-Match: "
-        "428 without it, 412 if the plan changed since. Answers with the plan as it now is and its new ETag.",
+        "rejections it is held for a person). Needs the reviewer or manager role and the plan's ETag, as "
+        "GET .../plans/{plan_id}/ gave it in JSON, in If-Match: 428 without it or with `*`, 412 if the plan "
+        "changed since or the ETag is weak (`W/`; If-Match compares strongly). "
+        "Answers with the plan as it now is and its new ETag.",
         TAG_REVIEW,
         s.PlanDetailSerializer,
         parameters=[*PLAN_PATH, IF_MATCH],
         answers={
-            412: OpenApiResponse(s.ProblemSerializer, description="The plan changed since the ETag was issued."),
-            428: OpenApiResponse(s.ProblemSerializer, description="If-Match is missing."),
+            412: OpenApiResponse(
+                s.ProblemSerializer, description="The plan changed since the ETag was issued, or the ETag is weak."
+            ),
+            428: OpenApiResponse(s.ProblemSerializer, description="If-Match is missing, or is `*`."),
         },
         request=ReviewDecisionSerializer,
         examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
@@ -69,12 +77,16 @@ class PlanReviewView(ApiView):
         header = request.headers.get("If-Match")
         if not header:
             raise PreconditionRequired()
+        if etags.ANY in etags.sent(header):
+            raise WildcardRefused()
+        if etags.all_weak(header):
+            raise WeakValidator()
         body = ReviewDecisionSerializer(data=request.data)
         body.is_valid(raise_exception=True)
 
         def unchanged(plan) -> None:
-            current = etags.for_fingerprint(api_reads.plan_detail(name, plan.id).fingerprint)
-            if not etags.matches(header, current):
+            current = etags.for_json(api_reads.plan_detail(name, plan.id).fingerprint, request)
+            if not etags.matches_strongly(header, current):
                 raise PreconditionFailed()
 
         services.plan_review(
@@ -87,7 +99,7 @@ class PlanReviewView(ApiView):
         )
         detail = api_reads.plan_detail(name, plan_id)
         response = Response(s.PlanDetailSerializer(detail, context={"request": request}).data)
-        response["ETag"] = etags.for_fingerprint(detail.fingerprint)
+        response["ETag"] = etags.for_representation(detail.fingerprint, request)
         return response
 
 

@@ -12,9 +12,10 @@ from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 
 def _problems(*codes: int) -> dict:
     text = {
-        400: "A parameter is malformed; `parameter` names it.",
+        400: "A parameter is malformed, or is not one this endpoint takes; `parameter` names it.",
         401: "No or bad credentials.",
-        403: "The user lacks the view permissions.",
+        403: "The user lacks the role the endpoint needs: one in some project, or (to decide a review) "
+        "the reviewer or manager role.",
         404: "No such session or plan (or a malformed name or id).",
         503: "The database is busy or unreachable; retry.",
     }
@@ -71,12 +72,12 @@ def documented(
     """The OpenAPI description of one endpoint. ``parameters`` are OpenApiParameters or the
     query parameters of api/params.py; a ``conditional`` endpoint also takes If-None-Match
     and may answer 304. The answers are ``ok`` (200), the 304, ``answers`` (other statuses),
-    then the ``problems``, with 400 added when a query parameter or a body can be malformed."""
+    then the ``problems`` and 400 (a malformed parameter or body, or a query parameter the
+    endpoint does not take)."""
     parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
     codes = set(problems)
-    if "request" in more or any(p.location == OpenApiParameter.QUERY for p in parameters):
-        codes.add(400)
-    return extend_schema(
+    codes.add(400)  # every endpoint refuses a query parameter it does not take (api/base.py)
+    describe = extend_schema(
         operation_id=operation_id,
         summary=summary,
         description=description,
@@ -85,3 +86,11 @@ def documented(
         responses={200: ok, **(NOT_MODIFIED if conditional else {}), **(answers or {}), **_problems(*sorted(codes))},
         **more,
     )
+    accepted = frozenset(p.name for p in parameters if p.location == OpenApiParameter.QUERY)
+
+    def decorate(handler):
+        # What the schema lists is all the endpoint takes: ApiView refuses any other name.
+        handler.query_parameters = accepted
+        return describe(handler)
+
+    return decorate

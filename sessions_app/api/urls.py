@@ -1,8 +1,6 @@
 """The REST API under /api/: its root, read-only data endpoints, the OpenAPI schema and its docs."""
 
 from django.urls import path, re_path
-from drf_spectacular.views import SpectacularAPIView
-
 from sessions_app.api import review_views, views
 
 app_name = "api"
@@ -29,7 +27,7 @@ urlpatterns = [
     path("sessions/<str:name>/export/", views.SessionExportView.as_view(), name="session-export"),
     path("history/", views.HistorySearchView.as_view(), name="history-search"),
     path("events/", views.EventFeedView.as_view(), name="event-feed"),
-    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("schema/", views.SchemaView.as_view(), name="schema"),
     path("docs/", views.ApiDocsView.as_view(url_name="api:schema"), name="docs"),
     re_path(r"^.*$", views.not_found, name="not-found"),
 ]

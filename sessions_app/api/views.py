@@ -12,7 +12,7 @@ from django.http import StreamingHttpResponse
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.utils import OpenApiParameter
-from drf_spectacular.views import SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 from rest_framework import exceptions, permissions
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -23,6 +23,7 @@ from sessions_app import access, event_feed, export_import, invariants, queries
 from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
 from sessions_app.api.base import ApiView
+from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
 
 HISTORY_DEPTH = 50
@@ -234,7 +235,7 @@ QUERY = params.TextParam(
     "q", settings.NINEPLAN_MAX_QUERY_CHARS, "Words to look for; plans with all of them rank first.", required=True
 )
 HISTORY_SESSION = params.NameParam("session", "session", "Search only this session's plans.")
-HISTORY_PAGE_SIZE = params.IntParam("page_size", 10, 1, HISTORY_DEPTH, "Hits per page (1 to 50, default 10).")
+HISTORY_PAGE_SIZE = params.page_size(10, "Hits")
 
 
 class HistorySearchView(ApiView):
@@ -244,7 +245,7 @@ class HistorySearchView(ApiView):
         "Search completed plans",
         "Full-text search over the goal, context, inputs, outputs and outcome of completed plans "
         "(discarded plans are never found), best match first (BM25 on SQLite). "
-        f"Pages run over the {HISTORY_DEPTH} best matches.",
+        f"Pages run over the {HISTORY_DEPTH} best matches: a page holds at most those.",
         TAG_PLANS,
         s.HistoryPageSerializer,
         parameters=[QUERY, HISTORY_SESSION, params.PAGE, HISTORY_PAGE_SIZE],
@@ -290,7 +291,7 @@ class Cursor:
 
 FEED_SESSION = params.NameParam("session", "session", "Only this session's events.")
 FEED_PLAN = params.NameParam("plan", "plan", "Only this plan's events.")
-FEED_LIMIT = params.IntParam("limit", 100, 1, 500, "Events per read (1 to 500, default 100).")
+FEED_PAGE_SIZE = params.page_size(100, "Events")
 
 
 class EventFeedView(ApiView):
@@ -301,19 +302,20 @@ class EventFeedView(ApiView):
         "Every lifecycle step (plan created, pulled, deferred, noted, completed, discarded, ...) in the order "
         "it happened. Start without `after`, then pass each answer's `next_cursor` as `after`: "
         "every event arrives exactly once, in order, even while agents are writing. "
-        "When `has_more` is false you are up to date; poll again later with the same cursor.",
+        "When `has_more` is false you are up to date; poll again later with the same cursor. "
+        "`page_size` events per read; `next` keeps it.",
         ["events"],
         s.EventPageSerializer,
-        parameters=[Cursor, FEED_SESSION, FEED_PLAN, FEED_LIMIT],
+        parameters=[Cursor, FEED_SESSION, FEED_PLAN, FEED_PAGE_SIZE],
     )
     def get(self, request):
         after = Cursor.parse(request)
         session_name = FEED_SESSION.parse(request)
         plan_id = FEED_PLAN.parse(request)
-        limit = FEED_LIMIT.parse(request)
+        size = FEED_PAGE_SIZE.parse(request)
         session, plan = api_reads.feed_scope(session_name, plan_id)
         page = event_feed.events_after(
-            after=after, limit=limit, session=session, plan=plan, projects=access.current().visible_projects()
+            after=after, limit=size, session=session, plan=plan, projects=access.current().visible_projects()
         )
         cursor = event_feed.encode_cursor(page.last_id)
         body = {
@@ -348,7 +350,31 @@ def not_found(request, *args, **kwargs):
     return _not_found(request, *args, **kwargs)
 
 
-class ApiDocsView(SpectacularSwaggerView):
+class PublicPage:
+    """The schema and its docs page (drf-spectacular's views, public): like every endpoint
+    they refuse a query parameter they do not take, and answer errors as problems in JSON."""
+
+    # drf-spectacular's own: the schema's language and API version.
+    query_parameters = frozenset({"lang", "version"})
+
+    def initial(self, request, *args, **kwargs):
+        super().initial(request, *args, **kwargs)
+        params.refuse_unknown(request, self.query_parameters)
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        if response.exception:
+            response.accepted_renderer = JSONRenderer()
+            response.accepted_media_type = JSONRenderer.media_type
+            response.content_type = PROBLEM_CONTENT_TYPE
+        return response
+
+
+class SchemaView(PublicPage, SpectacularAPIView):
+    """The OpenAPI schema, YAML or (``?format=json``) JSON."""
+
+
+class ApiDocsView(PublicPage, SpectacularSwaggerView):
     """The interactive docs page (public, like the schema it shows)."""
 
     def finalize_response(self, request, response, *args, **kwargs):

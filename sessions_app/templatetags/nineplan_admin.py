@@ -1,6 +1,6 @@
 """Filters for the admin's templates: agent text shown the one safe way (sessions_app.admin.render)
 and cut the one way (sessions_app.excerpts), never with Django's own truncatechars, which
-cuts through words; and waits in words."""
+cuts through words; waits in words; and the admin site's names for pages rendered outside it."""
 
 from __future__ import annotations
 
@@ -13,6 +13,15 @@ from sessions_app import excerpts
 from sessions_app.admin import render
 
 register = template.Library()
+
+
+@register.simple_tag
+def nineplan_site():
+    """9plan's admin site, for pages rendered without its context (the lockout page):
+    ``{% nineplan_site as site %}{{ site.site_header }}``."""
+    from django.contrib import admin
+
+    return admin.site
 
 
 @register.filter

@@ -230,7 +230,7 @@ def test_rest_inside_the_project_answers_every_member(world, role):
     assert [s["name"] for s in listed["results"]] == [world["inside"]["name"]]
     everywhere = client.get(f"/api/history/?q={SECRET}").json()["results"]
     assert {hit["session"] for hit in everywhere} == {world["inside"]["name"]}
-    feed = client.get("/api/events/?limit=500").json()["results"]
+    feed = client.get("/api/events/?page_size=100").json()["results"]
     assert feed and {e["session"] for e in feed} == {world["inside"]["name"]}
 
 

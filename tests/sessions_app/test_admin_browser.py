@@ -130,7 +130,7 @@ def test_reviewer_browses_sessions_plans_and_history(page, live_server):
 
     follow(page, page.locator(f"#np-active a >> text={active.id}"))
     assert page.inner_text("h1") == f"Plan {active.id}"
-    assert page.inner_text("#np-status") == "active"
+    assert page.inner_text("#np-status") == "Active"
     assert "matches" in page.inner_text("#np-file-check")
     assert page.inner_text("#np-file-path").endswith(f"{session.name}/plans/{active.id}.txt")
     headings = page.locator(".np-section h2").all_inner_texts()
@@ -330,3 +330,24 @@ def test_event_search_finds_a_discard_reason(page, live_server):
     assert "Superseded by the reporting service" in rows.first.inner_text()
     assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent (MCP)"
     assert Event.objects.filter(session=session, kind="plan_discarded").count() == 1
+
+
+def test_pages_load_nothing_missing_and_the_icon_and_chart_labels_show(page, live_server):
+    call_command("nineplan_demo", stdout=io.StringIO())
+    session = Session.objects.get()
+    active = Plan.objects.get(session=session, status="active")
+    failed: list[str] = []
+    page.on("response", lambda response: failed.append(f"{response.status} {response.url}") if response.status >= 400 else None)
+    for path in ("/admin/", f"/admin/sessions_app/session/{session.name}/change/", f"/admin/sessions_app/plan/{active.id}/change/", "/api/"):
+        page.goto(live_server.url + path)
+        assert page.locator("link[rel=icon]").count() == (0 if path == "/api/" else 1), path
+    # A page that names no icon (the REST API's) makes the browser ask for /favicon.ico.
+    icon = page.evaluate("fetch('/favicon.ico').then(r => [r.status, r.headers.get('content-type'), r.redirected])")
+    assert icon == [200, "image/svg+xml", True]
+    assert failed == []
+    page.goto(live_server.url + f"/admin/sessions_app/plan/{active.id}/change/")
+    assert page.inner_text("#np-status") == "Active"
+    page.goto(live_server.url + f"/admin/sessions_app/session/{session.name}/change/")
+    start, end = page.text_content("#np-chart-start"), page.text_content("#np-chart-end")
+    assert start and end and start != end
+    shot(page, "session-chart")

@@ -93,16 +93,16 @@ def test_approver_works_the_inbox(browser, live_server, people):
 def test_approve_and_reject_on_the_plan_page(browser, live_server, in_review):
     page = login(browser, live_server, "ada")
     page.goto(plan_page(live_server, in_review.id))
-    assert page.inner_text("#np-status") == "in_review"
+    assert page.inner_text("#np-status") == "In Review"
     assert "note by agent: Notes" in page.inner_text("#np-changed-since-pulled")
     page.fill("#np-reject-notes", "Missing tests")
     follow(page, page.locator("#np-reject"))
-    assert page.inner_text("#np-status") == "queued"
+    assert page.inner_text("#np-status") == "Queued"
     services.plan_pull(session_name=in_review.session_id)
     services.plan_complete(session_name=in_review.session_id, outcome="With tests")
     page.reload()
     follow(page, page.locator("#np-approve"))
-    assert page.inner_text("#np-status") == "completed"
+    assert page.inner_text("#np-status") == "Completed"
     shot(page, "review-approved")
     page.context.close()
 

@@ -112,6 +112,14 @@ def test_the_lockout_page_names_the_configured_limit_and_wait(reviewer, settings
     assert "locked for 1 hour 30 minutes" in response.content.decode()
 
 
+def test_the_lockout_page_is_headed_as_every_9plan_page(reviewer, settings):  # noqa: F811
+    settings.AXES_FAILURE_LIMIT = 2
+    fail(1)
+    html = attempt("wrong password").content.decode()
+    assert '<div id="site-name"><a href="/admin/">9plan review</a></div>' in html
+    assert "Django administration" not in html and "Django site admin" not in html
+
+
 def test_the_limit_and_the_wait_come_from_the_environment(tmp_path):
     env = server_environment(
         tmp_path / "data",

@@ -40,3 +40,17 @@ def test_every_page_writes_dates_one_way_with_the_zone(busy, reviewer_client, se
             assert found.endswith(expected_zone), (name, found)
     assert stamp(session.created_at) in text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
     assert stamp(active.created_at) in text_of(reviewer_client.get(plan_url(active.id)))
+
+
+def test_every_page_names_an_icon_and_favicon_ico_finds_it(busy, reviewer_client, client):
+    from django.contrib.staticfiles import finders
+
+    for url in (reverse("admin:index"), session_url(busy["session"].name), plan_url(busy["active"].id)):
+        html = text_of(reviewer_client.get(url))
+        assert '<link rel="icon" href="/static/sessions_app/favicon.svg" type="image/svg+xml">' in html, url
+    assert '<link rel="icon"' in text_of(client.get(reverse("admin:login")))
+    # Pages that name no icon (the REST API's) make the browser ask for /favicon.ico.
+    response = client.get("/favicon.ico")
+    assert response.status_code == 302 and response["Location"] == "/static/sessions_app/favicon.svg"
+    found = finders.find("sessions_app/favicon.svg")
+    assert found and open(found, encoding="utf-8").read().startswith("<svg ")

@@ -10,7 +10,8 @@ from django.urls import reverse
 from sessions_app import services
 from sessions_app.admin import render
 from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
-from tests.sessions_app.conftest import plan_file
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import plan_file, revised_plan
 
 pytestmark = pytest.mark.django_db
 
@@ -24,10 +25,11 @@ def test_plan_page_shows_every_section_as_markdown(busy, reviewer_client):
         assert f"<h2>{title}</h2>" in html
     assert "<ol>\n<li>Dry run</li>\n<li>Fix rows</li>\n<li>Run for real</li>\n</ol>" in html
     assert "<em>lowercase</em>" in html
-    assert 'id="np-status">active<' in html
+    assert 'id="np-status">Active<' in html
     assert response.context["file"].path.endswith(f"{busy['session'].name}/plans/{active.id}.txt")
     assert response.context["file"].matches
-    assert [row["event"].kind for row in response.context["timeline"]] == ["plan_created", "plan_pulled", "plan_note"]
+    # Newest first, as the session's timeline.
+    assert [row["event"].kind for row in response.context["timeline"]] == ["plan_note", "plan_pulled", "plan_created"]
 
 
 def test_plan_page_shows_place_in_queue_and_history_fields(busy, reviewer_client):
@@ -109,3 +111,44 @@ def test_markdown_images_show_their_alt_text_and_load_nothing(session, reviewer_
 def test_unknown_plan_is_404(reviewer_client):
     assert reviewer_client.get(plan_url("zzzzz")).status_code == 404
     assert reviewer_client.get(plan_url("NOT-AN-ID")).status_code == 404
+
+
+def test_the_status_badge_shows_the_status_label(reviewer_client):
+    reviewed = services.session_create(review="required")
+    services.plan_enqueue(session_name=reviewed.name, **plan_fields(goal="Parse the config"))
+    services.plan_pull(session_name=reviewed.name)
+    plan = services.plan_complete(session_name=reviewed.name, outcome="Parser written").plan
+    html = text_of(reviewer_client.get(plan_url(plan.id)))
+    assert 'id="np-status">In Review<' in html
+    assert "In_review" not in html and ">in_review<" not in html
+
+
+def test_a_finished_plans_page_shows_no_path_of_a_file_that_is_not_there(busy, reviewer_client, sessions_dir):
+    done = busy["done1"]
+    response = reviewer_client.get(plan_url(done.id))
+    assert not plan_file(sessions_dir, done).exists()
+    html = text_of(response)
+    assert response.context["file"].path not in html and 'id="np-file-path"' not in html
+    assert "a completed plan keeps no file" in html
+    # A queued plan whose file is there shows where it is; one whose file went missing says so.
+    q1, q2, _ = busy["queued"]
+    assert f'id="np-file-path">{plan_file(sessions_dir, q1)}<' in text_of(reviewer_client.get(plan_url(q1.id)))
+    plan_file(sessions_dir, q2).unlink()
+    missing = text_of(reviewer_client.get(plan_url(q2.id)))
+    assert f'none at <code id="np-file-path">{plan_file(sessions_dir, q2)}</code>, where it should be' in missing
+
+
+def test_the_version_and_the_revisions_are_told_apart(session, reviewer_client):
+    plan = revised_plan(session, "first note", "replaced notes")
+    services.plan_complete(session_name=session.name, outcome="Done")
+    plan.refresh_from_db()
+    response = reviewer_client.get(plan_url(plan.id))
+    html = text_of(response)
+    count = response.context["revision_count"]
+    # Completing changed the plan but not its text: more versions than revisions, and the page says why.
+    assert (plan.version, count) == (4, 3)
+    assert f"Revisions ({count})" in html
+    assert (
+        f"version {plan.version}: one per change to the plan, its status included; {count} of them changed its text"
+        in html
+    )

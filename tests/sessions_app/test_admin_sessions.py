@@ -5,7 +5,7 @@ chart)."""
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
@@ -215,6 +215,42 @@ def test_session_page_chart_is_inline_svg_from_the_event_log(busy, reviewer_clie
             x, y = (float(v) for v in pair.split(","))
             assert 0 <= x <= chart.width and 0 <= y <= chart.height
     assert "<script" not in html.split('<svg class="np-chart"')[1].split("</svg>")[0]
+
+
+def xs(points: str) -> list[float]:
+    return [float(pair.split(",")[0]) for pair in points.split()]
+
+
+def test_a_short_sessions_chart_spans_its_events_and_its_axis_labels_differ(busy, reviewer_client):
+    # The busy session's events were written within a second or so.
+    response = reviewer_client.get(session_url(busy["session"].name))
+    chart = response.context["chart"]
+    assert chart.end - chart.start < timedelta(minutes=1)
+    # The steps spread over the width, not all at the left edge then a flat line: the
+    # queue's last change is at the right end of the axis.
+    steps = sorted(set(xs(chart.queue_points)))
+    assert steps[0] == chart.x_left and steps[-1] == chart.x_right
+    assert max(x for x in steps if x < chart.x_right) > (chart.x_left + chart.x_right) / 2
+    assert chart.start_label != chart.end_label and re.fullmatch(r"\+\d+(\.\d)? s", chart.end_label)
+    html = text_of(response)
+    assert f'id="np-chart-start">{chart.start_label}<' in html and f'id="np-chart-end">{chart.end_label}<' in html
+
+
+@pytest.mark.parametrize(
+    "span, end_label",
+    [
+        (timedelta(seconds=0), "+1.0 s"),
+        (timedelta(seconds=2.5), "+2.5 s"),
+        (timedelta(seconds=42), "+42 s"),
+        (timedelta(minutes=90), "13:30 UTC"),
+        (timedelta(days=2), "2026-03-03 12:00 UTC"),
+    ],
+)
+def test_the_chart_labels_its_axis_as_precisely_as_the_span_needs(settings, span, end_label):
+    settings.TIME_ZONE = "UTC"
+    start = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+    chart = render.chart([(start, 1, 0), (start + span, 0, 1)])
+    assert (chart.start_label, chart.end_label) == ("2026-03-01 12:00 UTC", end_label)
 
 
 def test_session_series_replays_the_queue(session, make_plan):

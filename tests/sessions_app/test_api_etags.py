@@ -1,5 +1,5 @@
-"""The REST API's ETags: opaque, weak, and matched by their opaque part in If-None-Match and
-If-Match alike."""
+"""The REST API's ETags: opaque, strong for a JSON answer and weak for the browsable page,
+compared weakly in If-None-Match and strongly in If-Match (RFC 9110, section 8.8.3.2)."""
 
 from __future__ import annotations
 
@@ -7,12 +7,22 @@ import pytest
 
 from sessions_app.api import etags
 
+BASE = "http://testserver/"
 
-def test_an_etag_is_weak_opaque_and_follows_the_fingerprint():
-    first = etags.for_fingerprint("brave-amber-otter:1")
-    assert first.startswith('W/"') and first.endswith('"') and "brave" not in first
-    assert etags.for_fingerprint("brave-amber-otter:1") == first
-    assert etags.for_fingerprint("brave-amber-otter:2") != first
+
+def test_a_json_answers_etag_is_strong_opaque_and_follows_the_fingerprint():
+    first = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
+    assert first.startswith('"') and first.endswith('"') and "brave" not in first
+    assert etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE) == first
+    assert etags.for_state("brave-amber-otter:2", media_type=etags.JSON, base=BASE) != first
+    # Links to another host are other bytes: another strong ETag.
+    assert etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base="https://9plan.example/") != first
+
+
+def test_the_browsable_page_of_the_same_state_has_another_and_weak_etag():
+    page = etags.for_state("brave-amber-otter:1", media_type="text/html", base=BASE)
+    json = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
+    assert page.startswith('W/"') and page.removeprefix("W/") != json
 
 
 @pytest.mark.parametrize(
@@ -24,12 +34,40 @@ def test_an_etag_is_weak_opaque_and_follows_the_fingerprint():
         ('"other"', False),
         ("*", True),
         ("{etag}", True),
-        ("{opaque}", True),
+        ("W/{etag}", True),
         ('"other", {etag}', True),
-        ('W/"other", {opaque}', True),
+        ('W/"other", W/{etag}', True),
     ],
 )
-def test_a_header_matches_by_the_opaque_part(header, found):
-    etag = etags.for_fingerprint("brave-amber-otter:1")
-    sent = header if header is None else header.format(etag=etag, opaque=etag.removeprefix("W/"))
-    assert etags.matches(sent, etag) is found
+def test_if_none_match_compares_weakly(header, found):
+    etag = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
+    sent = header if header is None else header.format(etag=etag)
+    assert etags.matches_weakly(sent, etag) is found
+
+
+@pytest.mark.parametrize(
+    "header, found",
+    [
+        (None, False),
+        ("", False),
+        ('"other"', False),
+        # A weak validator never matches in a strong comparison, not even with the same opaque part.
+        ("W/{etag}", False),
+        ('W/"other", W/{etag}', False),
+        # * is the caller's to refuse or accept: it is no ETag of this plan.
+        ("*", False),
+        ("{etag}", True),
+        ('"other", {etag}', True),
+    ],
+)
+def test_if_match_compares_strongly(header, found):
+    etag = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
+    sent = header if header is None else header.format(etag=etag)
+    assert etags.matches_strongly(sent, etag) is found
+
+
+def test_a_weak_etag_matches_nothing_strongly_even_itself():
+    page = etags.for_state("brave-amber-otter:1", media_type="text/html", base=BASE)
+    assert etags.matches_strongly(page, page) is False
+    assert etags.all_weak(page) and etags.all_weak(f'{page}, W/"x"')
+    assert not etags.all_weak(f'{page}, "x"') and not etags.all_weak("") and not etags.all_weak(None)

@@ -21,10 +21,10 @@ from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
 )
 
 
-def follow(client, query: str = "", limit: int = 7) -> tuple[list[dict], str]:
+def follow(client, query: str = "", page_size: int = 7) -> tuple[list[dict], str]:
     """Reads the feed from the start until it is drained; returns the events and the last cursor."""
     seen: list[dict] = []
-    url = f"/api/events/?limit={limit}{query}"
+    url = f"/api/events/?page_size={page_size}{query}"
     while True:
         response = client.get(url)
         assert response.status_code == 200, response.content
@@ -48,6 +48,27 @@ def test_the_feed_hands_out_every_event_once_in_order(api, full_session):
     late = api.get(f"/api/events/?after={cursor}").json()
     assert [e["kind"] for e in late["results"]] == ["plan_note"]
     assert late["results"][0]["cursor"] == late["next_cursor"]
+
+
+@pytest.mark.django_db
+def test_the_feed_pages_by_page_size_and_its_next_link_keeps_it(api, full_session):
+    assert Event.objects.count() > 5
+    first = api.get("/api/events/?page_size=5").json()
+    assert [e["id"] for e in first["results"]] == list(Event.objects.order_by("id").values_list("id", flat=True)[:5])
+    assert first["has_more"] is True and "page_size=5" in first["next"]
+    second = api.get(first["next"]).json()
+    assert [e["id"] for e in second["results"]] == list(Event.objects.order_by("id").values_list("id", flat=True)[5:10])
+
+
+@pytest.mark.django_db
+def test_the_feed_answers_at_most_100_events_a_read(api, full_session):
+    for i in range(100):
+        services.plan_note(session_name=full_session.name, text=f"step {i}")
+    assert Event.objects.count() > 100
+    assert len(api.get("/api/events/").json()["results"]) == 100
+    assert len(api.get("/api/events/?page_size=100").json()["results"]) == 100
+    refused = api.get("/api/events/?page_size=101")
+    assert refused.status_code == 400 and refused.json()["parameter"] == "page_size"
 
 
 @pytest.mark.django_db
@@ -122,7 +143,7 @@ def test_a_follower_sees_every_event_exactly_once_while_another_process_writes(
         reads_while_writing = 0
         while True:
             finished = writer.poll() is not None
-            url = f"/api/events/?session={session.name}&limit=5" + (f"&after={cursor}" if cursor else "")
+            url = f"/api/events/?session={session.name}&page_size=5" + (f"&after={cursor}" if cursor else "")
             body = client.get(url).json()
             seen += body["results"]
             cursor = body["next_cursor"]

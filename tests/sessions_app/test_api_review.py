@@ -97,11 +97,52 @@ def test_a_stale_etag_is_412_and_nothing_changes(in_review, approver):
     assert db_rows() == before
 
 
-def test_a_plain_reviewer_gets_403(in_review, api):
+def test_a_reader_gets_403_naming_the_review_role_it_lacks(in_review, api):
     before = db_rows()
     tag = etag_of(api, in_review)
-    problem(api.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag), 403, "PERMISSION_DENIED")
+    body = problem(api.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag), 403,
+                   "PERMISSION_DENIED")
+    assert "'reviewer' or 'manager' role" in body["detail"]
+    assert "view permission" not in body["detail"] + body["suggestion"]
+    assert body["suggestion"] == "Ask a manager of the project, or an administrator, for the role the message names."
     assert db_rows() == before
+
+
+def test_if_match_star_is_refused_and_nothing_changes(in_review, approver):
+    before = db_rows()
+    body = problem(approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*"), 428,
+                   "PRECONDITION_REQUIRED")
+    assert "read the plan first" in body["detail"] and body["suggestion"].startswith("GET /api/sessions/")
+    assert Plan.objects.get(id=in_review.id).status == "in_review"
+    assert db_rows() == before
+
+
+@pytest.mark.parametrize("weak", ["W/{tag}", 'W/"other", W/{tag}'])
+def test_a_weak_etag_never_matches_if_match_and_nothing_changes(in_review, approver, weak):
+    tag = etag_of(approver, in_review)
+    assert tag.startswith('"')  # the JSON answer's ETag is strong
+    before = db_rows()
+    response = approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=weak.format(tag=tag))
+    assert "compares ETags strongly" in problem(response, 412, "PRECONDITION_FAILED")["detail"]
+    assert db_rows() == before
+
+
+def test_the_browsable_pages_weak_etag_does_not_decide(in_review, approver):
+    page_tag = approver.get(url(in_review, ""), HTTP_ACCEPT="text/html")["ETag"]
+    assert page_tag.startswith('W/"')
+    before = db_rows()
+    problem(approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=page_tag), 412,
+            "PRECONDITION_FAILED")
+    assert db_rows() == before
+
+
+def test_the_strong_etag_among_others_decides(in_review, approver):
+    tag = etag_of(approver, in_review)
+    response = approver.post(url(in_review), {"decision": "approve"}, format="json",
+                             HTTP_IF_MATCH=f'W/"old", "other", {tag}')
+    assert response.status_code == 200, response.content
+    assert response.headers["ETag"].startswith('"')
+    assert Plan.objects.get(id=in_review.id).status == "completed"
 
 
 def test_anonymous_gets_401(in_review):
@@ -140,7 +181,7 @@ def test_a_plan_not_in_review_is_400_with_its_reason(approver, session):
 
 def test_unknown_plans_are_404(approver, in_review):
     problem(approver.post(f"/api/sessions/{in_review.session_id}/plans/zzzzz/review/", {"decision": "approve"},
-                          format="json", HTTP_IF_MATCH="*"), 404, "PLAN_NOT_FOUND")
+                          format="json", HTTP_IF_MATCH='"whatever"'), 404, "PLAN_NOT_FOUND")
 
 
 def test_get_on_the_review_endpoint_is_405(approver, in_review):
