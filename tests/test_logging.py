@@ -1,5 +1,8 @@
-import json, logging
+import json
+import logging
+
 from nineplan.logging import JsonFormatter
+
 
 def test_json_lines_bind_extras_and_drop_terminal_colours():
     record = logging.makeLogRecord({"msg": "served %s", "args": ("x",), "levelname": "WARNING", "name": "uvicorn.error",

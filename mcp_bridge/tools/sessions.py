@@ -116,7 +116,7 @@ def session_resume(
         elif active is None:
             hint = "No active plan: call 9plan_queue_pull."
         elif local:
-            hint = "Active plan: read its file (or 9plan_plan_read) and continue."
+            hint = "Active plan: read its file and continue."
         else:
             hint = "Active plan: get its text and notes back with 9plan_plan_read, then continue."
         if changed:

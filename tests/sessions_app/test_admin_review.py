@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision, Session

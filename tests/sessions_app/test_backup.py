@@ -257,4 +257,5 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr
-    assert f"{whole} is a whole backup of" in checked.stdout and "8,0" in checked.stdout
+    # 8,000 kept files, 50 plan files and their 50 bases.
+    assert f"{whole} is a whole backup of" in checked.stdout and "8,100 files" in checked.stdout
