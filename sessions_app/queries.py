@@ -9,22 +9,9 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import (
-    access,
-    inputs,
-    interventions,
-    plan_counts,
-    planfiles,
-    search,
-    statements,
-)
+from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
-from sessions_app.errors import (
-    NOT_COMPLETED,
-    NoActivePlan,
-    PlanNotFound,
-    SessionNotFound,
-)
+from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
 
 LIST_CAP = 20

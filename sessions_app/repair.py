@@ -26,14 +26,7 @@ from dataclasses import dataclass
 from django.db import connection
 
 from nineplan.progress import Progress
-from sessions_app import (
-    export_import,
-    plan_counts,
-    planfiles,
-    search,
-    statements,
-    transactions,
-)
+from sessions_app import export_import, plan_counts, planfiles, search, statements, transactions
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import SECTIONS, Event, Plan, Session

@@ -1,8 +1,5 @@
-import json
-import logging
-
+import json, logging
 from nineplan.logging import JsonFormatter
-
 
 def test_json_lines_bind_extras_and_drop_terminal_colours():
     record = logging.makeLogRecord({"msg": "served %s", "args": ("x",), "levelname": "WARNING", "name": "uvicorn.error",

@@ -12,8 +12,8 @@ from __future__ import annotations
 import functools
 
 from django.contrib import messages
-from django.core.exceptions import PermissionDenied
 from django.db.models import F
+from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path

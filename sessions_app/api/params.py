@@ -12,6 +12,7 @@ from sessions_app import inputs
 from sessions_app.errors import UNKNOWN_PARAMETER, ValidationFailed
 from sessions_app.identifiers import PLAN_ID_RE, SESSION_NAME_RE
 
+
 # What inputs.text accepts as non-blank, for the schema: no NUL anywhere, and at least
 # one character that str.isspace() does not count as white space.
 _SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 
-from sessions_app.api import params
-from sessions_app.api import serializers as s
+from sessions_app.api import params, serializers as s
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 
 

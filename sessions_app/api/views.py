@@ -20,9 +20,8 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from sessions_app import access, event_feed, export_import, invariants, queries
-from sessions_app.api import pagination, params, paths
+from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
-from sessions_app.api import serializers as s
 from sessions_app.api.base import ApiView
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented

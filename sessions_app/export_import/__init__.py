@@ -18,20 +18,10 @@ stream within bounds (reader.py), and the import's plan files written aside unti
 commit (staging.py).
 """
 
-from sessions_app.export_import.document import (
-    CLAIM_KEYS,
-    FORMAT,
-    FORMAT_VERSION,
-    READABLE_VERSIONS,
-)
+from sessions_app.export_import.document import CLAIM_KEYS, FORMAT, FORMAT_VERSION, READABLE_VERSIONS
 from sessions_app.export_import.export import export_session, export_stream
 from sessions_app.export_import.restore import import_file, session_import
-from sessions_app.export_import.staging import (
-    ImportLeftover,
-    clear_import_leftover,
-    import_leftovers,
-    running_imports,
-)
+from sessions_app.export_import.staging import ImportLeftover, clear_import_leftover, import_leftovers, running_imports
 
 __all__ = [
     "CLAIM_KEYS",

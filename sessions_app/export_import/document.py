@@ -16,17 +16,8 @@ from django.utils.dateparse import parse_datetime
 
 from sessions_app import inputs, planfiles
 from sessions_app.errors import BAD_DOCUMENT, ValidationFailed
-from sessions_app.models import (
-    DEFAULT_WORKER,
-    MAX_LEASE_SECONDS,
-    SECTION_TITLES,
-    SECTIONS,
-    Event,
-    Plan,
-    ReviewPolicy,
-    Revision,
-    Session,
-)
+from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTION_TITLES, SECTIONS, Event, Plan
+from sessions_app.models import ReviewPolicy, Revision, Session
 
 FORMAT = "9plan-session-export"
 FORMAT_VERSION = 4

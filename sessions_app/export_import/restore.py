@@ -25,15 +25,7 @@ from typing import BinaryIO
 from django.conf import settings
 
 from nineplan.progress import Progress
-from sessions_app import (
-    access,
-    event_feed,
-    inputs,
-    invariants,
-    planfiles,
-    revisions,
-    transactions,
-)
+from sessions_app import access, event_feed, inputs, invariants, planfiles, revisions, transactions
 from sessions_app.errors import BROKE_A_RULE, DatabaseFailed, FileSystemFailed
 from sessions_app.export_import.document import (
     DOCUMENT_KEYS,
@@ -49,15 +41,7 @@ from sessions_app.export_import.document import (
 from sessions_app.export_import.reader import TOO_LONG, DocumentReader, Unreadable
 from sessions_app.export_import.staging import ImportFolder
 from sessions_app.identifiers import is_plan_id
-from sessions_app.models import (
-    DEFAULT_PROJECT,
-    Event,
-    Plan,
-    PlanDependency,
-    Project,
-    Revision,
-    Session,
-)
+from sessions_app.models import DEFAULT_PROJECT, Event, Plan, PlanDependency, Project, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 

@@ -17,6 +17,7 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
+
 # The triggers of 0004 and 0006, put back as 0007 puts them back.
 restore_triggers = import_module("sessions_app.migrations.0007_workers_leases").restore_triggers
 

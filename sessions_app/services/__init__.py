@@ -12,45 +12,14 @@ and restoring a revision), ``projects`` (projects and their members) and ``retri
 (a write sent again with its request_id is answered, not applied twice).
 """
 
-from sessions_app.services.claims import (
-    RECLAIM_ACTOR,
-    plan_pull,
-    plan_reclaim,
-    plan_renew,
-    reclaim_expired,
-)
-from sessions_app.services.projects import (
-    Granted,
-    project_create,
-    project_grant,
-    project_revoke,
-)
-from sessions_app.services.queue import (
-    MAX_DEPENDENCIES,
-    PlanInput,
-    plan_enqueue,
-    plan_enqueue_many,
-    plan_move,
-)
+from sessions_app.services.claims import RECLAIM_ACTOR, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
+from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
-from sessions_app.services.review import (
-    DECISIONS,
-    plan_release,
-    plan_restore,
-    plan_review,
-)
-from sessions_app.services.sessions import (
-    project_for_new_session,
-    session_create,
-    session_set_review,
-)
+from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
+from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
-from sessions_app.services.worker_writes import (
-    plan_complete,
-    plan_defer,
-    plan_discard,
-    plan_note,
-)
+from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
 from sessions_app.services.writing import Written, compose_append, worker_actor
 
 __all__ = [

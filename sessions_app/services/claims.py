@@ -11,27 +11,11 @@ from datetime import datetime
 
 from django.db import IntegrityError
 
-from sessions_app import (
-    access,
-    clock,
-    errors,
-    inputs,
-    interventions,
-    queries,
-    revisions,
-    statements,
-    transactions,
-)
+from sessions_app import access, clock, errors, inputs, interventions, queries, revisions, statements
+from sessions_app import transactions
 from sessions_app.clock import utc_text
-from sessions_app.errors import (
-    LeaseLost,
-    NineplanError,
-    NoActivePlan,
-    PlanAlreadyActive,
-    QueueBlocked,
-    QueueEmpty,
-    ValidationFailed,
-)
+from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
+from sessions_app.errors import ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
 from sessions_app.services.file_edits import fence_file, refresh_copy, write_file
 from sessions_app.services.writing import (

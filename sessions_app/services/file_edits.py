@@ -19,24 +19,11 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError
 
-from sessions_app import (
-    errors,
-    inputs,
-    plan_text,
-    planfiles,
-    revisions,
-    statements,
-    transactions,
-)
+from sessions_app import errors, inputs, plan_text, planfiles, revisions, statements, transactions
 from sessions_app.errors import FileSystemFailed, ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
-from sessions_app.services.writing import (
-    Written,
-    compose_append,
-    record_event,
-    set_sections,
-)
+from sessions_app.services.writing import Written, compose_append, record_event, set_sections
 
 log = logging.getLogger("nineplan.services")
 

@@ -9,15 +9,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from sessions_app import (
-    access,
-    clock,
-    inputs,
-    planfiles,
-    revisions,
-    statements,
-    transactions,
-)
+from sessions_app import access, clock, inputs, planfiles, revisions, statements, transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import Event, Plan, Revision, Session

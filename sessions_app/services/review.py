@@ -16,24 +16,11 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from sessions_app import (
-    access,
-    clock,
-    errors,
-    inputs,
-    revisions,
-    statements,
-    transactions,
-)
+from sessions_app import access, clock, errors, inputs, revisions, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
-from sessions_app.services.file_edits import (
-    absorb_file,
-    file_now,
-    read_ahead,
-    write_file,
-)
+from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, write_file
 from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,

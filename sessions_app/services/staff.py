@@ -7,13 +7,7 @@ from __future__ import annotations
 from sessions_app import access, inputs, statements, transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
-from sessions_app.services.file_edits import (
-    absorb_file,
-    file_now,
-    read_ahead,
-    retire_file,
-    write_file,
-)
+from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, retire_file, write_file
 from sessions_app.services.worker_writes import discard
 from sessions_app.services.writing import (
     RETURNED,

@@ -9,35 +9,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from sessions_app import (
-    access,
-    clock,
-    excerpts,
-    inputs,
-    planfiles,
-    revisions,
-    statements,
-    transactions,
-)
+from sessions_app import access, clock, excerpts, inputs, planfiles, revisions, statements, transactions
 from sessions_app.clock import utc_text
-from sessions_app.models import (
-    SECTIONS,
-    Event,
-    Plan,
-    PlanDependency,
-    ReviewPolicy,
-    Revision,
-)
+from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew
-from sessions_app.services.file_edits import (
-    Absorbed,
-    FileAhead,
-    absorb_file,
-    file_now,
-    read_ahead,
-    retire_file,
-    write_file,
-)
+from sessions_app.services.file_edits import Absorbed, FileAhead, absorb_file, file_now, read_ahead, retire_file
+from sessions_app.services.file_edits import write_file
 from sessions_app.services.writing import (
     LEASE,
     RETURNED,

@@ -13,14 +13,7 @@ import pytest
 
 from tests.conftest import REPO
 from validation import replay
-from validation.replay import (
-    Outcome,
-    ScenarioError,
-    check_tool_result,
-    dig,
-    subset_problems,
-    substitute,
-)
+from validation.replay import Outcome, ScenarioError, check_tool_result, dig, subset_problems, substitute
 
 SCENARIOS = replay.all_scenarios()
 

@@ -9,6 +9,7 @@ These tests use their own data directory, never the test database.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import anyio

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 
 from mcp_bridge import auth
 from sessions_app import services
-from sessions_app.models import Event, Membership, Plan
+from sessions_app.models import Event, Membership, Plan, Role
 from tests.conftest import plan_fields
 from tests.mcp_bridge.helpers import in_thread
 from tests.mcp_bridge.http_server import post_tool, start_server  # noqa: F401 (a fixture)

@@ -8,13 +8,7 @@ from django.urls import reverse
 
 from sessions_app import services
 from sessions_app.models import Event
-from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
-    busy,
-    enqueue,
-    reviewer,
-    reviewer_client,
-    text_of,
-)
+from tests.sessions_app.admin_fixtures import busy, enqueue, reviewer, reviewer_client, text_of  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

@@ -8,14 +8,7 @@ import pytest
 from django.urls import reverse
 from django.utils import dateformat, timezone
 
-from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
-    busy,
-    plan_url,
-    reviewer,
-    reviewer_client,
-    session_url,
-    text_of,
-)
+from tests.sessions_app.admin_fixtures import busy, plan_url, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

@@ -18,11 +18,11 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     busy,
     client_for,
     outsider,
-    plan_url,
     reviewer,
     reviewer_client,
-    session_url,
     staff,
+    plan_url,
+    session_url,
     staff_client,
     superuser,
 )

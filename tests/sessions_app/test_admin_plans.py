@@ -9,17 +9,8 @@ from django.urls import reverse
 
 from sessions_app import services
 from sessions_app.admin import render
+from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
 from tests.conftest import plan_fields
-from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
-    HOSTILE,
-    busy,
-    enqueue,
-    plan_url,
-    reviewer,
-    reviewer_client,
-    session_url,
-    text_of,
-)
 from tests.sessions_app.conftest import plan_file, revised_plan
 
 pytestmark = pytest.mark.django_db

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import io
+
 import pytest
+from django.core.management import call_command
 
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision, Session

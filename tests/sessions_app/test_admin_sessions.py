@@ -16,17 +16,7 @@ from sessions_app import excerpts, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.models import Event
-from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
-    HOSTILE,
-    busy,
-    enqueue,
-    plan_url,
-    quiet,
-    reviewer,
-    reviewer_client,
-    session_url,
-    text_of,
-)
+from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, quiet, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
 
 pytestmark = pytest.mark.django_db

@@ -13,15 +13,7 @@ from django.utils import timezone
 from sessions_app import clock, services
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
-from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
-    act_url,
-    plan_url,
-    reviewer,
-    reviewer_client,
-    session_url,
-    staff,
-    staff_client,
-)
+from tests.sessions_app.admin_fixtures import session_url, plan_url, act_url, reviewer, reviewer_client, staff, staff_client  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

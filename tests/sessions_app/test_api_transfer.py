@@ -15,14 +15,7 @@ from django.core.management.base import CommandError
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
-from sessions_app import (
-    export_import,
-    invariants,
-    planfiles,
-    queries,
-    revisions,
-    services,
-)
+from sessions_app import export_import, invariants, planfiles, queries, revisions, services
 from sessions_app.models import Event, Plan, Revision, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
-from sessions_app import export_import, plan_counts, queries, repair, services
+from sessions_app import plan_counts, queries, repair, services, export_import
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import plan_fields
 

@@ -21,20 +21,11 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from sessions_app import (
-    backup,
-    errors,
-    export_import,
-    invariants,
-    planfiles,
-    queries,
-    repair,
-    services,
-)
+from sessions_app import backup, errors, export_import, invariants, planfiles, queries, repair, services
+from sessions_app.services import file_edits
 from sessions_app.admin import reads as admin_reads
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan
-from sessions_app.services import file_edits
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import reader, token_client  # noqa: F401 (reader: a fixture)
 from tests.sessions_app.conftest import db_rows, plan_file

@@ -8,8 +8,8 @@ import time
 import pytest
 
 from sessions_app import invariants, planfiles, queries, services
-from sessions_app.invariants import INVARIANTS
 from sessions_app.models import Plan
+from sessions_app.invariants import INVARIANTS
 from tests.sessions_app.conftest import plan_file
 
 

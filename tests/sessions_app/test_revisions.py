@@ -6,9 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given
-from hypothesis import settings as hsettings
-from hypothesis import strategies as st
+from hypothesis import given, settings as hsettings, strategies as st
 
 from sessions_app import planfiles, revisions, services
 from sessions_app.models import SECTIONS, Plan, Revision

@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 
 from sessions_app import access, errors, services, transactions
+from sessions_app.services import writing
 from sessions_app.errors import DatabaseFailed
 from sessions_app.models import Event, Session
-from sessions_app.services import writing
 
 
 @pytest.mark.django_db(transaction=True)

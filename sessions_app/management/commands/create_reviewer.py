@@ -11,11 +11,12 @@ import os
 import sys
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Permission
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 from django.db import transaction
+
+from django.contrib.auth.models import Permission
 
 from nineplan.commands import PersonCommand
 from sessions_app import services
