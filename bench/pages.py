@@ -23,6 +23,11 @@ ADMIN_PAGES = (
     ("admin: plan page", "admin:sessions_app_plan_change", "plan", ""),
     ("admin: history search", "admin:sessions_app_history_search", None, "?q=zircon"),
     ("admin: events list", "admin:sessions_app_event_changelist", None, ""),
+    ("admin: home (needs you)", "admin:index", None, ""),
+    ("admin: review inbox", "admin:sessions_app_plan_review_inbox", None, ""),
+    ("admin: live update, home", "nineplan_live", None, "?view=home"),
+    ("admin: live update, review inbox", "nineplan_live", None, "?view=inbox"),
+    ("admin: live update, session page (largest session)", "nineplan_live", None, "?view=session&session={session}"),
 )
 SKIP_API = ("schema", "docs", "swagger", "redoc", "<format>", "<drf_format_suffix", ".", "*")
 # Endpoints that answer 400 without a query: what a user would ask them.
@@ -66,6 +71,9 @@ class Seeder:
                     status, position = "active", None
                 elif j % 20 == 19:
                     status, position = "discarded", None
+                elif j % 20 == 18:
+                    # Waiting for a reviewer: what the home and the review inbox list.
+                    status, position = "in_review", None
                 else:
                     status, position = "completed", None
                 rows.append(plan_row(pid, name, status, position, self.pool[k % len(self.pool)], now))
@@ -86,7 +94,7 @@ def _pages(seeder: Seeder) -> list[tuple[str, str]]:
     for label, name, arg, query in ADMIN_PAGES:
         args = {"session": [seeder.heavy], "plan": [seeder.sample_plan], None: []}[arg]
         try:
-            found.append((label, reverse(name, args=args) + query))
+            found.append((label, reverse(name, args=args) + query.format(session=seeder.heavy)))
         except NoReverseMatch:
             pass
     seen = set()

@@ -68,6 +68,7 @@ SIZES = {
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),
     "import_sizes": ([10_000, 100_000], [100, 1_000]),
+    "import_long_plans": ([200, 2_000], [10, 40]),
 }
 DEFAULT = {name: full for name, (full, _) in SIZES.items()}
 QUICK = {name: quick for name, (_, quick) in SIZES.items()}

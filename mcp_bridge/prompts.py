@@ -34,11 +34,12 @@ at a time. Queue a merge step with depends_on (in a batch, the indexes of earlie
 A, B, then C with depends_on [0, 1]); it is pulled only once A and B are completed.
 QUEUE_BLOCKED means plans wait for others' work or for a reviewer: pull again later. A pulled plan is
 leased (default 30 minutes): every write renews it, 9plan_plan_renew renews it without
-writing; a worker silent longer loses the plan to the queue (LEASE_LOST on its next write).
+writing; past it, the plan stays yours until another worker's pull takes it (then
+LEASE_LOST on your next write).
 
 RECOVERY: every response starts with [Session: name]. After losing context, call
-9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every tool
-also takes session_name, to act on a session other than the current one; over HTTP,
+9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every other
+tool also takes session_name, to act on a session other than the current one; over HTTP,
 pass it on every call (a stateless connection keeps no current session).
 """
 

@@ -71,8 +71,13 @@ BY_REASON = {
         "tell the user."
     ),
     errors.AWAITING_REVIEW: (
-        "A reviewer decides the named plans in the admin: tell the user, and call 9plan_queue_pull again later "
+        "A reviewer decides the plans in review in the admin: tell the user, and call 9plan_queue_pull again later "
         "(a rejected plan comes back to the front of the queue)."
+    ),
+    errors.HELD_PLANS: "Tell the user: only a person with the manager role can release the held plans, in the admin.",
+    errors.OTHER_WORKERS_HOLD: (
+        "If you work as one of the workers named, pass worker with its name (a call without worker acts for the "
+        "default worker); otherwise pull a plan with 9plan_queue_pull."
     ),
     errors.UNSAFE_FOLDER: "Replace the folder named in the message with a real folder (or remove it), then call again.",
     UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",

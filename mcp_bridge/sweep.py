@@ -1,10 +1,12 @@
-"""The periodic sweep of a long-running MCP server: claims whose lease ran out go back to
-the queue even in a session nobody pulls from, and the answers kept for retried writes are
-forgotten once they are old (docs/design.md, "The edges").
+"""The periodic sweep of a long-running MCP server: it reports claims whose lease ran out
+(and leaves them with their workers), and forgets the answers kept for retried writes once
+they are old (docs/design.md, "Services and queries": reclaiming; "Plan files": retries).
 
-A daemon thread calls the reclaim service every NINEPLAN_RECLAIM_INTERVAL seconds, once
-start-up preparation is done. It writes nothing but log lines, and those go to stderr:
-under stdio, stdout carries only JSON-RPC.
+An expired claim stays its worker's until another worker's pull, a person or
+``nineplan_reclaim`` takes it back: a lone agent that thinks for longer than its lease
+keeps its plan. A daemon thread reads the expired claims every NINEPLAN_RECLAIM_INTERVAL
+seconds, once start-up preparation is done, and logs each one once (per lease). It writes
+nothing but log lines, and those go to stderr: under stdio, stdout carries only JSON-RPC.
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ log = logging.getLogger("nineplan.mcp")
 _stop = threading.Event()
 _thread: threading.Thread | None = None
 _lock = threading.Lock()
+# The claims already reported, with the lease each ran out at: a claim renewed and run out
+# again is reported again, one still expired is not repeated every round.
+_reported: dict[str, object] = {}
 
 
 def start(interval: float | None = None) -> threading.Thread | None:
@@ -30,7 +35,7 @@ def start(interval: float | None = None) -> threading.Thread | None:
     with _lock:
         if _thread is None or not _thread.is_alive():
             _stop.clear()
-            _thread = threading.Thread(target=_run, args=(every,), name="nineplan-reclaim", daemon=True)
+            _thread = threading.Thread(target=_run, args=(every,), name="nineplan-sweep", daemon=True)
             _thread.start()
         return _thread
 
@@ -45,31 +50,44 @@ def _run(every: float) -> None:
     try:
         readiness.wait_ready()
     except Exception:  # the tools report a failed start-up; the sweep simply does not run
-        log.warning("reclaim sweep not started: the database was not prepared")
+        log.warning("sweep not started: the database was not prepared")
         return
     while not _stop.wait(every):
         sweep_once()
 
 
 def sweep_once() -> int:
-    """One sweep; returns how many claims it reclaimed. Never raises: a database that is
-    briefly unavailable is tried again on the next round."""
+    """One sweep; returns how many claims are past their lease. Moves nothing and never
+    raises: a database that is briefly unavailable is tried again on the next round."""
     from django.db import close_old_connections
 
-    from sessions_app import access, services
+    from sessions_app import access, clock, queries, services
+    from sessions_app.clock import utc_text
 
     try:
         close_old_connections()
-        # The server's own work, as the local user: every session of the database.
+        # The server's own look, as the local user: every session of the database.
         with access.acting_as(access.LOCAL):
-            reclaimed = services.reclaim_expired()
+            expired = queries.expired_claims(clock.now())
             # Answers kept for retried writes (request_id) are forgotten after 48 hours.
             services.forget_old_requests()
     except Exception:
-        log.exception("reclaim sweep failed; trying again on the next round")
+        log.exception("sweep failed; trying again on the next round")
         return 0
     finally:
         close_old_connections()
-    if reclaimed:
-        log.info("expired claims reclaimed", extra={"plans": [p.id for p in reclaimed]})
-    return len(reclaimed)
+    current = {p.id: p.lease_expires_at for p in expired}
+    for plan in expired:
+        if _reported.get(plan.id) != plan.lease_expires_at:
+            log.info(
+                "lease expired, claim still held until another worker pulls",
+                extra={
+                    "session": plan.session_id,
+                    "plan": plan.id,
+                    "worker": plan.worker,
+                    "lease_expired_at": utc_text(plan.lease_expires_at),
+                },
+            )
+    _reported.clear()
+    _reported.update(current)
+    return len(expired)

@@ -27,9 +27,6 @@ class PersonCommand(BaseCommand):
     needs_tables = True
 
     def execute(self, *args, **options):
-        if self.needs_tables:
-            # As `mcp` and `serve` do: a first command on a fresh data directory works.
-            tables.make_if_missing()
         root = logging.getLogger()
         configured = root.level
         wanted = VERBOSITY_LEVELS.get(int(options.get("verbosity", 1)), logging.DEBUG)
@@ -39,6 +36,10 @@ class PersonCommand(BaseCommand):
         from sessions_app import access
 
         try:
+            if self.needs_tables:
+                # As `mcp` and `serve` do: a first command on a fresh data directory works,
+                # and says nothing of it (its info line shows with -v 2).
+                tables.make_if_missing()
             # A person at the server's own command line is its local user, who may see
             # and do everything (docs/design.md, "Projects and access").
             with access.acting_as(access.LOCAL):

@@ -76,6 +76,23 @@ def env_bool(name: str, default: bool, environ: Mapping[str, str] = os.environ) 
     raise ImproperlyConfigured(f"{name}={raw!r} is not accepted; use true or false (also 1/0, yes/no, on/off).")
 
 
+def env_seconds(name: str, default: tuple[int, ...], environ: Mapping[str, str] = os.environ) -> tuple[int, ...]:
+    """A comma-separated list of whole numbers of seconds, at least one."""
+    raw = environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        values = tuple(int(item) for item in raw.split(","))
+    except ValueError:
+        values = ()
+    if not values or any(v < 0 for v in values):
+        shown = ",".join(str(v) for v in default)
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not accepted; use whole numbers of seconds separated by commas (default {shown})."
+        )
+    return values
+
+
 def env_list(name: str, default: list[str], environ: Mapping[str, str] = os.environ) -> list[str]:
     raw = environ.get(name)
     if raw is None:

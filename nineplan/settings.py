@@ -21,6 +21,7 @@ from nineplan.config import (
     env_list,
     env_path,
     env_pattern,
+    env_seconds,
     env_str,
 )
 from nineplan.version import version
@@ -66,6 +67,27 @@ NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, 
 
 # The project new sessions go into when the caller names none and may work in every
 # project (the local user: stdio, and HTTP without a token).
+# Webhooks (docs/design.md, "Webhooks"). A subscription's URL that resolves to a loopback,
+# private or link-local address is refused unless this is true: the server would otherwise
+# post to its own network for whoever may subscribe (server-side request forgery).
+NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = env_bool("NINEPLAN_WEBHOOKS_ALLOW_PRIVATE", False)
+# How often a delivery loop (in `serve`, the HTTP MCP server, `nineplan_webhooks`) looks for
+# deliveries that are due, in seconds (0: no loop inside the servers).
+NINEPLAN_WEBHOOKS_INTERVAL = env_int("NINEPLAN_WEBHOOKS_INTERVAL", 2, minimum=0, maximum=3600)
+# How long one attempt may take, and how long a loop's claim on a delivery lasts before
+# another loop may send it (longer than an attempt, so two loops never send it at once).
+NINEPLAN_WEBHOOKS_TIMEOUT = env_int("NINEPLAN_WEBHOOKS_TIMEOUT", 10, minimum=1, maximum=300)
+NINEPLAN_WEBHOOKS_CLAIM_SECONDS = env_int("NINEPLAN_WEBHOOKS_CLAIM_SECONDS", 60, minimum=2, maximum=3600)
+# The wait after each failed attempt; after the last one the delivery is marked failed.
+# The default retries for a little over 28 hours.
+NINEPLAN_WEBHOOKS_RETRY_DELAYS = env_seconds(
+    "NINEPLAN_WEBHOOKS_RETRY_DELAYS", (5, 30, 120, 600, 3600, 10_800, 21_600, 21_600, 21_600, 21_600)
+)
+if NINEPLAN_WEBHOOKS_CLAIM_SECONDS <= NINEPLAN_WEBHOOKS_TIMEOUT:
+    raise ImproperlyConfigured(
+        f"NINEPLAN_WEBHOOKS_CLAIM_SECONDS={NINEPLAN_WEBHOOKS_CLAIM_SECONDS} is not accepted; use more than "
+        f"NINEPLAN_WEBHOOKS_TIMEOUT ({NINEPLAN_WEBHOOKS_TIMEOUT})."
+    )
 NINEPLAN_PROJECT = env_pattern(
     "NINEPLAN_PROJECT",
     r"[a-z0-9][a-z0-9-]{0,62}",

@@ -4,6 +4,8 @@ from django.templatetags.static import static
 from django.urls import include, path
 from django.views.generic import RedirectView
 
+from sessions_app.admin import live
+
 
 def favicon(request):
     # Browsers ask for /favicon.ico on pages that name no icon (the REST API's, its docs):
@@ -14,6 +16,8 @@ def favicon(request):
 urlpatterns = [
     path("", RedirectView.as_view(pattern_name="admin:index", permanent=False)),
     path("favicon.ico", favicon),
+    # What the admin's live pages poll (sessions_app/admin/live.py).
+    path("admin/live/", admin.site.admin_view(live.view), name="nineplan_live"),
     path("admin/", admin.site.urls),
     path("api/", include("sessions_app.api.urls")),
 ]

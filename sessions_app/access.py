@@ -138,6 +138,15 @@ def require(need: str, *, project: str, session_name: str) -> None:
         raise NotPermitted.lacking(project=project, role=ROLE_NEEDED[need], what=WHAT[need])
 
 
+def projects_where(need: str) -> frozenset[str] | None:
+    """The projects in which the caller may ``need`` (None: every project): what a list of
+    things only some roles may see (webhook subscriptions, for managers) is narrowed to."""
+    caller = current()
+    if caller.everything and caller.within is None:
+        return None
+    return frozenset(p for p in caller.visible_projects() or () if caller.allows(need, p))
+
+
 def require_in_project(need: str, project: str) -> None:
     """The caller may ``need`` in ``project`` (a new session there, a member, a webhook)."""
     caller = current()

@@ -3,8 +3,8 @@
 The database is copied first, as one snapshot; the plan files after it. A file that
 changes in between is reconciled by the repair when a backup is restored (a plan
 without its file is rendered from the database, a file without its plan is kept aside),
-so a restore is: check the backup (``backup_verify``), put the copy in place, then run
-``manage.py nineplan_repair --apply``.
+so a restore (``backup_restore``, ``manage.py nineplan_restore``) is: check the backup
+(``backup_verify``), put the copy in place, then run the repair.
 
 A backup is built in a folder named ``….incomplete`` and given its final name only once
 it is whole, with its manifest (``backup.json``, what it holds) written last: a backup
@@ -113,6 +113,10 @@ def backup_verify(folder: Path) -> dict:
         raise BackupRefused(f"{folder / MANIFEST} cannot be read ({exc}); do not restore this backup.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:
         raise BackupRefused(f"{folder / MANIFEST} is not a 9plan backup's manifest; do not restore this folder.")
+    if manifest.get("database") not in (None, DB_FILE):
+        # Only the copy beside it: never a path that leads elsewhere.
+        raise BackupRefused(f"{folder / MANIFEST} names the database {manifest.get('database')!r}, not {DB_FILE}; "
+                            "do not restore this backup.")  # fmt: skip
     files = _count_files(folder / SESSIONS_DIR) if (folder / SESSIONS_DIR).is_dir() else -1
     if files != manifest.get("files"):
         raise BackupRefused(
@@ -124,6 +128,65 @@ def backup_verify(folder: Path) -> dict:
         if problem:
             raise BackupRefused(f"{folder / manifest['database']} {problem}; do not restore this backup.")
     return manifest
+
+
+def backup_restore(folder: Path, *, progress: Progress | None = None) -> Path | None:
+    """Puts the backup in ``folder`` in place of this 9plan's database (SQLite) and sessions
+    folder, to be run while no server runs; the caller then runs the repair. Returns where
+    the sessions folder it replaced was kept (None if there was none).
+
+    Raises BackupRefused, having changed nothing, for a folder that is no whole backup
+    (``backup_verify``) or whose database does not fit this 9plan's: a SQLite copy on
+    PostgreSQL, or a backup without one (taken on PostgreSQL: pg_restore it) on SQLite."""
+    progress = progress or Progress()
+    folder = Path(folder)
+    manifest = backup_verify(folder)
+    sqlite = connection.vendor == "sqlite"
+    if manifest.get("database") and not sqlite:
+        raise BackupRefused(
+            f"{folder} holds a SQLite database, but this 9plan uses {connection.vendor}; nothing was restored."
+        )
+    if not manifest.get("database") and sqlite:
+        raise BackupRefused(
+            f"{folder} holds no database (it was taken on PostgreSQL, whose copy is pg_dump's); nothing was restored."
+        )
+    # The sessions folder may be a link (it is a setting): what is replaced is its target.
+    sessions = planfiles.sessions_root().resolve()
+    stamp = timezone.now().strftime("%Y%m%dT%H%M%S%f")
+    staged = sessions.with_name(f"{sessions.name}.restoring-{stamp}")
+    kept = sessions.with_name(f"{sessions.name}.before-restore-{stamp}") if sessions.exists() else None
+    progress.stage(f"Copying plan files from {folder / SESSIONS_DIR}")
+    try:
+        _copy_tree(folder / SESSIONS_DIR, staged, progress)
+        if kept is not None:
+            os.rename(sessions, kept)
+    except OSError as exc:
+        # A mount point cannot be moved, nor a folder onto another file system.
+        shutil.rmtree(staged, ignore_errors=True)
+        raise BackupRefused(
+            f"the plan files cannot be put in place of {sessions} ({exc.strerror or exc}); nothing was restored."
+        ) from exc
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    try:
+        os.rename(staged, sessions)
+        if sqlite:
+            progress.stage("Restoring the database")
+            connection.close()
+            _copy_sqlite(folder / DB_FILE, Path(connection.settings_dict["NAME"]), journal=False)
+    except BaseException:
+        # Nothing of the database was replaced (SQLite's backup is one transaction): the
+        # plan files go back as they were.
+        if sessions.exists() and not staged.exists():
+            os.rename(sessions, staged)
+        if kept is not None:
+            os.rename(kept, sessions)
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
+    progress.finish()
+    log.warning("backup restored", extra={"path": str(folder), "replaced": str(kept)})
+    return kept
 
 
 def _sqlite_problem(path: Path) -> str:
@@ -140,7 +203,7 @@ def _sqlite_problem(path: Path) -> str:
     return "" if found == "ok" else f"fails SQLite's check ({found})"
 
 
-def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
+def _copy_sqlite(source_path: Path, copy_path: Path, *, journal: bool = True) -> None:
     source = sqlite3.connect(source_path, timeout=20)
     copy = sqlite3.connect(copy_path)
     try:
@@ -150,8 +213,9 @@ def _copy_sqlite(source_path: Path, copy_path: Path) -> None:
         # (Copying in small steps restarts after every commit by another process, so
         # a busy server could keep it from ever finishing.)
         source.backup(copy, pages=-1)
-        # A single self-contained file: no -wal beside it to lose when it is moved.
-        copy.execute("PRAGMA journal_mode=DELETE")
+        if journal:
+            # A single self-contained file: no -wal beside it to lose when it is moved.
+            copy.execute("PRAGMA journal_mode=DELETE")
     finally:
         copy.close()
         source.close()

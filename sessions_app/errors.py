@@ -94,6 +94,8 @@ class DatabaseFailed(NineplanError):
 
 # Reasons: the situations within a category that call for a different next step.
 QUEUE_FULL = "queue_full"
+# A webhook URL that resolves to a loopback, private or link-local address.
+PRIVATE_ADDRESS = "private_address"
 TEXT_TOO_LONG = "text_too_long"
 PLAN_TOO_LARGE = "plan_too_large"
 NOT_COMPLETED = "not_completed"
@@ -112,6 +114,8 @@ OTHERS_ACTIVE = "others_active"
 WAITING_FOR_PERSON = "waiting_for_person"
 AWAITING_REVIEW = "awaiting_review"
 UNKNOWN_PARAMETER = "unknown_parameter"
+OTHER_WORKERS_HOLD = "other_workers_hold"
+HELD_PLANS = "held_plans"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for
 # each error above, so that a new error cannot be left out.

@@ -4,6 +4,7 @@
   tool answers, the admin's columns).
 - ``fit_json``: the same, cut so that its JSON encoding takes at most a number of bytes
   (tool answers have a byte budget, and one emoji costs four).
+- ``ended``: a text someone wrote, as the end of a sentence of 9plan's (one full stop).
 - ``match_pattern`` and ``around_match``: the window of a text around what a history
   search matched, with where each match is, for the admin (which marks them) and the
   REST API (which returns the plain window).
@@ -21,6 +22,16 @@ ELLIPSIS = "…"
 # A cut looks this far back for a space, so that it does not end inside a word; a text
 # with no space that near (a long URL, say) is cut where it must be.
 WORD_SLACK = 20
+
+
+SENTENCE_ENDS = (".", "!", "?", ELLIPSIS)
+
+
+def ended(text: str) -> str:
+    """``text`` closing a sentence: a full stop after it unless it ends one already, so a
+    reason such as "Not needed." is not followed by a second one."""
+    text = text.rstrip()
+    return text if text.endswith(SENTENCE_ENDS) else f"{text}."
 
 
 def _squash_space(text: str) -> str:

@@ -7,15 +7,24 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import Q, Subquery
+from django.db.models.functions import Coalesce
 
 from sessions_app.clock import utc_text
+from sessions_app.excerpts import ended, one_line
 from sessions_app.models import Event, Plan
 
 INTERVENTION_KINDS = (
     "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
 )
 INTERVENTIONS_SHOWN = 3
+# What a held plan waits for and who ends the wait: the one wording of every answer that
+# tells of a held plan (resume, a pull's QUEUE_BLOCKED, what others changed).
+HELD_UNTIL = "not pulled or reviewed again until a person with the manager role releases it in the admin"
+
+
+def held_after(rejections: object) -> str:
+    return f"held after {rejections} rejection(s) in review"
 
 
 def is_agent_actor(actor: str) -> bool:
@@ -37,19 +46,31 @@ class Intervention:
     actor: str
     at: datetime
     reason: str
+    rejections: int = 0
 
     def describe(self) -> str:
+        if self.kind == "plan_held":
+            # One rejection, one sentence: the rejection that held the plan is told here,
+            # not as a rejection that sent it back to the queue.
+            # The notes are cut short so that the end of the story (who releases it) is told.
+            why = f": {one_line(self.reason, 60)}" if self.reason else ""
+            return (
+                ended(f"Plan {self.plan_id} was rejected in review by {self.actor} at {utc_text(self.at)}{why}")
+                + f" It is {held_after(self.rejections)}: {HELD_UNTIL}."
+            )
         what = {
             "plan_discarded": "was discarded",
             "plan_requeued": "was taken back and returned to the queue",
             "plan_moved": "was moved in the queue",
             "plan_approved": "was approved in review",
             "plan_rejected": "was sent back in review to the front of the queue",
-            "plan_held": "was rejected too often and is held for a person",
             "plan_restored": "had its text restored to an earlier revision",
         }[self.kind]
+        if self.kind == "plan_restored" and self.reason:
+            # "revision 2": which one, said in place of why.
+            return f"Plan {self.plan_id} had its text restored to {self.reason} by {self.actor} at {utc_text(self.at)}."
         why = f": {self.reason}" if self.reason else ""
-        return f"Plan {self.plan_id} {what} by {self.actor} at {utc_text(self.at)}{why}."
+        return ended(f"Plan {self.plan_id} {what} by {self.actor} at {utc_text(self.at)}{why}")
 
 
 def _intervention(event: Event) -> Intervention:
@@ -60,7 +81,28 @@ def _intervention(event: Event) -> Intervention:
         or (f"to the {detail['position']}" if detail.get("position") else "")
         or (f"revision {detail['revision']}" if detail.get("revision") else "")
     )
-    return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason))
+    rejections = detail.get("rejections") if isinstance(detail.get("rejections"), int) else 0
+    return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason), rejections)
+
+
+def _one_per_rejection(events: list[Event]) -> list[Intervention]:
+    """Newest first; the rejection that held a plan is folded into its ``plan_held`` (which
+    takes that rejection's notes)."""
+    told: list[Intervention] = []
+    for event in events:
+        found = _intervention(event)
+        last = told[-1] if told else None
+        if (
+            found.kind == "plan_rejected"
+            and last is not None
+            and last.kind == "plan_held"
+            and last.plan_id == found.plan_id
+            and last.rejections == found.rejections
+        ):
+            told[-1] = Intervention(last.plan_id, last.kind, last.actor, last.at, found.reason, last.rejections)
+            continue
+        told.append(found)
+    return told
 
 
 def interventions(session_name: str) -> list[Intervention]:
@@ -75,7 +117,8 @@ def interventions(session_name: str) -> list[Intervention]:
     )
     found = Event.objects.filter(session_id=session_name, kind__in=INTERVENTION_KINDS, id__gt=last_agent or 0)
     found = found.exclude(AGENT_ACTORS).order_by("-id")
-    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
+    # One more than shown: a held plan's two events tell one story.
+    return _one_per_rejection(list(found[: INTERVENTIONS_SHOWN + 1]))[:INTERVENTIONS_SHOWN]
 
 
 def latest_intervention(plan: Plan) -> Intervention | None:
@@ -86,6 +129,22 @@ def latest_intervention(plan: Plan) -> Intervention | None:
         .first()
     )
     return None if event is None else _intervention(event)
+
+
+# What a person may do to a plan while its worker holds it and keeps working on it.
+WHILE_HELD_KINDS = ("plan_restored",)
+
+
+def since_worker_wrote(plan_id: str, actor: str) -> list[Intervention]:
+    """What people did to the plan (restored a revision) since ``actor``, the worker holding
+    it, last wrote it or pulled it, oldest first: one statement, on every worker's write."""
+    last_own = Event.objects.filter(plan_id=plan_id, actor=actor).order_by("-id").values("id")[:1]
+    found = (
+        Event.objects.filter(plan_id=plan_id, kind__in=WHILE_HELD_KINDS, id__gt=Coalesce(Subquery(last_own), 0))
+        .exclude(AGENT_ACTORS)
+        .order_by("id")
+    )
+    return [_intervention(e) for e in found[:INTERVENTIONS_SHOWN]]
 
 
 def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:

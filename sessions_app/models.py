@@ -23,6 +23,10 @@ COUNTERS = ("count_queued", "count_completed", "count_discarded")
 # one worker holding at most one plan, as sessions always had
 # (docs/design.md, "Model and invariants").
 DEFAULT_WORKER = "default"
+# How many plans may depend on one plan: discarding it writes a note into each of them in
+# one write transaction, during which every other writer of the database waits, so the
+# number bounds that transaction (docs/design.md, "Model and invariants": dependencies).
+MAX_DEPENDENTS = 100
 LEASE_SECONDS = 1800
 MAX_LEASE_SECONDS = 604_800
 MAX_ATTEMPTS = 3
@@ -353,6 +357,85 @@ class Revision(Record):
 
     def __str__(self) -> str:
         return f"{self.plan_id} r{self.number} {self.kind}"
+
+
+class WebhookSubscription(models.Model):
+    """A URL a project's managers want told of some event types (docs/design.md,
+    "Webhooks"): every event of the project's sessions that is of one of them is written to
+    the outbox (WebhookDelivery) in the event's own transaction."""
+
+    # What ``event_types`` holds for a subscription to every type.
+    ALL = "*"
+
+    id = models.BigAutoField(primary_key=True)
+    project = models.ForeignKey(
+        Project, on_delete=models.CASCADE, related_name="webhook_subscriptions", db_column="project_name"
+    )
+    url = models.CharField(max_length=2000)
+    # ",plan.held,lease.lost," (each type between commas, so one LIKE finds it) or "*".
+    event_types = models.CharField(max_length=500)
+    # "whsec_" and base64 of 32 random bytes: the key of the signatures (Standard Webhooks).
+    secret = models.CharField(max_length=80)
+    active = models.BooleanField(default=True)
+    created_by = models.CharField(max_length=150, blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["project", "id"]
+        indexes = [models.Index(fields=["project", "active"], name="webhook_project_active")]
+
+    def __str__(self) -> str:
+        return f"{self.project_id} → {self.url}"
+
+    def type_list(self) -> list[str]:
+        if self.event_types == self.ALL:
+            return ["all"]
+        return [t for t in self.event_types.split(",") if t]
+
+
+class DeliveryStatus(models.TextChoices):
+    PENDING = "pending"
+    DELIVERED = "delivered"
+    FAILED = "failed"
+
+
+class WebhookDelivery(models.Model):
+    """One message of the outbox: an event of one type for one subscription, sent until
+    the receiver answers 2xx or the retries run out."""
+
+    Status = DeliveryStatus
+
+    id = models.BigAutoField(primary_key=True)
+    # No foreign key in the database: the outbox statement of a write in flight may copy a
+    # subscription that is being removed, and on PostgreSQL the key's check at that write's
+    # commit would then fail the agent's write. Such a message is never sent (the loops
+    # join the active subscriptions); removing a subscription deletes its messages.
+    subscription = models.ForeignKey(
+        WebhookSubscription, on_delete=models.CASCADE, related_name="deliveries", db_constraint=False
+    )
+    event = models.ForeignKey(Event, on_delete=models.CASCADE, related_name="webhook_deliveries")
+    event_type = models.CharField(max_length=40)
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    # Until when one delivery loop is sending it: no other loop takes it before then, and
+    # a loop that died mid-attempt leaves it to the next once it has passed.
+    claimed_until = models.DateTimeField(null=True, blank=True)
+    last_response_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(default=timezone.now)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"], name="delivery_due")]
+        constraints = [
+            models.CheckConstraint(condition=Q(status__in=DeliveryStatus.values), name="delivery_status_valid"),
+        ]
+        verbose_name_plural = "webhook deliveries"
+
+    def __str__(self) -> str:
+        return f"msg_{self.id} {self.event_type}"
 
 
 class WriteRequest(models.Model):

@@ -12,7 +12,7 @@ from django.db.models import Exists, F, OuterRef, Q
 from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
-from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session
+from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
 LIST_CAP = 20
 _PLANS = Plan._meta.db_table
@@ -61,6 +61,13 @@ def visible_plans():
     return plans if projects is None else plans.filter(session__project_id__in=projects)
 
 
+def visible_events():
+    """The events of the sessions the caller may see (a queryset)."""
+    projects = access.current().visible_projects()
+    events = Event.objects.all()
+    return events if projects is None else events.filter(session__project_id__in=projects)
+
+
 def session_path(name: str) -> str:
     return str(planfiles.session_dir(name))
 
@@ -91,6 +98,14 @@ def claimed_plans(session: Session) -> list[Plan]:
         "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
         [session.name, Plan.Status.ACTIVE, DEFAULT_WORKER],
     )
+
+
+def expired_claims(now: datetime) -> list[Plan]:
+    """Active plans (of the sessions the caller may see) whose lease ran out before ``now``,
+    the oldest first: still their workers' until another worker pulls or a person takes
+    them back."""
+    rows = visible_plans().filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    return list(rows.only("id", "session_id", "worker", "lease_expires_at").order_by("lease_expires_at", "id"))
 
 
 def active_plan(session: Session) -> Plan | None:
@@ -463,3 +478,31 @@ def last_rejection(plan: Plan) -> Event | None:
     if not plan.rejections:
         return None
     return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()
+
+
+# --- webhooks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    subscription: WebhookSubscription
+    pending: int
+    delivered: int
+    failed: int
+
+
+def webhook_subscriptions() -> list[SubscriptionRow]:
+    """The subscriptions of the projects the caller manages, with how many of their
+    deliveries are in each status; one query."""
+    from django.db.models import Count
+
+    qs = WebhookSubscription.objects.order_by("project_id", "id")
+    projects = access.projects_where(access.MANAGE)
+    if projects is not None:
+        qs = qs.filter(project_id__in=projects)
+    counted = {
+        status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
+    }
+    return [
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in qs.annotate(**counted)
+    ]

@@ -40,7 +40,7 @@ OPEN = (Plan.Status.QUEUED, Plan.Status.ACTIVE)
 @dataclass(frozen=True)
 class Action:
     session: str
-    # rerender | delete_stale | preserve | remove_temp | clear_import | reindex | recount | reclaim | clear_claim
+    # rerender | delete_stale | preserve | remove_temp | clear_import | reindex | recount | clear_claim
     # | left_alone
     kind: str
     target: str
@@ -310,41 +310,30 @@ def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
 
 
 def claims_repair(*, apply: bool, session_name: str | None = None) -> list[Action]:
-    """Claims whose lease ran out go back to the queue (as the next pull would do), and a
-    lease or a wait left on a plan that is not active or queued is cleared."""
-    from sessions_app import clock, services
-
-    now = clock.now()
-    expired = Plan.objects.filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    """A lease or a wait left on a plan that is not active or queued is cleared. A claim
+    whose lease ran out is no crash's leftover: it stays with its worker until another
+    worker's pull, a person or ``nineplan_reclaim`` takes it back."""
     stale = Plan.objects.exclude(status=Plan.Status.ACTIVE).filter(lease_expires_at__isnull=False)
     waiting = Plan.objects.exclude(status=Plan.Status.QUEUED).filter(waiting_for_person=True)
     if session_name is not None:
-        expired, stale, waiting = (q.filter(session_id=session_name) for q in (expired, stale, waiting))
+        stale, waiting = (q.filter(session_id=session_name) for q in (stale, waiting))
     actions = [
-        Action(p.session_id, "reclaim", p.id, f"the lease of worker '{p.worker}' ran out")
-        for p in expired.only("id", "session_id", "worker").order_by("session_id", "id")
-    ]
-    actions += [
         Action(p.session_id, "clear_claim", p.id, f"a {p.status} plan kept a lease or a wait for a person")
         for p in (stale | waiting).only("id", "session_id", "status").order_by("session_id", "id")
     ]
     if not apply or not actions:
         return actions
-    for name in sorted({a.session for a in actions if a.kind == "reclaim"}):
-        services.reclaim_expired(session_name=name)
-    cleared = [a for a in actions if a.kind == "clear_claim"]
-    if cleared:
-        with transactions.write():
-            for action in cleared:
-                Plan.objects.filter(id=action.target).exclude(status=Plan.Status.ACTIVE).update(lease_expires_at=None)
-                Plan.objects.filter(id=action.target).exclude(status=Plan.Status.QUEUED).update(waiting_for_person=False)
-                Event.objects.create(
-                    session_id=action.session,
-                    plan_id=action.target,
-                    kind=Event.Kind.REPAIRED,
-                    actor=ACTOR,
-                    detail={"action": "clear_claim", "reason": action.detail},
-                )
+    with transactions.write():
+        for action in actions:
+            Plan.objects.filter(id=action.target).exclude(status=Plan.Status.ACTIVE).update(lease_expires_at=None)
+            Plan.objects.filter(id=action.target).exclude(status=Plan.Status.QUEUED).update(waiting_for_person=False)
+            Event.objects.create(
+                session_id=action.session,
+                plan_id=action.target,
+                kind=Event.Kind.REPAIRED,
+                actor=ACTOR,
+                detail={"action": "clear_claim", "reason": action.detail},
+            )
     return actions
 
 

@@ -121,23 +121,26 @@ class Version:
     def diffs(self, *, max_lines: int = DIFF_LINES) -> list[tuple[str, list[tuple[str, str]]]]:
         """Per changed section, its unified diff as (kind, line) pairs: kind is "add",
         "del", "hunk" or "same". Lines are plain text, for the template to escape."""
-        found = []
-        for name in self.revision.sections:
-            if name not in SECTIONS:
-                continue
-            old = self.before.get(name, "").splitlines()
-            new = self.after.get(name, "").splitlines()
-            lines: list[tuple[str, str]] = []
-            for line in difflib.unified_diff(old, new, lineterm="", n=2):
-                if line.startswith(("---", "+++")):
-                    continue
-                kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
-                lines.append((kind, line))
-                if len(lines) >= max_lines:
-                    lines.append(("hunk", "… (diff cut short; the REST API gives the whole texts)"))
-                    break
-            found.append((name, lines))
-        return found
+        return [
+            (name, unified_diff(self.before.get(name, ""), self.after.get(name, ""), max_lines=max_lines))
+            for name in self.revision.sections
+            if name in SECTIONS
+        ]
+
+
+def unified_diff(before: str, after: str, *, max_lines: int = DIFF_LINES) -> list[tuple[str, str]]:
+    """The unified diff of two texts as (kind, line) pairs: kind is "add", "del", "hunk" or
+    "same". Lines are plain text, for the template to escape."""
+    lines: list[tuple[str, str]] = []
+    for line in difflib.unified_diff(before.splitlines(), after.splitlines(), lineterm="", n=2):
+        if line.startswith(("---", "+++")):
+            continue
+        kind = {"+": "add", "-": "del", "@": "hunk"}.get(line[:1], "same")
+        lines.append((kind, line))
+        if len(lines) >= max_lines:
+            lines.append(("hunk", "… (diff cut short; the REST API gives the whole texts)"))
+            break
+    return lines
 
 
 def count(plan: Plan) -> int:
@@ -183,14 +186,6 @@ def revision(plan: Plan, number: int) -> Version | None:
     rev = Revision.objects.get(plan=plan, number=number)
     whole = apply_undo(after, rev.undo) if rev.undo else {n: "" for n in SECTIONS}
     return Version(rev, {n: whole[n] for n in rev.sections if n in SECTIONS}, after)
-
-
-def since(plan: Plan, at: datetime | None) -> list[Revision]:
-    """The revisions of the plan made after ``at`` (all, if None), oldest first."""
-    rows = Revision.objects.filter(plan=plan).order_by("number")
-    if at is not None:
-        rows = rows.filter(created_at__gt=at)
-    return list(rows)
 
 
 # --- export and import -------------------------------------------------------------------

@@ -17,14 +17,16 @@ from typing import Any
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models.base import ModelState
 
-from sessions_app import event_feed
-from sessions_app.models import Event, LostClaim, Plan, PlanDependency, Session
+from sessions_app import event_feed, webhook_types
+from sessions_app.models import Event, LostClaim, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
 PLANS = Plan._meta.db_table
 DEPENDENCIES = PlanDependency._meta.db_table
 LOST = LostClaim._meta.db_table
 SESSIONS = Session._meta.db_table
 EVENTS = Event._meta.db_table
+SUBSCRIPTIONS = WebhookSubscription._meta.db_table
+DELIVERIES = WebhookDelivery._meta.db_table
 
 # What the services read and write of a plan. The timestamps are left out: the services
 # set them and never read them, and Django loads a deferred one on first access if anyone
@@ -422,13 +424,56 @@ def update_plan(plan: Plan, names: tuple[str, ...], *, only_if_status: str | Non
         return cur.rowcount
 
 
+_INSERT_EVENT = (
+    f"INSERT INTO {EVENTS} (session_name, plan_id, kind, actor, detail, created_at) VALUES (%s, %s, %s, %s, %s, %s)"
+)
+# The outbox (docs/design.md, "Webhooks"): one message per subscription of the session's
+# project to the event's type, written with the event, so an event is never recorded without
+# its messages nor a message without its event. With no subscription it inserts nothing, in
+# one statement on the subscriptions' (project, active) index.
+_INSERT_DELIVERIES = (
+    f"INSERT INTO {DELIVERIES} (subscription_id, event_id, event_type, status, attempts, next_attempt_at, "
+    "last_error, created_at) "
+    f"SELECT w.id, %s, %s, %s, 0, %s, '', %s FROM {SUBSCRIPTIONS} w "
+    f"WHERE w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) AND w.active = %s "
+    "AND (w.event_types = %s OR w.event_types LIKE %s ESCAPE '!')"
+)
+# A queue empties when the event's plan (not yet changed: the event is written first) was
+# queued or active and no other plan of the session is.
+_IF_LAST_OPEN = (
+    f" AND EXISTS (SELECT 1 FROM {PLANS} WHERE id = %s AND status IN (%s, %s))"
+    f" AND NOT EXISTS (SELECT 1 FROM {PLANS} WHERE session_name = %s AND status IN (%s, %s) AND id <> %s)"
+)
+
+
 def insert_event(
     session_name: str, kind: str, actor: str, plan_id: str | None, detail: dict, at: datetime
 ) -> None:
+    """The event, and in the same transaction its webhook messages (the outbox)."""
     event_feed.before_event_write(connection.alias)
+    values = [session_name, plan_id, kind, actor, _EVENT_DETAIL.get_db_prep_save(detail, connection), when(at)]
+    types = webhook_types.types_of(kind, detail)
     with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {EVENTS} (session_name, plan_id, kind, actor, detail, created_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s)",
-            [session_name, plan_id, kind, actor, _EVENT_DETAIL.get_db_prep_save(detail, connection), when(at)],
-        )
+        if not types:
+            cur.execute(_INSERT_EVENT, values)
+            return
+        if connection.features.can_return_columns_from_insert:
+            cur.execute(_INSERT_EVENT + " RETURNING id", values)
+            event_id = cur.fetchone()[0]
+        else:
+            cur.execute(_INSERT_EVENT, values)
+            event_id = cur.lastrowid
+        for event_type in types:
+            sql = _INSERT_DELIVERIES
+            # Each type sits between commas; "_" is LIKE's any-character, so it is escaped.
+            params = [
+                event_id, event_type, WebhookDelivery.Status.PENDING, when(at), when(at), session_name, True,
+                WebhookSubscription.ALL, "%," + event_type.replace("_", "!_") + ",%",
+            ]
+            if event_type == webhook_types.QUEUE_EMPTIED:
+                if plan_id is None:
+                    continue
+                sql += _IF_LAST_OPEN
+                open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
+                params += [plan_id, *open_, session_name, *open_, plan_id]
+            cur.execute(sql, params)

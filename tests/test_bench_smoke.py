@@ -48,6 +48,8 @@ FIGURES = [
     "nineplan_export peak RSS: 1,000 vs 100 plans (flat)",
     "nineplan_import, 100 plans",
     "nineplan_import peak RSS: 1,000 vs 100 plans (flat)",
+    "nineplan_import, 40 plans of ~160 KB (",
+    "MB document, plans of ~160 KB (flat)",
 ]
 
 

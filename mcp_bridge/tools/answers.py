@@ -13,7 +13,7 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from sessions_app import excerpts, planfiles, queries, services
+from sessions_app import excerpts, interventions, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER, Plan
 
 LIST_CAP = 8
@@ -79,6 +79,12 @@ def plan_written(
     """The answer to a write of the worker's plan: its id, then ``data``, and the service's
     notice about the plan file when it has one."""
     data = {"plan_id": written.plan.id, **data}
+    if written.told:
+        # A person changed the plan while this worker held it (restored a revision): the
+        # worker must not go on from the text it had in mind.
+        data["changed_by_others"] = [excerpts.fit_json(t, 240) for t in written.told]
+        again = "read its file again" if local else "read it again with 9plan_plan_read"
+        summary += f" Others changed this plan meanwhile: see changed_by_others, and {again}."
     return responses.ok(name, with_file_notice(written.file_notice, summary, data, local=local), data)
 
 
@@ -101,6 +107,41 @@ def add_in_review(data: dict[str, Any], session_name: str) -> None:
     if total:
         data["in_review"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
         data["in_review_count"] = total
+
+
+def add_held(data: dict[str, Any], session_name: str) -> int:
+    """The plans held after too many rejections in review, when there are any; how many."""
+    rows, total = queries.plans_in(session_name, Plan.Status.HELD, limit=4)
+    if total:
+        data["held"] = [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60)} for p in rows]
+        data["held_count"] = total
+    return total
+
+
+def resume_hint(state: queries.SessionState, active: Plan | None, held: int, *, local: bool = True) -> str:
+    """What a resumed agent does next: carry on with its plan (read back from its file, or,
+    for an agent on another machine, with 9plan_plan_read), get back a plan its worker
+    holds, pull one, or, when only held plans are left, tell the user that a person must
+    release them."""
+    if active is not None and local:
+        hint = "Active plan: read its file and continue."
+    elif active is not None:
+        hint = "Active plan: get its text and notes back with 9plan_plan_read, then continue."
+    elif state.claimed:
+        hint = (
+            f"{len(state.claimed)} worker(s) hold plans (see workers): a worker gets its plan back with "
+            "9plan_plan_read and its worker name; or call 9plan_queue_pull for another."
+        )
+    elif held and not state.queue_length:
+        return (
+            f"No plan is queued or active, but {held} plan(s) are held (see held): "
+            f"{interventions.HELD_UNTIL}. Tell the user."
+        )
+    else:
+        hint = "No active plan: call 9plan_queue_pull."
+    if held:
+        hint += f" {held} plan(s) are held (see held): {interventions.HELD_UNTIL}."
+    return hint
 
 
 def queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:

@@ -33,14 +33,12 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
     return calls.run(ctx, session_name, body)
 
 
-def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
+def admin_sessions(ctx: Context) -> CallToolResult:
     """List the sessions on this server, newest first, with queue length, completed count
     and whether a plan is active. Use it to find a session name to resume.
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
-        if name is not None:
-            queries.get_session(name)  # a named session must exist; the list is the same
         sessions, total = queries.session_list(limit=answers.LIST_CAP)
         rows = [
             {
@@ -56,7 +54,7 @@ def admin_sessions(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         data = {"sessions": rows, "total": total, "more": total - len(rows)}
         return responses.ok(name, f"{total} session(s).", data)
 
-    return calls.run(ctx, session_name, body, needs_session=False)
+    return calls.run(ctx, None, body, needs_session=False)
 
 
 def _file_path(ctx: Context, plan) -> dict[str, str]:

@@ -29,8 +29,7 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None,
-        Field(description="A pulled plan returns to the queue after this long without a write (1800)."),
+        int | None, Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800).")
     ] = None,
     max_attempts: Annotated[
         int | None,
@@ -102,23 +101,14 @@ def session_resume(
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)
+        held = answers.add_held(data, state.session.name)
         answers.parallel_view(state, data)
         # What a reviewer or an integration did to the session's plans since an agent last
         # acted here: a discarded or taken-back plan must not go unnoticed.
         changed = interventions.interventions(state.session.name)
         if changed:
             data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
-        if active is None and state.claimed:
-            hint = (
-                f"{len(state.claimed)} worker(s) hold plans (see workers): a worker gets its plan back with "
-                "9plan_plan_read and its worker name; or call 9plan_queue_pull for another."
-            )
-        elif active is None:
-            hint = "No active plan: call 9plan_queue_pull."
-        elif local:
-            hint = "Active plan: read its file and continue."
-        else:
-            hint = "Active plan: get its text and notes back with 9plan_plan_read, then continue."
+        hint = answers.resume_hint(state, active, held, local=local)
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
         if not calls.connection_state(ctx).remembers(ctx):

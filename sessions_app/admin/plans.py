@@ -14,7 +14,7 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
-from sessions_app import excerpts, services
+from sessions_app import clock, excerpts, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
 from sessions_app.admin.base import NineplanAdmin, plan_url, redirect_back, session_url
@@ -93,6 +93,9 @@ class PlanAdmin(NineplanAdmin):
             timeline=render.timeline(page.events),
             event_count=page.event_count,
             can_intervene=can_intervene(request.user, plan),
+            lease_expired=plan.status == Plan.Status.ACTIVE
+            and plan.lease_expires_at is not None
+            and plan.lease_expires_at < clock.now(),
             **review_pages.plan_context(request, plan),
         )
         return TemplateResponse(request, "admin/sessions_app/plan_page.html", context)

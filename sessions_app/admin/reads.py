@@ -6,9 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 
-from sessions_app import clock, invariants, planfiles, queries
+from sessions_app import clock, invariants, needs_you, planfiles, queries
 from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 
@@ -27,6 +28,14 @@ def has_queued_work() -> Exists:
     return Exists(queries.session_plans(Plan.Status.QUEUED))
 
 
+def _count_of(which: Q) -> Subquery:
+    """How many of the session's plans ``which`` selects: a subquery of the one list query
+    (these statuses have no counter on the session row; each reads the session's plans in
+    those statuses only, by the (session, status) index)."""
+    plans = Plan.objects.filter(which, session=OuterRef("pk")).order_by().values("session")
+    return Coalesce(Subquery(plans.annotate(n=Count("id")).values("n")[:1]), 0)
+
+
 def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
     """Sessions with the columns of the sessions list, all computed in the one list query."""
     active = queries.session_plans(Plan.Status.ACTIVE)
@@ -37,6 +46,10 @@ def annotate_sessions(qs: QuerySet[Session]) -> QuerySet[Session]:
         queue_length=queries.plan_count(Plan.Status.QUEUED),
         completed_count=queries.plan_count(Plan.Status.COMPLETED),
         discarded_count=queries.plan_count(Plan.Status.DISCARDED),
+        in_review_count=_count_of(needs_you.IN_REVIEW),
+        held_count=_count_of(needs_you.HELD),
+        waiting_count=_count_of(needs_you.WAITING),
+        workers_count=_count_of(Q(status=Plan.Status.ACTIVE)),
         active_plan_id=Subquery(active.values("id")[:1]),
         active_plan_goal=Subquery(active.values("goal")[:1]),
         last_activity=Subquery(last_event),
@@ -63,21 +76,46 @@ def _latest(session: Session, status: str, stamp: str) -> list[Plan]:
     return list(qs.only(*HISTORY_FIELDS)[:HISTORY_SHOWN])
 
 
-def session_page(name: object) -> SessionPage:
+@dataclass
+class SessionLive:
+    """What a session page's live parts show: its queue, workers, plans awaiting a
+    decision and newest events."""
+
+    state: queries.SessionState
+    events: list[Event]
+    event_count: int
+    now: datetime
+    in_review: tuple[list[Plan], int]
+    held: tuple[list[Plan], int]
+
+
+def session_live(name: object) -> SessionLive:
     state = queries.session_state(name, limit=QUEUE_SHOWN)
-    session = state.session
-    events = Event.objects.filter(session=session)
-    return SessionPage(
+    events = Event.objects.filter(session=state.session)
+    return SessionLive(
         state=state,
-        completed=_latest(session, Plan.Status.COMPLETED, "completed_at"),
-        discarded=_latest(session, Plan.Status.DISCARDED, "discarded_at"),
         events=list(events.order_by("-created_at", "-id")[:EVENTS_SHOWN]),
         event_count=events.count(),
+        now=clock.now(),
+        in_review=queries.plans_in(state.session.name, Plan.Status.IN_REVIEW, limit=QUEUE_SHOWN),
+        held=queries.plans_in(state.session.name, Plan.Status.HELD, limit=QUEUE_SHOWN),
+    )
+
+
+def session_page(name: object) -> SessionPage:
+    live = session_live(name)
+    session = live.state.session
+    return SessionPage(
+        state=live.state,
+        completed=_latest(session, Plan.Status.COMPLETED, "completed_at"),
+        discarded=_latest(session, Plan.Status.DISCARDED, "discarded_at"),
+        events=live.events,
+        event_count=live.event_count,
         series=session_series(session),
         validation=invariants.check_invariants(session.name),
-        now=clock.now(),
-        in_review=queries.plans_in(session.name, Plan.Status.IN_REVIEW, limit=QUEUE_SHOWN),
-        held=queries.plans_in(session.name, Plan.Status.HELD, limit=QUEUE_SHOWN),
+        now=live.now,
+        in_review=live.in_review,
+        held=live.held,
     )
 
 
@@ -126,6 +164,13 @@ def plan_events(plan: Plan) -> tuple[list[Event], int]:
 def session_of_plan(plan_id: str) -> str | None:
     """The session of the plan, if the user may see it."""
     return queries.visible_plans().filter(id=plan_id).values_list("session_id", flat=True).first()
+
+
+def plan_for_restore(plan_id: str) -> Plan | None:
+    """What the restore's confirmation names: the plan's status and its worker (None if the
+    user may not see the plan)."""
+    fields = ("id", "session_id", "status", "worker", "goal", "lease_expires_at")
+    return queries.visible_plans().only(*fields).annotate(project=F("session__project_id")).filter(id=plan_id).first()
 
 
 @dataclass

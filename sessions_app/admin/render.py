@@ -126,18 +126,11 @@ def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> d
 
 
 def actor_label(actor: str) -> str:
-    """Who an event's actor is, in one label: "agent (MCP)", "agent: alice-laptop" (over MCP
-    HTTP, named by its bearer token), "staff: sam", "API: ci-bot"; 9plan's own jobs
-    ("repair", "import") by their name."""
-    if actor == "agent":
-        return "agent (MCP)"
-    kind, sep, name = actor.partition(":")
-    if sep and kind == "agent":  # over MCP HTTP, named by its bearer token
-        return f"agent: {name}"
-    if sep and kind == "user":
-        return f"staff: {name}"
-    if sep and kind == "api":
-        return f"API: {name}"
+    """Who an event's actor is, in the one style every text of 9plan uses (the notes a
+    service writes, what an agent is told, the event log, the REST API): the actor as the
+    event stores it. "agent" (MCP, locally), "agent:alice/laptop" (a token), "user:sam" (a
+    person), a worker after a slash ("agent/alpha"), and 9plan's own jobs by their name
+    ("lease", "repair", "import"). Translating it here would give one person two names."""
     return actor
 
 

@@ -1,6 +1,8 @@
-"""The reviewers' side of the review gate in the admin: the review inbox, approve and reject
-on the inbox and the plan page, a plan's revisions with their diffs, restoring one, and a
-session's review policy.
+"""The reviewers' side of the review gate in the admin: the review inbox (the plans in review
+with a diff of what changed since their pull, the held plans and the plans waiting after
+their attempts), approve (with optional notes) and reject on the inbox, the home and the
+plan page, a plan's revisions with their diffs, restoring one (asked first when a worker
+holds the plan), and a session's review policy.
 
 Reading is open to every reviewer; deciding needs the review permission (``can_review``),
 restoring and changing the policy the staff permission (``can_intervene``). Each change is
@@ -11,20 +13,20 @@ from __future__ import annotations
 
 import functools
 
-from django.contrib import messages
-from django.db.models import F
+from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
-from django.urls import path
+from django.urls import path, reverse
 
-from sessions_app import access, queries, revisions, services
+from sessions_app import access, clock, needs_you, revisions, services
 from sessions_app.admin import reads as admin_reads
+from sessions_app.admin import render
 from sessions_app.admin.base import plan_url, redirect_back, session_url
 from sessions_app.admin.roles import actor_for, can_intervene, can_review, can_view
 from sessions_app.errors import NineplanError, NotPermitted, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
-from sessions_app.models import SECTION_TITLES, Event, Plan, ReviewPolicy
+from sessions_app.models import SECTION_TITLES, Plan, ReviewPolicy
 
 APPROVED = "Approved plan {plan}: it is completed and searchable."
 REJECTED = "Sent plan {plan} back to the front of the queue with your notes."
@@ -50,12 +52,7 @@ def urls(model_admin) -> list:
 
 def _changed_since_pulled(plan: Plan) -> list[str]:
     """What the agent changed in the plan's text since it last pulled it, one line a revision."""
-    pulled = Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_PULLED).order_by("-id").first()
-    rows = revisions.since(plan, pulled.created_at if pulled else None)
-    return [
-        f"r{r.number} {r.kind} by {r.actor}: {', '.join(SECTION_TITLES.get(s, s) for s in r.sections) or '—'}"
-        for r in rows
-    ]
+    return needs_you.since_pull([plan])[plan.id].lines
 
 
 def plan_context(request, plan: Plan) -> dict:
@@ -81,30 +78,56 @@ def plan_context(request, plan: Plan) -> dict:
     }
 
 
+INBOX_PARTS = {
+    "inbox-review": "admin/sessions_app/live/inbox_review.html",
+    "inbox-held": "admin/sessions_app/live/inbox_held.html",
+    "inbox-waiting": "admin/sessions_app/live/inbox_waiting.html",
+}
+
+
+def inbox_context(request) -> dict:
+    """Everything that waits for a person, in a fixed number of queries however many rows:
+    the plans in review with what changed since their pull, the held plans, the plans
+    waiting after their attempts ran out (sessions_app/needs_you.py)."""
+    counts = needs_you.counts()
+    waiting = needs_you.oldest_first(needs_you.IN_REVIEW, limit=INBOX_SHOWN, whole=True)
+    changed = needs_you.since_pull(waiting)
+    caller = access.caller_for_user(request.user)
+    reviewing, intervening = can_review(request.user), can_intervene(request.user)
+    rows = [
+        {
+            "plan": p,
+            "outcome": render.markdown(p.outcome),
+            "changed": changed[p.id].lines,
+            "diffs": [
+                (SECTION_TITLES.get(name, name), revisions.unified_diff(before, after))
+                for name, before, after in changed[p.id].sections
+            ],
+            "can_review": reviewing and caller.allows(access.REVIEW, p.project),
+        }
+        for p in waiting
+    ]
+
+    def decidable(plans):
+        return [{"plan": p, "can_decide": intervening and caller.allows(access.MANAGE, p.project)} for p in plans]
+
+    return {
+        "rows": rows,
+        "total": counts.in_review,
+        "counts": counts,
+        "held": decidable(needs_you.oldest_first(needs_you.HELD, limit=INBOX_SHOWN)),
+        "waiting_plans": decidable(needs_you.oldest_first(needs_you.WAITING, limit=INBOX_SHOWN)),
+        "now": clock.now(),
+        "here": reverse("admin:sessions_app_plan_review_inbox"),
+    }
+
+
 def inbox_view(model_admin, request):
     if not can_view(request.user):
         raise PermissionDenied
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
-    waiting = queries.visible_plans().filter(status=Plan.Status.IN_REVIEW).order_by("updated_at", "id")
-    total = waiting.count()
-    caller = access.caller_for_user(request.user)
-    rows = [
-        {
-            "plan": p,
-            "changed": _changed_since_pulled(p),
-            "can_review": can_review(request.user) and caller.allows(access.REVIEW, p.project),
-        }
-        for p in waiting.annotate(project=F("session__project_id"))[:INBOX_SHOWN]
-    ]
-    context = model_admin.page_context(
-        request,
-        title="Review inbox",
-        rows=rows,
-        total=total,
-        can_review=any(row["can_review"] for row in rows),
-        here=request.get_full_path(),
-    )
+    context = model_admin.page_context(request, title="Review inbox", **inbox_context(request))
     return TemplateResponse(request, "admin/sessions_app/review_inbox.html", context)
 
 
@@ -158,8 +181,34 @@ def decide_view(request, session_name: str, plan_id: str) -> str:
     return (HELD if written.plan.status == Plan.Status.HELD else REJECTED).format(plan=plan_id)
 
 
+def restore_view(request, plan_id: str):
+    """Restore a revision. A plan a worker holds is asked about first: the page names the
+    worker and what it will be told, and only its own form (``confirmed``) restores."""
+    if not can_intervene(request.user):
+        raise PermissionDenied
+    if request.method != "POST":
+        return HttpResponseNotAllowed(["POST"])
+    plan = admin_reads.plan_for_restore(plan_id) if is_plan_id(plan_id) else None
+    if plan is None:
+        raise Http404("No such plan.")
+    if not access.current().allows(access.MANAGE, plan.project):
+        raise PermissionDenied
+    raw = request.POST.get("revision", "")
+    if plan.status == Plan.Status.ACTIVE and request.POST.get("confirmed") != "yes":
+        context = {
+            **admin.site.each_context(request),
+            "title": f"Restore plan {plan.id} to revision {raw}?",
+            "plan": plan,
+            "revision": raw,
+            "next": request.POST.get("next", ""),
+            "opts": Plan._meta,
+        }
+        return TemplateResponse(request, "admin/sessions_app/plan/restore_confirmation.html", context)
+    return _restore(request, plan_id)
+
+
 @_plan_action(can_intervene)
-def restore_view(request, session_name: str, plan_id: str) -> str:
+def _restore(request, session_name: str, plan_id: str) -> str:
     raw = request.POST.get("revision", "")
     number = int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 10 else raw
     services.plan_restore(session_name=session_name, plan_id=plan_id, number=number, actor=actor_for(request.user))

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.template.response import TemplateResponse
-from django.utils.html import format_html
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
 
-from sessions_app import excerpts
+from sessions_app import excerpts, needs_you
 from sessions_app.admin import history_search, render, review_pages
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.base import NineplanAdmin, plan_url
@@ -62,19 +63,38 @@ class SessionAdmin(NineplanAdmin):
 
     @admin.display(description="queue", ordering="queue_length")
     def queue_length(self, obj):
+        # Plans waiting for a person after their attempts are queued, but wait for a person.
+        if obj.waiting_count:
+            return format_html('{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count)
         return obj.queue_length
 
     @admin.display(description="active plan", ordering="active_plan_goal")
     def active_plan(self, obj):
         if not obj.active_plan_id:
             return "—"
+        # The number of workers holding a plan, when more than one: the first one's is shown.
+        workers = (
+            format_html('<span class="np-muted np-sub np-workers">{} workers hold plans</span>', obj.workers_count)
+            if obj.workers_count > 1
+            else ""
+        )
         return format_html(
-            '<a href="{}">{}</a> {}', plan_url(obj.active_plan_id), obj.active_plan_id, excerpts.one_line(obj.active_plan_goal, 80)
+            '<a href="{}">{}</a> {}{}',
+            plan_url(obj.active_plan_id),
+            obj.active_plan_id,
+            excerpts.one_line(obj.active_plan_goal, 80),
+            workers,
         )
 
     @admin.display(description="completed", ordering="completed_count")
     def completed_count(self, obj):
-        return obj.completed_count
+        # Completed by their agents but waiting for a reviewer, or held after their rejections.
+        waiting = [f"{n} {what}" for n, what in ((obj.in_review_count, "in review"), (obj.held_count, "held")) if n]
+        if not waiting:
+            return obj.completed_count
+        return format_html(
+            "{}{}", obj.completed_count, format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting))
+        )
 
     @admin.display(description="discarded", ordering="discarded_count")
     def discarded_count(self, obj):
@@ -102,38 +122,70 @@ class SessionAdmin(NineplanAdmin):
         context = self.page_context(
             request,
             title=f"Session {state.session.name}",
-            session=state.session,
-            queue=list(enumerate(state.queue, start=1)),
-            queue_length=state.queue_length,
-            queue_hidden=state.queue_length - len(state.queue),
-            active=state.active,
-            workers=[
-                {
-                    "plan": p,
-                    "expired": p.lease_expires_at is not None and p.lease_expires_at < page.now,
-                    "attempt": p.attempts + 1,
-                }
-                for p in state.claimed
-            ],
-            max_attempts=state.session.max_attempts,
-            blocked=[b for b in state.blocked if not b.waiting_for_person],
-            waiting=[b for b in state.blocked if b.waiting_for_person],
             completed=page.completed,
-            completed_count=state.completed_count,
             discarded=page.discarded,
-            discarded_count=state.discarded_count,
-            in_review=page.in_review[0],
-            in_review_count=page.in_review[1],
-            held_plans=page.held[0],
-            held_count=page.held[1],
-            awaiting_count=page.in_review[1] + page.held[1],
-            timeline=render.timeline(page.events),
-            event_count=page.event_count,
             chart=render.chart(page.series),
             valid=page.validation.valid,
             invariants=invariants,
-            can_intervene=can_intervene(request.user, state.session),
-            here=request.get_full_path(),
             review_choices=review_pages.POLICY_CHOICES,
+            **_live_context(request, page),
         )
         return TemplateResponse(request, "admin/sessions_app/session_page.html", context)
+
+
+# The live parts of a session page (sessions_app/admin/live.py), each the template of the
+# children of its container.
+LIVE_PARTS = {
+    "session-workers": "admin/sessions_app/live/session_workers.html",
+    "session-awaiting": "admin/sessions_app/live/session_awaiting.html",
+    "session-queue": "admin/sessions_app/live/session_queue.html",
+    "session-timeline": "admin/sessions_app/live/session_timeline.html",
+}
+
+
+def _live_context(request, page) -> dict:
+    """What the live parts show, from a SessionPage or a SessionLive."""
+    state = page.state
+    return {
+        "session": state.session,
+        "queue": list(enumerate(state.queue, start=1)),
+        "queue_length": state.queue_length,
+        "queue_hidden": state.queue_length - len(state.queue),
+        "active": state.active,
+        "workers": [
+            {
+                "plan": p,
+                "expired": p.lease_expires_at is not None and p.lease_expires_at < page.now,
+                "attempt": p.attempts + 1,
+            }
+            for p in state.claimed
+        ],
+        "max_attempts": state.session.max_attempts,
+        "blocked": [b for b in state.blocked if not b.waiting_for_person],
+        "waiting": [b for b in state.blocked if b.waiting_for_person],
+        "completed_count": state.completed_count,
+        "discarded_count": state.discarded_count,
+        "in_review": page.in_review[0],
+        "in_review_count": page.in_review[1],
+        "held_plans": page.held[0],
+        "held_count": page.held[1],
+        "awaiting_count": page.in_review[1] + page.held[1],
+        "timeline": render.timeline(page.events),
+        "event_count": page.event_count,
+        "can_intervene": can_intervene(request.user, state.session),
+        "here": reverse("admin:sessions_app_session_change", args=[state.session.name]),
+    }
+
+
+def live_context(request, name: str) -> dict:
+    """A session page's live parts and counts, in a fixed number of queries."""
+    context = _live_context(request, admin_reads.session_live(name))
+    context["live_counts"] = {
+        "queued": context["queue_length"],
+        "completed": context["completed_count"],
+        "discarded": context["discarded_count"],
+        "review_summary": f"{context['in_review_count']}" + (f", {context['held_count']} held" if context["held_count"] else ""),
+        "events": context["event_count"],
+        "inbox": needs_you.counts().total,
+    }
+    return context

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -225,6 +226,14 @@ def check_revision(where: str, plan_id: str | None, row: object, previous: int) 
         for name, step in undo.items()
     ):
         raise fail(f"{where}.undo", "must map section names to [kept prefix length, text].")
+    # What a revision undoes is a section's earlier text, which was within the field limit.
+    longest = settings.NINEPLAN_MAX_FIELD_CHARS
+    for name, (kept, rest) in undo.items():
+        if kept + len(rest) > longest:
+            raise fail(
+                f"{where}.undo", f"gives {name} an earlier text of {kept + len(rest):,} characters; a section holds at "
+                f"most {longest:,} (NINEPLAN_MAX_FIELD_CHARS)."
+            )  # fmt: skip
     return Revision(
         plan_id=plan_id,
         number=number,
@@ -292,8 +301,6 @@ def check_file_text(field: str, plan: Plan, value: object) -> str:
     """An open plan's file as the agent left it, held to the limits its next note would
     apply when it takes the file in: the bytes 9plan reads of a plan file, each section
     within NINEPLAN_MAX_FIELD_CHARS, the plan within NINEPLAN_MAX_PLAN_CHARS."""
-    from django.conf import settings
-
     from sessions_app import services
 
     if not isinstance(value, str):

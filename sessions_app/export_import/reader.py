@@ -57,12 +57,12 @@ def _integer(text: str) -> int:
 def _real(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
-        raise _NumberTooLong(f"the number {text[:20]}{'…' if len(text) > 20 else ''} is too large to hold")
+        raise _NumberTooLong(f"the number {text[:20]}{'…' if len(text) > 20 else ''}, too large to hold")
     return value
 
 
 def _constant(name: str):
-    raise _NumberTooLong(f"{name} is not a JSON number")
+    raise _NumberTooLong(f"{name}, which is not a JSON number")
 
 
 _DECODER = json.JSONDecoder(parse_int=_integer, parse_float=_real, parse_constant=_constant, strict=True)

@@ -30,6 +30,7 @@ from sessions_app.errors import BROKE_A_RULE, DatabaseFailed, FileSystemFailed
 from sessions_app.export_import.document import (
     DOCUMENT_KEYS,
     HEADER_KEYS,
+    PLAN_TEXT,
     check_event,
     check_header,
     check_plan,
@@ -41,11 +42,14 @@ from sessions_app.export_import.document import (
 from sessions_app.export_import.reader import TOO_LONG, DocumentReader, Unreadable
 from sessions_app.export_import.staging import ImportFolder
 from sessions_app.identifiers import is_plan_id
-from sessions_app.models import DEFAULT_PROJECT, Event, Plan, PlanDependency, Project, Revision, Session
+from sessions_app.models import DEFAULT_PROJECT, MAX_DEPENDENTS, Event, Plan, PlanDependency, Project, Revision, Session
 
 log = logging.getLogger("nineplan.export_import")
 
-BATCH = 1000
+BATCH = 1000  # rows of one kind written at a time
+# ...and at most about this many characters of text held for them, whatever their kind:
+# a thousand plans near the plan limit would otherwise hold a quarter of a gigabyte.
+BATCH_CHARS = 8 * 1024 * 1024
 # A plan (with its revisions) whose text is longer than this is read key by key, its
 # revisions one at a time, rather than decoded whole: a plan holding a million revisions
 # costs no more memory than one holding ten.
@@ -146,7 +150,11 @@ def _header(stream: BinaryIO) -> dict:
     reader = _reader(stream)
     found: dict = {}
     try:
-        if reader.peek() != "{":
+        first = reader.peek()
+        if first in ("", "\ufeff"):
+            what = "is empty" if not first else "starts with a byte order mark (U+FEFF); save it as UTF-8 without one"
+            raise fail("document", f"{what}: an export is one JSON object, as nineplan_export writes it.")
+        if first != "{":
             raise fail("document", "must be a JSON object.")
         for key in reader.keys():
             if key in HEADER_KEYS:
@@ -312,10 +320,14 @@ class _Checks:
         self._plans_read = True
         self.totals["plans"] = len(self.ids)
         graph: dict[str, list[str]] = {}
+        dependents: dict[str, int] = {}
         for plan_id, dep in self._links:
             if dep not in self._known or dep == plan_id:
                 raise fail("plans", f"plan {plan_id} depends on {dep}, which is not another plan of the document.")
             graph.setdefault(plan_id, []).append(dep)
+            dependents[dep] = dependents.get(dep, 0) + 1
+            if dependents[dep] > MAX_DEPENDENTS:
+                raise fail("plans", f"plan {dep} has more than {MAX_DEPENDENTS} dependents; a plan may have at most that many.")
         if invariants.has_cycle(graph):
             raise fail("plans", "the plans' dependencies form a cycle.")
         self._positions.clear()
@@ -357,10 +369,12 @@ class _Writes:
         self._revisions: list[Revision] = []
         self._events: list[Event] = []
         self._links: list[PlanDependency] = []
+        self._held = 0  # characters of text in the rows not written yet
         self._feed_told = False
 
     def plan(self, at: str, plan: Plan, file_text: str | None, depends_on: list[str]) -> None:
         self._plans.append(plan)
+        self._held += sum(len(getattr(plan, key)) for key in PLAN_TEXT)
         self._links.extend(PlanDependency(plan_id=plan.id, depends_on_id=dep) for dep in depends_on)
         if plan.is_open:
             self.folder.write(plan.id, file_text if file_text is not None else planfiles.render(plan.sections()))
@@ -368,6 +382,7 @@ class _Writes:
 
     def revision(self, revision: Revision) -> None:
         self._revisions.append(revision)
+        self._held += chars_in(revision.sections) + chars_in(revision.undo)
         self._flush(full=True)
 
     def end_plans(self) -> None:
@@ -375,11 +390,16 @@ class _Writes:
 
     def event(self, at: str, event: Event, number: int) -> None:
         self._events.append(event)
+        self._held += chars_in(event.detail)
         self._flush(full=True)
 
     def _flush(self, *, full: bool) -> None:
         # A plan's revisions come before it, so they are all written when it is, and the
-        # import revision of an older document's plan is numbered after them.
+        # import revision of an older document's plan is numbered after them. Past the
+        # budget of text, every row held is written.
+        full = full and self._held < BATCH_CHARS
+        if not full:
+            self._held = 0
         plans = len(self._plans) >= BATCH or (self._plans and not full)
         if plans or len(self._revisions) >= BATCH or (self._revisions and not full):
             Revision.objects.bulk_create(self._revisions)
@@ -406,6 +426,21 @@ class _Writes:
         self._flush(full=False)
 
 
+def chars_in(value: object) -> int:
+    """The characters of the strings in a decoded JSON value (keys too), without recursion."""
+    total, stack = 0, [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            total += len(item)
+        elif isinstance(item, dict):
+            stack.extend(item)
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return total
+
+
 def _check_free(session: Session, ids: list[str]) -> None:
     if Session.objects.filter(name=session.name).exists():
         raise fail("session.name", f"a session named '{session.name}' already exists in this database.")
@@ -420,6 +455,7 @@ def _check_free(session: Session, ids: list[str]) -> None:
     if found.files:
         raise fail(
             "session.name",
-            f"the folder {planfiles.plans_dir(session.name)} already holds plan files; "
-            "move them away first so that no agent's text is overwritten.",
+            f"the folder {planfiles.plans_dir(session.name)} already holds plan files, which no session of "
+            "this database owns (an import killed midway may have left them); nothing was imported. Run "
+            "`nineplan_repair --apply`, which keeps them in preserved/, or move them away, then import again.",
         )

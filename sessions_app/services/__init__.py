@@ -8,8 +8,9 @@ One module per idea: ``writing`` (the write kit the others share), ``file_edits`
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
 dependencies, moving them), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
-and restoring a revision), ``projects`` (projects and their members) and ``retries``
-(a write sent again with its request_id is answered, not applied twice).
+and restoring a revision), ``projects`` (projects and their members), ``webhooks``
+(subscriptions, resending, the delivery loops' claims and attempts) and ``retries`` (a write
+sent again with its request_id is answered, not applied twice).
 """
 
 from sessions_app.services.claims import RECLAIM_ACTOR, plan_pull, plan_reclaim, plan_renew, reclaim_expired
@@ -20,6 +21,14 @@ from sessions_app.services.review import DECISIONS, plan_release, plan_restore, 
 from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
 from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
+from sessions_app.services.webhooks import (
+    Subscribed,
+    deliveries_claim,
+    delivery_record,
+    delivery_resend,
+    webhook_subscribe,
+    webhook_unsubscribe,
+)
 from sessions_app.services.writing import Written, compose_append, worker_actor
 
 __all__ = [
@@ -27,9 +36,13 @@ __all__ = [
     "Granted",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
+    "Subscribed",
     "PlanInput",
     "Written",
     "compose_append",
+    "deliveries_claim",
+    "delivery_record",
+    "delivery_resend",
     "forget_old_requests",
     "write_once",
     "plan_complete",
@@ -54,5 +67,7 @@ __all__ = [
     "reclaim_expired",
     "session_create",
     "session_set_review",
+    "webhook_subscribe",
+    "webhook_unsubscribe",
     "worker_actor",
 ]

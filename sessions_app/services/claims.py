@@ -1,5 +1,6 @@
 """Claims: a pull hands a worker the first ready plan; its lease runs until the worker's
-next write; an expired claim is reclaimed, and the worker that lost it is fenced off
+next write; an expired claim stays with its worker until another worker's pull, a person
+or ``nineplan_reclaim`` takes it back, and the worker that lost it is fenced off
 (docs/design.md, "Model and invariants": workers, claims, lost claims; "Services and
 queries": reclaiming, what a pull says when it hands nothing out)."""
 
@@ -41,8 +42,9 @@ BLOCKED_SHOWN = 5
 
 def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
     """Claims the first ready plan in queue order for ``worker`` (one plan per worker);
-    exactly one caller wins each plan when several race. Expired claims of the session are
-    reclaimed first, and stay reclaimed even when nothing can be handed out."""
+    exactly one caller wins each plan when several race. Expired claims of the session's
+    other workers are reclaimed first, and stay reclaimed even when nothing can be handed
+    out; the caller's own expired claim stays its own."""
     worker = inputs.worker(worker)
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
@@ -53,13 +55,14 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # Whether a claim ran out is read before the session row is locked: on PostgreSQL
         # every claim of the session waits for that row, from the lock to the commit, and
         # a claim rarely runs out (one that runs out after this read is reclaimed by the
-        # next pull). The worker's own plan is read under the lock: read before it, a plan
+        # next pull). The caller's own claim is never reclaimed by its pull: a worker that
+        # pulls again while it holds a plan is told so, whatever its lease says. The worker's own plan is read under the lock: read before it, a plan
         # the worker claimed in another process meanwhile would be missed, and the claim
         # below would wait on that process's completion while it waits for the session.
         expiring = statements.has_expired_claims(name, now)
         session = lock_session(name, access.WORK)
         if expiring:
-            reclaim_expired_in(session, now, undo)
+            reclaim_expired_in(session, now, undo, keep=(claimant, worker))
         holding, lost_a_claim = statements.worker_before_claim(session.name, claimant, worker)
         plan = None if holding else statements.first_ready(session.name)
         if holding:
@@ -101,19 +104,26 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
 def _awaiting_review(session_name: str) -> QueueBlocked | None:
     """The refusal when nothing is queued or active but plans wait for a reviewer (in
     review) or for a person (held after their last rejection): the task is not done."""
-    parts = []
-    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held for a person")):
+    parts, why = [], []
+    for status, what in ((Plan.Status.IN_REVIEW, "await review"), (Plan.Status.HELD, "are held")):
         rows, total = queries.plans_in(session_name, status, limit=BLOCKED_SHOWN)
         if total:
             more = f" and {total - len(rows)} more" if total > len(rows) else ""
             parts.append(f"{total} plan(s) {what} ({', '.join(p.id for p in rows)}{more})")
+            why.append(REVIEW_STORY if status == Plan.Status.IN_REVIEW else HELD_STORY)
     if not parts:
         return None
     return QueueBlocked(
-        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". An approval "
-        "completes a plan; a rejection puts it back at the front of the queue with the reviewer's notes.",
-        reason=errors.AWAITING_REVIEW,
+        "No plan is queued or active, but the task is not done: " + " and ".join(parts) + ". " + " ".join(why),
+        reason=errors.AWAITING_REVIEW if REVIEW_STORY in why else errors.HELD_PLANS,
     )
+
+
+REVIEW_STORY = (
+    "A reviewer's approval completes a plan in review; a rejection puts it back at the front of the queue with "
+    "the reviewer's notes."
+)
+HELD_STORY = f"A plan is held after too many rejections in review: {interventions.HELD_UNTIL}."
 
 
 def _nothing_ready(session_name: str) -> NineplanError:
@@ -188,8 +198,7 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
         # not silently thrown away (read only on this error path).
         fate = interventions.fate_of_last_pulled(session_name, actor)
         told = f" {fate.describe()}" if fate is not None else ""
-        whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
-        raise NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+        raise _holds_nothing(session_name, worker, told)
     plan_id, lost_at = lost
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
@@ -203,10 +212,33 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     return Claim(
         None,
         lost=LeaseLost(
-            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was reclaimed at {utc_text(lost_at)} "
-            f"(the lease ran out without a write);{where}. Nothing of the plan was changed.{kept}",
+            f"Worker '{worker}' no longer holds plan {plan_id}: its claim was taken back at {utc_text(lost_at)} "
+            f"(by another worker's pull after its lease ran out, or by a person);{where}. Nothing of the plan was changed.{kept}",
             field="worker",
         ),
+    )
+
+
+def _holds_nothing(session_name: str, worker: str, told: str) -> NoActivePlan:
+    """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
+    session hold plans, it names them (a call that left out its worker acts for the default
+    one, and may have meant one of them)."""
+    whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
+    if worker != DEFAULT_WORKER:
+        return NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+    holders = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .exclude(worker=worker)
+        .order_by("claimed_at", "id")
+        .values_list("worker", flat=True)[: BLOCKED_SHOWN + 1]
+    )
+    if not holders:
+        return NoActivePlan(f"Session '{session_name}' has no active plan.{told}")
+    named = ", ".join(f"'{w}'" for w in holders[:BLOCKED_SHOWN]) + (" and more" if len(holders) > BLOCKED_SHOWN else "")
+    return NoActivePlan(
+        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{told}",
+        reason=errors.OTHER_WORKERS_HOLD,
+        field="worker",
     )
 
 
@@ -232,10 +264,13 @@ def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "ag
 # --- reclaiming ------------------------------------------------------------------------------
 
 
-def reclaim_expired_in(session: Session, now: datetime, undo: transactions.Undo) -> list[Plan]:
+def reclaim_expired_in(
+    session: Session, now: datetime, undo: transactions.Undo, *, keep: tuple[str, str] | None = None
+) -> list[Plan]:
     """Every claim of the session whose lease ran out before ``now`` goes back to the front
-    of the queue (inside the caller's write transaction, with the session row held)."""
-    expired = statements.expired_claims(session.name, now)
+    of the queue (inside the caller's write transaction, with the session row held), but
+    the claim of ``keep`` (claimant, worker): the pulling worker's own."""
+    expired = [p for p in statements.expired_claims(session.name, now) if (p.claimant, p.worker) != keep]
     # The oldest claim ends up first in the queue.
     for plan in reversed(expired):
         _reclaim(session, plan, now, undo, actor=RECLAIM_ACTOR, why="its lease ran out without a write")
@@ -284,8 +319,9 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
 
 
 def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
-    """Reclaims every expired claim (of one session, or of all): what the periodic sweep of
-    the long-running servers and ``nineplan_reclaim`` run. Returns the plans reclaimed."""
+    """Reclaims every expired claim (of one session, or of all): what ``nineplan_reclaim``
+    runs, for a person who wants them back now (the periodic sweep only reports them).
+    Returns the plans reclaimed."""
     now = clock.now()
     names = [inputs.session_name(session_name)] if session_name is not None else statements.sessions_with_expired_claims(now)
     reclaimed: list[Plan] = []

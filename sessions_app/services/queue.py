@@ -8,11 +8,12 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.db.models import Count
 
 from sessions_app import access, clock, inputs, planfiles, revisions, statements, transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
-from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.models import MAX_DEPENDENTS, Event, Plan, PlanDependency, Revision, Session
 from sessions_app.services.file_edits import write_file
 from sessions_app.services.sessions import ID_ATTEMPTS
 from sessions_app.services.writing import (
@@ -206,8 +207,10 @@ def _dependency_input(field: str, value: object, index: int, *, batch: bool) -> 
 
 def _check_dependencies_exist(session: Session, wanted: list[list[str | int]], prefix) -> None:
     """Every plan id named is a plan of this session that may still complete: a dependency
-    exists before its dependent, so no cycle can form, and none waits for a discarded plan."""
+    exists before its dependent, so no cycle can form, and none waits for a discarded plan;
+    and no plan gets more than MAX_DEPENDENTS dependents."""
     named = {dep for deps in wanted for dep in deps if isinstance(dep, str)}
+    _check_dependents_room(wanted, named, prefix)
     if not named:
         return
     status = dict(Plan.objects.filter(session_id=session.name, id__in=named).values_list("id", "status"))
@@ -225,6 +228,31 @@ def _check_dependencies_exist(session: Session, wanted: list[list[str | int]], p
             if status[dep] == Plan.Status.DISCARDED:
                 raise ValidationFailed(
                     f"{at}: plan {dep} was discarded and will never complete; a plan cannot wait for it.", field=at
+                )
+
+
+def _check_dependents_room(wanted: list[list[str | int]], named: set[str], prefix) -> None:
+    """A plan may have at most MAX_DEPENDENTS dependents, so that discarding it (a note
+    into each, in one transaction) stays short; counted with the call's own plans."""
+    has: dict[str | int, int] = {}
+    if named:
+        has.update(
+            PlanDependency.objects.filter(depends_on_id__in=named)
+            .values("depends_on_id")
+            .annotate(n=Count("plan_id"))
+            .values_list("depends_on_id", "n")
+        )
+    # Counted in the call's order, so the first plan over the limit is the one named.
+    for i, deps in enumerate(wanted):
+        for j, dep in enumerate(deps):
+            total = has[dep] = has.get(dep, 0) + 1
+            if total > MAX_DEPENDENTS:
+                at = f"{prefix(i)}depends_on[{j}]"
+                shown = dep if isinstance(dep, str) else f"plans[{dep}]"
+                raise ValidationFailed(
+                    f"{at}: plan {shown} would have {total} dependents; a plan may have at most {MAX_DEPENDENTS} "
+                    "(discarding it writes a note into each of them in one write).",
+                    field=at,
                 )
 
 

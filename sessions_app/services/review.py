@@ -3,7 +3,8 @@
 A plan that needs review (added with ``review``, or in a session whose ``review`` is
 ``required``) goes to ``in_review`` when its agent completes it: its worker is free, and it
 is not searchable yet. A reviewer approves it (it becomes completed, and the search
-triggers index it) or rejects it with notes: the notes are appended to its Notes under a
+triggers index it; notes given with the approval are appended to its Notes as a revision,
+as a rejection's are) or rejects it with notes: the notes are appended to its Notes under a
 heading naming the reviewer and the time, and it returns to the front of the queue, or,
 after NINEPLAN_MAX_REJECTIONS rejections, is ``held`` until a person requeues or discards
 it (docs/design.md, "Model and invariants").
@@ -75,10 +76,18 @@ def plan_review(
             )
         now = clock.now()
         if decision == "approve":
+            before = plan.sections()
+            if notes:
+                # Kept with the plan's history as a rejection's notes are: under a heading
+                # naming the reviewer and the time, as a revision.
+                plan.notes = compose_append(plan.notes, f"### Approved in review by {actor}, {utc_text(now)}\n\n{notes}")
+                inputs.plan_size({**plan.sections(), "outcome": plan.outcome}, field="notes")
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
             touch(plan)
-            statements.update_plan(plan, ("status", "completed_at", *TOUCHED))
+            statements.update_plan(plan, ("status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED))
+            if notes:
+                revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
         else:
             before = plan.sections()

@@ -7,9 +7,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
-from sessions_app import access, clock, excerpts, inputs, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, excerpts, inputs, interventions, planfiles, revisions, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew
@@ -44,6 +44,12 @@ class WorkerWrite:
     lease_seconds: int
     undo: transactions.Undo
     ahead: FileAhead | None
+    # What people did to the plan since this worker last wrote it (interventions.py).
+    told: tuple[str, ...] = ()
+
+    def written(self, written: Written) -> Written:
+        """``written`` with what the worker is to be told."""
+        return replace(written, told=self.told)
 
     def take_in_file(self) -> tuple[planfiles.FileRead, Absorbed]:
         """The plan file as it is now, and what taking its text in came to; a file that
@@ -68,7 +74,8 @@ def worker_write(
     with transactions.write() as undo:
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
-            yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead)
+            told = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
+            yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead, told)
             return
     raise claim.lost
 
@@ -103,7 +110,7 @@ def plan_defer(
         record_event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         write_file(write.undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
-    return Written(plan, place, absorbed.notice)
+    return write.written(Written(plan, place, absorbed.notice))
 
 
 def plan_complete(*, session_name: str, outcome: str, worker: str | None = None, actor: str = "agent") -> Written:
@@ -127,7 +134,7 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         # counts), and every claim of the session waits for that row until the commit.
         record_event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, write.actor, plan)
         statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
-    written = retire_file(plan, absorbed)
+    written = write.written(retire_file(plan, absorbed))
     log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": write.worker})
     return written
 
@@ -138,7 +145,7 @@ def plan_discard(*, session_name: str, reason: str, worker: str | None = None, a
     reason = inputs.text("reason", reason, required=True)
     with worker_write(session_name, worker, actor, "discard", reason) as write:
         absorbed = discard(write.session_name, write.plan, reason, write.actor, write.ahead, write.undo)
-    written = retire_file(write.plan, absorbed)
+    written = write.written(retire_file(write.plan, absorbed))
     log.info("plan discarded", extra={"session": write.session_name, "plan": write.plan.id, "worker": write.worker})
     return written
 
@@ -158,11 +165,13 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
     plan.lease_expires_at = None
     plan.waiting_for_person = False
     touch(plan)
+    # The event first, as a completion writes it: the outbox tells from the plan's status
+    # before the change whether this discard empties the queue (statements.insert_event).
+    record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     statements.update_plan(
         plan,
         (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED),
     )
-    record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     return absorbed
 
 
@@ -219,4 +228,4 @@ def plan_note(
         record_event(name, Event.Kind.PLAN_NOTE, write.actor, plan, mode=mode, chars=len(text))
         write_file(write.undo, plan, previous)
     log.info("plan note written", extra={"session": name, "plan": plan.id, "mode": mode})
-    return Written(plan, file_notice=absorbed.notice)
+    return write.written(Written(plan, file_notice=absorbed.notice))

@@ -31,11 +31,15 @@ class Written:
     """What a write did to a plan: the plan as stored; its place in the queue (1 = pulled
     next) when the write left it queued, as the write's own transaction saw it (counting
     afterwards could also count plans another writer queued meanwhile); and, when its plan
-    file was not taken in, why (``file_notice``, for the caller to pass on)."""
+    file was not taken in, why (``file_notice``, for the caller to pass on); and what others
+did to the plan meanwhile (``told``)."""
 
     plan: Plan
     place: int | None = None
     file_notice: str = ""
+    # What a person did to the worker's plan since the worker last wrote it (a restore of
+    # an earlier revision), one sentence each: for the worker's answer to say.
+    told: tuple[str, ...] = ()
 
 
 def lock_session(name: str, need: str) -> Session:

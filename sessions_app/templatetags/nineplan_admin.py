@@ -9,7 +9,7 @@ from datetime import timedelta
 from django import template
 from django.utils.safestring import SafeString
 
-from sessions_app import excerpts
+from sessions_app import excerpts, needs_you
 from sessions_app.admin import render
 
 register = template.Library()
@@ -66,3 +66,9 @@ def button_form(context, action: str, label: str, *, id: str = "", title: str = 
         "next": next,
         "fields": list(fields.items()),
     }
+
+
+@register.simple_tag
+def waiting_for_people():
+    """How many plans wait for a person in the user's projects (the navigation's counts)."""
+    return needs_you.counts()

@@ -123,10 +123,15 @@ async def test_enumerated_arguments_advertise_their_values(client):
             assert f"'{value}'" in spec["description"], name
 
 
-async def test_every_tool_but_create_takes_an_optional_session_name(client):
+# Tools that act on no one session: creating one, and listing them all.
+NO_SESSION_NAME = {"9plan_session_create", "9plan_admin_sessions"}
+NAMES_A_SESSION = [t for t in VALID_ARGS if t not in NO_SESSION_NAME]
+
+
+async def test_every_tool_but_create_and_the_list_takes_an_optional_session_name(client):
     for tool in (await client.list_tools()).tools:
         props = tool.input_schema.get("properties", {})
-        if tool.name == "9plan_session_create":
+        if tool.name in NO_SESSION_NAME:
             assert "session_name" not in props
         else:
             assert "session_name" in props, tool.name
@@ -163,7 +168,7 @@ async def test_missing_required_arguments_name_the_field(client, current, sessio
 
 async def test_a_session_name_of_the_wrong_type_is_named_on_every_tool(client, current, sessions_dir):
     before = await in_thread(snapshot, sessions_dir)
-    for tool in [*VALID_ARGS, "9plan_session_resume"]:
+    for tool in [*NAMES_A_SESSION, "9plan_session_resume"]:
         args = {**VALID_ARGS.get(tool, {}), "session_name": 42}
         data = error(await client.call_tool(tool, args), "VALIDATION_ERROR", current, field="session_name")
         assert "session_name: input should be a valid string" in data["message"], tool
@@ -232,7 +237,7 @@ async def test_an_argument_error_names_the_session_it_was_meant_for(client, curr
 
 async def test_an_unknown_session_name_is_reported_on_every_tool(client, current, sessions_dir):
     before = await in_thread(snapshot, sessions_dir)
-    for tool in [*VALID_ARGS, "9plan_session_resume"]:
+    for tool in [*NAMES_A_SESSION, "9plan_session_resume"]:
         args = {**VALID_ARGS.get(tool, {}), "session_name": "ghost-grey-owl"}
         data = error(await client.call_tool(tool, args), "SESSION_NOT_FOUND", "ghost-grey-owl")
         assert "ghost-grey-owl" in data["message"], tool
@@ -257,7 +262,6 @@ async def test_every_tool_acts_on_the_named_session_and_keeps_the_current_one(cl
         ("9plan_history_search", {"query": "invoice export"}),
         ("9plan_admin_validate", {}),
         ("9plan_admin_state", {}),
-        ("9plan_admin_sessions", {}),
     ]
     done = None
     for tool, args in calls:

@@ -137,14 +137,20 @@ async def test_admin_sessions_without_a_current_session(client, other_session):
     assert [row["name"] for row in data["sessions"]] == [other_session.name]
 
 
-async def test_admin_sessions_names_the_given_session_without_selecting_it(client, other_session):
-    ok(await client.call_tool("9plan_admin_sessions", {"session_name": other_session.name}), other_session.name)
-    error(await client.call_tool("9plan_admin_state", {}), "NO_SESSION_SELECTED", None)
-    error(
-        await client.call_tool("9plan_admin_sessions", {"session_name": "ghost-grey-owl"}),
-        "SESSION_NOT_FOUND",
-        "ghost-grey-owl",
+async def test_admin_sessions_takes_no_session_name_and_selects_nothing(client, other_session):
+    listing = await client.list_tools()
+    (tool,) = [t for t in listing.tools if t.name == "9plan_admin_sessions"]
+    assert tool.input_schema.get("properties", {}) == {}
+    data = error(
+        await client.call_tool("9plan_admin_sessions", {"session_name": other_session.name}),
+        "VALIDATION_ERROR",
+        other_session.name,
+        field="session_name",
     )
+    assert data["message"] == "Unknown argument(s) 'session_name': 9plan_admin_sessions accepts none."
+    # The listing names the connection's current session in its header, and selects none.
+    ok(await client.call_tool("9plan_admin_sessions", {}), None)
+    error(await client.call_tool("9plan_admin_state", {}), "NO_SESSION_SELECTED", None)
 
 
 async def test_admin_sessions_caps_the_list_and_counts_the_rest(client, transactional_db):

@@ -74,3 +74,27 @@ async def test_resume_lists_only_what_others_did_since_the_agent_last_acted(clie
     ok(await client.call_tool("9plan_plan_note", {"text": "seen it"}), name)
     resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
     assert "changed_by_others" not in resumed
+
+
+async def test_a_restore_of_the_plan_a_worker_holds_is_told_in_its_next_answer_and_on_resume(client, sessions_dir):
+    name, (held,) = await started(client, "Write the parser")
+    ok(await client.call_tool("9plan_plan_note", {"text": "First findings"}), name)
+    ok(await client.call_tool("9plan_plan_note", {"text": "Wrong turn", "mode": "replace"}), name)
+    restored = await in_thread(services.plan_restore, session_name=name, plan_id=held, number=2, actor="user:sam")
+    assert restored.plan.notes == "First findings"
+
+    # Resume says it before the agent acts again...
+    resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+    assert any(
+        f"Plan {held} had its text restored to revision 2 by user:sam at " in line for line in resumed["changed_by_others"]
+    )
+    # ...and so does the worker's next answer, which still succeeds on the restored text.
+    data = ok(await client.call_tool("9plan_plan_note", {"text": "Carrying on"}), name)
+    assert len(data["changed_by_others"]) == 1
+    told = data["changed_by_others"][0]
+    assert told.startswith(f"Plan {held} had its text restored to revision 2 by user:sam at ") and told.endswith(" UTC.")
+    stored = await in_thread(Plan.objects.get, id=held)
+    assert stored.notes == "First findings\n\nCarrying on"
+    # Told once: the answer after that is plain again.
+    data = ok(await client.call_tool("9plan_plan_note", {"text": "More"}), name)
+    assert "changed_by_others" not in data

@@ -13,6 +13,7 @@ from django.core.management import call_command
 
 from sessions_app import services
 from sessions_app.admin import render
+from sessions_app.management.commands import nineplan_demo as demo
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import REPO, plan_fields
 
@@ -97,7 +98,7 @@ def shot(page, name: str) -> None:
 
 def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     call_command("nineplan_demo", stdout=io.StringIO())
-    session = Session.objects.get()
+    session = Session.objects.get(task_description=demo.TASK)
     active = Plan.objects.get(session=session, status="active")
     assert "9plan review" in page.inner_text("#site-name")
 
@@ -118,7 +119,7 @@ def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     timeline = page.inner_text("#np-timeline")
     assert re.search(r"^Timeline \(\d+ events\)", timeline)
     whos = set(page.locator("#np-timeline td.np-who").all_inner_texts())
-    assert whos == {"agent (MCP)", "staff: demo-staff"}
+    assert whos == {"agent", "user:demo-staff"}
     assert "agent agent" not in timeline
     # Outcomes are rendered Markdown here as on the plan page.
     assert "**" not in page.inner_text("#np-history")
@@ -328,7 +329,7 @@ def test_event_search_finds_a_discard_reason(page, live_server):
     rows = page.locator("#result_list tbody tr")
     assert rows.count() == 1
     assert "Superseded by the reporting service" in rows.first.inner_text()
-    assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent (MCP)"
+    assert rows.first.locator("td.field-who").inner_text() == render.actor_label("agent") == "agent"
     assert Event.objects.filter(session=session, kind="plan_discarded").count() == 1
 
 

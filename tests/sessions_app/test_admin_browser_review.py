@@ -70,7 +70,7 @@ def test_approver_works_the_inbox(browser, live_server, people):
     shot(page, "review-inbox")
 
     card = page.locator(f"#np-inbox-{first.id}")
-    card.locator("textarea").fill("Handle an empty file")
+    card.locator(".np-reject-notes").fill("Handle an empty file")
     follow(page, card.locator(".np-reject"))
     assert "Sent plan" in page.inner_text(".messagelist")
     assert page.url.endswith("/admin/sessions_app/plan/review/")
@@ -115,6 +115,9 @@ def test_staff_restore_a_revision(browser, live_server, people, session):
     page.locator("#np-revision-2 summary").click()
     assert "+Long careful findings" in page.inner_text("#np-revision-2")
     follow(page, page.locator("#np-restore-2"))
+    # Its worker holds it: the restore asks first.
+    assert "holds plan" in page.inner_text("#np-restore-question")
+    follow(page, page.locator("#np-restore-confirm"))
     assert "Restored plan" in page.inner_text(".messagelist")
     assert Plan.objects.get(id=plan.id).notes == "Long careful findings"
     assert page.inner_text("#np-revisions h2").startswith("Revisions (4)")

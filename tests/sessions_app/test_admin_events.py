@@ -40,5 +40,5 @@ def test_event_search_finds_any_text_of_a_detail(session, reviewer_client, reaso
 def test_event_list_names_who_did_it_once(busy, reviewer_client):
     services.plan_move(session_name=busy["session"].name, plan_id=busy["queued"][2].id, position="front", actor="user:sam")
     html = text_of(reviewer_client.get(reverse("admin:sessions_app_event_changelist")))
-    assert '<td class="field-who">staff: sam</td>' in html
-    assert '<td class="field-who">agent (MCP)</td>' in html
+    assert '<td class="field-who">user:sam</td>' in html
+    assert '<td class="field-who">agent</td>' in html

@@ -3,6 +3,7 @@ as with 500 (and with 1 session as with 30): no per-row or per-plan queries."""
 
 from __future__ import annotations
 
+import itertools
 from datetime import timedelta
 
 import pytest
@@ -11,14 +12,20 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import services
+from sessions_app import clock, needs_you, services
 from sessions_app.identifiers import new_plan_id
-from sessions_app.models import Event, Plan, Session
-from tests.sessions_app.admin_fixtures import reviewer, reviewer_client  # noqa: F401 - fixtures
+from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
+from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
+    reviewer,
+    reviewer_client,
+    staff,
+    staff_client,
+)
 
 pytestmark = pytest.mark.django_db
 
 _used_ids: set[str] = set()
+_workers = itertools.count()
 
 
 def fresh_id() -> str:
@@ -128,3 +135,105 @@ def test_plan_page_and_search_query_counts_do_not_grow(reviewer_client):
     add_plans(session, 495)
     large = (count_queries(reviewer_client, plan_url), count_queries(reviewer_client, search_url))
     assert large == small
+
+
+# --- what waits for a person: the home, the inbox and the live updates --------------------
+
+
+def add_waiting_work(session: Session, count: int) -> None:
+    """``count`` plans of each kind a person decides or watches: in review (each pulled,
+    with a revision since), held, waiting after its attempts, active with its own worker, a
+    queued plan behind each held one, and a late write and a lost lease for each."""
+    now = timezone.now()
+    low = Plan.objects.filter(session=session, status="queued").order_by("-sort_key").first()
+    key = (low.sort_key + 1) if low else 0
+    plans, events, revisions, links = [], [], [], []
+
+    def plan(status: str, i: int, **fields) -> Plan:
+        made = Plan(
+            id=fresh_id(), session=session, status=status, goal=f"{status} {i} of {session.name}",
+            context="Context", approach="Approach", success_criteria="Criteria", notes="Notes so far",
+            outcome="**Done**" if status == "in_review" else "", created_at=now, updated_at=now, **fields,
+        )  # fmt: skip
+        plans.append(made)
+        return made
+
+    for i in range(count):
+        reviewed = plan("in_review", i)
+        events.append(Event(session=session, plan=reviewed, kind="plan_pulled", actor="agent", created_at=now))
+        revisions.append(Revision(plan=reviewed, number=1, kind="add", actor="agent", sections=["goal"], undo={}, created_at=now - timedelta(minutes=1)))
+        revisions.append(Revision(plan=reviewed, number=2, kind="note", actor="agent", sections=["notes"], undo={"notes": [5, ""]}, created_at=now + timedelta(seconds=1)))
+        held = plan("held", i, rejections=3)
+        waiting = plan("queued", i, sort_key=key, waiting_for_person=True, attempts=3)
+        behind = plan("queued", i, sort_key=key + 1)
+        key += 2
+        links.append(PlanDependency(plan=behind, depends_on=held))
+        links.append(PlanDependency(plan=behind, depends_on=waiting))
+        worker = f"w{next(_workers)}"
+        active = plan("active", i, worker=worker, claimed_at=now, lease_expires_at=now + timedelta(minutes=20))
+        for kind in ("plan_reclaimed", "late_write_kept"):
+            events.append(Event(session=session, plan=active, kind=kind, actor="agent", detail={"worker": worker}, created_at=now))
+    Plan.objects.bulk_create(plans)
+    Event.objects.bulk_create(events)
+    Revision.objects.bulk_create(revisions)
+    PlanDependency.objects.bulk_create(links)
+
+
+def grow(first: Session, sessions: int, per_session: int) -> None:
+    add_waiting_work(first, per_session)
+    for i in range(sessions):
+        add_waiting_work(services.session_create(task_description=f"more {i}"), per_session)
+
+
+WAITING_PAGES = {
+    "home": lambda session: reverse("admin:index"),
+    "inbox": lambda session: reverse("admin:sessions_app_plan_review_inbox"),
+    "live home": lambda session: reverse("nineplan_live") + "?view=home",
+    "live inbox": lambda session: reverse("nineplan_live") + "?view=inbox",
+    "live session": lambda session: reverse("nineplan_live") + f"?view=session&session={session.name}",
+}
+
+
+@pytest.mark.parametrize("page", list(WAITING_PAGES))
+def test_what_waits_for_a_person_costs_the_same_queries_at_two_sizes(staff_client, page):
+    first = services.session_create(task_description="watched", review="required")
+    add_waiting_work(first, 2)
+    url = WAITING_PAGES[page](first)
+    small = count_queries(staff_client, url)
+
+    grow(first, sessions=6, per_session=12)
+    assert Plan.objects.filter(status="in_review").count() == 86
+    large = count_queries(staff_client, url)
+    assert large == small
+    response = staff_client.get(url)
+    if page == "home":
+        assert response.context["needs"].counts.in_review == 86
+        assert len(response.context["needs"].blocked) == needs_you.SHOWN
+    if page == "inbox":
+        rows = response.context["rows"]
+        assert len(rows) == 86 and all(row["changed"] == ["r2 note by agent: Notes"] for row in rows)
+        assert rows[0]["diffs"] == [("Notes", [("hunk", "@@ -1 +1 @@"), ("del", "-Notes"), ("add", "+Notes so far")])]
+        assert "<strong>Done</strong>" in rows[0]["outcome"]
+    if page.startswith("live"):
+        assert response.status_code == 200 and response.json()["parts"]
+
+
+@pytest.mark.parametrize("page", ["live home", "live inbox", "live session"])
+def test_an_update_with_nothing_new_is_a_304_after_the_same_few_queries(staff_client, page, monkeypatch):
+    # The tag holds the minute: the clock stands still, so it cannot turn between two requests.
+    still = timezone.now()
+    monkeypatch.setattr(clock, "now", lambda: still)
+    first = services.session_create(task_description="watched", review="required")
+    add_waiting_work(first, 2)
+    url = WAITING_PAGES[page](first)
+
+    def unchanged() -> int:
+        tag = staff_client.get(url)["ETag"]
+        with CaptureQueriesContext(connection) as ctx:
+            response = staff_client.get(url, HTTP_IF_NONE_MATCH=tag)
+        assert response.status_code == 304 and response.content == b""
+        return len(ctx.captured_queries)
+
+    small = unchanged()
+    grow(first, sessions=4, per_session=10)
+    assert unchanged() == small

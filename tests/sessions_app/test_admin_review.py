@@ -95,7 +95,12 @@ def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client,
     assert "+&lt;img src=x onerror=alert(1)&gt;" in html and "<img src=x" not in html
     assert 'id="np-restore-2"' in html and 'id="np-restore-3"' not in html
 
-    response = staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"})
+    # The plan is active: its worker holds it, so the restore asks first and changes nothing.
+    asked = staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"})
+    assert asked.status_code == 200 and 'id="np-restore-confirm"' in asked.content.decode()
+    assert "Worker <code>default</code> holds plan" in asked.content.decode()
+    assert Plan.objects.get(id=plan.id).notes == "Wiped" and Revision.objects.filter(plan=plan).count() == 3
+    response = staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2", "confirmed": "yes"})
     assert response.status_code == 302
     stored = Plan.objects.get(id=plan.id)
     assert stored.notes == "<img src=x onerror=alert(1)>"
@@ -103,7 +108,7 @@ def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client,
         (1, "add", "agent"), (2, "note", "agent"), (3, "note", "agent"), (4, "restore", "user:sam")
     ]
     # The restore is a revision too: the replaced text is one more restore away.
-    staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "3"})
+    staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "3", "confirmed": "yes"})
     assert Plan.objects.get(id=plan.id).notes == "Wiped"
 
 
@@ -134,7 +139,7 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     assert f'data-plan="{first.id}" data-status="in_review"' in card and "Parse the config" in card
     queue = html[html.index('id="np-queue"') :].split("</section>")[0]
     assert "but the task is not done: 1 plan awaits a decision." in queue and "Task complete" not in queue
-    assert '<dd id="np-in-review-count">1</dd>' in html
+    assert '<dd id="np-in-review-count" data-live-count="review_summary">1</dd>' in html
 
     services.plan_review(session_name=name, plan_id=first.id, decision="reject", notes="No.", actor="user:rita")
     services.plan_enqueue(session_name=name, **plan_fields(goal="Second"))
@@ -143,7 +148,7 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     html = _session_page(reviewer_client, name)
     card = html[html.index('id="np-awaiting"') :].split("</section>")[0]
     assert f'data-plan="{first.id}" data-status="held"' in card and f'data-plan="{second.id}" data-status="in_review"' in card
-    assert "2 plans await a decision." in html and '<dd id="np-in-review-count">1, 1 held</dd>' in html
+    assert "2 plans await a decision." in html and '<dd id="np-in-review-count" data-live-count="review_summary">1, 1 held</dd>' in html
 
     # The chart's replay: a rejection puts the plan back in the queue, the hold takes it out.
     series = [(q, d) for _, q, d in admin_reads.session_series(Session.objects.get(name=name))]
@@ -155,3 +160,19 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     html = _session_page(reviewer_client, name)
     assert 'id="np-awaiting"' not in html and "Task complete! 🎉" in html
     assert [d for _, _, d in admin_reads.session_series(Session.objects.get(name=name))][-2:] == [1, 1]
+
+
+def test_a_restore_is_not_even_asked_of_a_manager_of_another_project(session, settings):
+    from django.contrib.auth import get_user_model
+
+    plan = revised_plan(session, "Kept", "Replaced", goal="Write docs")
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    services.project_create(name="elsewhere")
+    get_user_model().objects.create_user("mo", password="x", is_staff=True)
+    services.project_grant(project="elsewhere", username="mo", role="manager")
+    services.project_grant(project="default", username="mo", role="reader")
+    client = client_for(get_user_model().objects.get(username="mo"))
+    before = db_rows()
+    assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"}).status_code == 403
+    assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2", "confirmed": "yes"}).status_code == 403
+    assert db_rows() == before

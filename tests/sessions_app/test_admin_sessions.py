@@ -4,18 +4,21 @@ chart)."""
 
 from __future__ import annotations
 
+import io
 import re
 from datetime import UTC, datetime, timedelta
 from urllib.parse import urlencode
 
 import pytest
+from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import excerpts, services
+from sessions_app import excerpts, interventions, services
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
-from sessions_app.models import Event
+from sessions_app.models import Event, Plan, Session
+from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, quiet, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
 
@@ -59,6 +62,22 @@ def test_sessions_list_filters_and_search(busy, quiet, reviewer_client):
 
 
 # Column numbers count list_display from 0: 3 queue, 5 completed, 6 discarded, 7 last activity.
+def test_sessions_list_shows_what_waits_for_a_person_and_how_many_workers(reviewer_client, sessions_dir):
+    call_command("nineplan_demo", stdout=io.StringIO())
+    parallel = Session.objects.get(review="required")
+    rows = listed(reviewer_client)
+    row = rows[parallel.name]
+    assert (row.queue_length, row.waiting_count, row.in_review_count, row.held_count, row.workers_count) == (2, 1, 1, 1, 2)
+    calm = rows[Session.objects.exclude(name=parallel.name).get().name]
+    assert (calm.waiting_count, calm.in_review_count, calm.held_count, calm.workers_count) == (0, 0, 0, 1)
+    html = text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
+    cells = html[html.index(f">{parallel.name}<") :].split("</tr>")[0]
+    assert '2 <span class="np-muted np-sub">1 waiting</span>' in cells
+    assert '1<span class="np-muted np-sub">1 in review</span><span class="np-muted np-sub">1 held</span>' in cells
+    assert '<span class="np-muted np-sub np-workers">2 workers hold plans</span>' in cells
+    assert "np-workers" not in html[html.index(f">{calm.name}<") :].split("</tr>")[0]
+
+
 @pytest.mark.parametrize("column", [3, 5, 6, 7])
 def test_sessions_list_sorts_by_the_computed_columns(busy, quiet, reviewer_client, column):
     response = reviewer_client.get(reverse("admin:sessions_app_session_changelist") + f"?o={column}")
@@ -121,22 +140,44 @@ def test_timeline_names_who_did_it(busy, reviewer_client):
     response = reviewer_client.get(session_url(session.name))
     top = [(r["who"], r["event"].kind) for r in response.context["timeline"][:4]]
     assert top == [
-        ("agent: alice-laptop", "plan_note"),
-        ("API: ci-bot", "plan_moved"),
-        ("staff: sam", "plan_moved"),
-        ("agent (MCP)", "plan_created"),
+        ("agent:alice-laptop", "plan_note"),
+        ("api:ci-bot", "plan_moved"),
+        ("user:sam", "plan_moved"),
+        ("agent", "plan_created"),
     ]
     whos = re.findall(r'<td class="np-who">(.*?)</td>', text_of(response))
-    assert whos[:4] == ["agent: alice-laptop", "API: ci-bot", "staff: sam", "agent (MCP)"]
+    assert whos[:4] == ["agent:alice-laptop", "api:ci-bot", "user:sam", "agent"]
     assert "agent agent" not in text_of(response)
 
 
 @pytest.mark.parametrize(
     "actor, label",
-    [("agent", "agent (MCP)"), ("agent:alice-laptop", "agent: alice-laptop"), ("user:sam", "staff: sam"), ("api:ci-bot", "API: ci-bot"), ("repair", "repair"), ("import", "import")],
+    [
+        ("agent", "agent"),
+        ("agent/alpha", "agent/alpha"),
+        ("agent:alice/laptop", "agent:alice/laptop"),
+        ("agent:alice/laptop/alpha", "agent:alice/laptop/alpha"),
+        ("user:sam", "user:sam"),
+        ("lease", "lease"),
+        ("repair", "repair"),
+        ("import", "import"),
+    ],
 )
-def test_each_actor_has_one_label(actor, label):
+def test_each_actor_has_one_label_the_one_the_event_stores(actor, label):
     assert render.actor_label(actor) == label
+
+
+def test_a_person_reads_the_same_in_the_notes_heading_the_timeline_and_what_an_agent_is_told(reviewer_client):
+    session = services.session_create(review="required")
+    plan = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Reviewed")).plan
+    services.plan_pull(session_name=session.name, worker="alpha")
+    services.plan_complete(session_name=session.name, worker="alpha", outcome="done")
+    services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
+    assert "### Rejected in review by user:rita," in Plan.objects.get(id=plan.id).notes
+    whos = re.findall(r'<td class="np-who">(.*?)</td>', text_of(reviewer_client.get(session_url(session.name))))
+    assert {"user:rita", "agent/alpha"} <= set(whos)
+    (told,) = interventions.interventions(session.name)
+    assert told.describe().startswith(f"Plan {plan.id} was sent back in review to the front of the queue by user:rita")
 
 
 def test_timeline_heading_counts_in_the_singular_and_plural(session, reviewer_client):

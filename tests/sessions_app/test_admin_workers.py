@@ -69,11 +69,19 @@ def test_staff_reclaim_a_claim_and_the_worker_is_fenced_off(team, staff_client):
     assert services.plan_pull(session_name=name, worker="carol").id == a.id
 
 
-def test_an_expired_lease_is_flagged(team, reviewer_client, monkeypatch):
+def test_an_expired_lease_is_flagged_as_still_held(team, reviewer_client, monkeypatch):
+    page = reviewer_client.get(plan_url(team["a"].id)).content.decode()
+    assert "lease until" in page and 'id="np-lease-expired"' not in page
     later = timezone.now() + timedelta(seconds=120)
     monkeypatch.setattr(clock, "now", lambda: later)
     page = reviewer_client.get(session_url(team["session"].name)).content.decode()
     assert page.count("np-badge np-fail\">expired") == 2
+    assert page.count("still held until another worker pulls") == 2
+    page = reviewer_client.get(plan_url(team["a"].id)).content.decode()
+    worker = page[page.index('id="np-worker"'):][:600]
+    assert 'id="np-lease-expired"' in worker and "(still held until another worker pulls)" in worker
+    # Looking moved nothing.
+    assert Plan.objects.get(id=team["a"].id).worker == "alice"
 
 
 def test_the_plan_page_shows_dependencies_both_ways_and_late_writes(team, reviewer_client, monkeypatch):

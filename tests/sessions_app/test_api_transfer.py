@@ -308,8 +308,16 @@ def test_an_existing_session_or_plan_is_never_overwritten(document, full_session
 
 def test_plan_files_left_in_the_folder_are_never_overwritten(document, full_session, sessions_dir, rejects):
     Session.objects.all().delete()
-    with rejects("VALIDATION_ERROR", field="session.name", match="already holds plan files"):
+    left = sorted(p.read_bytes() for p in (sessions_dir / full_session.name / "plans").iterdir())
+    with rejects("VALIDATION_ERROR", field="session.name", match="already holds plan files") as refused:
         export_import.session_import(document)
+    assert "no session of this database owns" in refused.value.message
+    assert "Run `nineplan_repair --apply`, which keeps them in preserved/" in refused.value.message
+    # The way out it names: the repair keeps them aside, and the import goes through.
+    call_command("nineplan_repair", "--apply", stdout=io.StringIO())
+    kept = sessions_dir / full_session.name / "preserved"
+    assert sorted(p.read_bytes() for p in kept.iterdir()) == left
+    assert export_import.session_import(document).name == full_session.name
 
 
 def test_the_import_command_reports_errors_without_a_traceback(tmp_path):

@@ -1,9 +1,12 @@
 """Backups: a consistent copy of the database and the plan files, taken while another
 process keeps writing, and one taken before a migration that changes data; one killed
-midway (a real process, SIGKILL) never passes for finished, and `--verify` refuses it."""
+midway (a real process, SIGKILL) never passes for finished, and `--verify` and the restore
+refuse it; a restore killed midway changes nothing."""
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import signal
 import sqlite3
@@ -22,6 +25,7 @@ from sessions_app import backup, planfiles, search, services
 from sessions_app.models import Plan
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.conftest import plan_file
+from tests.sessions_app.test_repair import run_command
 
 pytestmark = pytest.mark.django_db(transaction=True)
 sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's online backup; pg_dump on PostgreSQL")
@@ -239,11 +243,24 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
     assert not (left / backup.MANIFEST).exists()
     with pytest.raises(CommandError, match="never finished"):
         call_command("nineplan_backup", verify=left, stdout=open(os.devnull, "w"))
+    # The restore refuses it, and changes nothing.
+    before = tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))
+    restoring = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_restore", str(left)], cwd=REPO, env=subprocess_env, capture_output=True,
+        text=True, timeout=120,
+    )  # fmt: skip
+    assert restoring.returncode == 1 and restoring.stdout == ""
+    assert restoring.stderr == f"CommandError: {left} is a backup that never finished (it was stopped midway); do not restore it.\n"
+    assert (tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
     # Renamed by hand, it is still refused: it has no manifest.
     renamed = left.with_name(left.name.removesuffix(backup.INCOMPLETE))
     left.rename(renamed)
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
         call_command("nineplan_backup", verify=renamed, stdout=open(os.devnull, "w"))
+    with pytest.raises(CommandError, match="is not a finished 9plan backup"):
+        call_command("nineplan_restore", str(renamed), stdout=open(os.devnull, "w"))
+    assert (tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
 
     done = subprocess.run(
         [PYTHON, MANAGE, "nineplan_backup", "--output", str(tmp_path / "again")], cwd=REPO, env=subprocess_env,
@@ -259,3 +276,120 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
     assert checked.returncode == 0, checked.stderr
     # 8,000 kept files, 50 plan files and their 50 bases.
     assert f"{whole} is a whole backup of" in checked.stdout and "8,100 files" in checked.stdout
+    assert f"run nineplan_restore {whole}." in checked.stdout
+
+
+def tree(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` by its path, with its bytes."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@sqlite_only
+def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(session, make_plan, sessions_dir, tmp_path):
+    done = make_plan(session, goal="Done at the backup")
+    kept = make_plan(session, goal="Queued at the backup")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="finished")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    files_then = tree(sessions_dir)
+
+    # After the backup: a plan added, the kept one's file edited, a stray file.
+    later = make_plan(session, goal="Added after the backup")
+    plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
+    (sessions_dir / session.name / "stray.txt").write_text("stray", encoding="utf-8")
+    replaced_then = tree(sessions_dir)
+
+    out = io.StringIO()
+    call_command("nineplan_restore", str(folder), stdout=out)
+
+    assert list(Plan.objects.order_by("goal").values_list("goal", "status")) == [
+        ("Done at the backup", "completed"), ("Queued at the backup", "queued"),
+    ]  # fmt: skip
+    assert not Plan.objects.filter(id=later.id).exists() and Plan.objects.get(id=done.id).outcome == "finished"
+    assert tree(sessions_dir) == files_then
+    # What it replaced is kept beside it, whole, for a person to delete.
+    [aside] = tmp_path.glob("sessions.before-restore-*")
+    assert tree(aside) == replaced_then
+    assert f"Restored {folder}." in out.getvalue() and str(aside) in out.getvalue()
+    assert not list(tmp_path.glob("sessions.restoring-*"))
+    assert "Nothing to repair." in run_command()
+    services.plan_pull(session_name=session.name)  # the restored database is the one in use
+
+
+def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(session, make_plan, sessions_dir, tmp_path):
+    make_plan(session, goal="Queued at the backup")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    later = make_plan(session, goal="Added after the backup")
+    next((folder / backup.SESSIONS_DIR).rglob("*.txt")).unlink()
+    before = tree(sessions_dir)
+    with pytest.raises(CommandError, match=r"holds 0 files where the backup wrote 1; do not restore this backup\."):
+        call_command("nineplan_restore", str(folder), stdout=io.StringIO())
+    assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
+
+
+def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    manifest = json.loads((folder / backup.MANIFEST).read_text(encoding="utf-8"))
+    (folder / backup.MANIFEST).write_text(json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8")
+    with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
+        call_command("nineplan_restore", str(folder), stdout=io.StringIO())
+
+
+@pytest.mark.postgres
+def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_database_to_pg_restore(
+    session, make_plan, sessions_dir, tmp_path
+):
+    kept = make_plan(session, goal="Queued at the backup")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    files_then = tree(sessions_dir)
+    plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
+    later = make_plan(session, goal="Added after the backup")
+
+    call_command("nineplan_restore", str(folder), stdout=io.StringIO())
+
+    # The database is pg_restore's to put back: the plan added since is still there, and
+    # the repair gave it its file again.
+    assert Plan.objects.filter(id=later.id, status="queued").exists()
+    assert tree(sessions_dir) == {**files_then, **{k: v for k, v in tree(sessions_dir).items() if later.id in k}}
+    assert plan_file(sessions_dir, kept).read_bytes() == files_then[f"{session.name}/plans/{kept.id}.txt"]
+    assert len(list(tmp_path.glob("sessions.before-restore-*"))) == 1
+
+
+@pytest.mark.slow
+def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(5)])
+    extra = sessions_dir / session.name / "preserved"
+    extra.mkdir()
+    for i in range(8000):
+        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+    folder = backup.backup_create(destination=tmp_path / "backups")
+    later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
+    before = tree(sessions_dir)
+    restoring = subprocess.Popen(
+        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+
+    def copying() -> bool:
+        staged = list(tmp_path.glob(f"sessions.restoring-*/{session.name}/preserved"))
+        return bool(staged) and len(os.listdir(staged[0])) >= 200
+
+    kill_when(restoring, copying, "it copied plan files")
+    # Only its copy aside is left: the plan files and the database are as they were.
+    assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
+    [staged] = tmp_path.glob("sessions.restoring-*")
+
+    done = subprocess.run(
+        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env, capture_output=True,
+        text=True, timeout=600,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    # The backup's database, without the plan added since (on PostgreSQL, pg_restore's to put back).
+    restored = connection.vendor == "sqlite"
+    assert Plan.objects.filter(id=later.id).exists() is not restored
+    # Plan files are a local copy: the plan added since has none in the restored folder until
+    # a pull writes it (on PostgreSQL, where the plan stays).
+    assert not (sessions_dir / session.name / "plans" / f"{later.id}.txt").exists()
+    assert len(os.listdir(sessions_dir / session.name / "preserved")) == 8000
+    assert staged.exists()  # the killed run's, for a person to delete (README, Maintenance)

@@ -71,8 +71,8 @@ HOSTILE = {
     # (how the document is made hostile, the text put in place of the placeholder, field, message)
     "nested 200,000 deep": (deep_detail, "[" * DEEP + "]" * DEEP, "events[0]", "nests arrays or objects more than 32 deep"),
     "a number of 100,001 digits": (long_number, "1" * 100_001, "plans[0]", "holds a number of more than 20 digits"),
-    "an infinite number": (long_number, "1e999999", "plans[0]", "is too large to hold"),
-    "NaN": (long_number, "NaN", "plans[0]", "NaN is not a JSON number"),
+    "an infinite number": (long_number, "1e999999", "plans[0]", "holds the number 1e999999, too large to hold"),
+    "NaN": (long_number, "NaN", "plans[0]", "holds NaN, which is not a JSON number"),
 }
 
 
@@ -114,12 +114,25 @@ def test_the_import_command_refuses_a_hostile_document_like_any_other(document, 
     assert_nothing_imported(sessions_dir)
 
 
+@pytest.mark.slow
+def test_on_a_fresh_data_directory_the_refusal_is_still_the_one_line_on_stderr(document, tmp_path):
+    from tests.test_commands import run
+
+    # At the default log level, where making the tables logs a line at info.
+    done = run(tmp_path / "data", "nineplan_import", hostile_file(document, tmp_path, "nested 200,000 deep"),
+               log_level="info")  # fmt: skip
+    assert done.returncode == 1 and done.stdout == ""
+    assert done.stderr.count("\n") == 1 and done.stderr.startswith("CommandError: VALIDATION_ERROR: events[0]: ")
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
         ("{not json", "is not JSON: expected a key in double quotes (line 1, column 2)"),
         ('{"format": 1, "format": 2}', "gives the key 'format' twice in one object"),
-        ("\ufeff{}", "must be a JSON object"),
+        ("\ufeff{}", "starts with a byte order mark (U+FEFF); save it as UTF-8 without one"),
+        ("", "is empty: an export is one JSON object"),
+        ("  \n", "is empty: an export is one JSON object"),
         ("[1, 2]", "must be a JSON object"),
         (b"{\xff}", "is not UTF-8 text (at byte 1)"),
     ],
@@ -193,6 +206,15 @@ def test_a_file_text_within_the_limits_is_restored_and_taken_in_by_the_next_note
     assert noted.notes == "edited in the file\n\nand noted"
 
 
+def test_a_revision_whose_earlier_text_is_over_the_field_limit_is_refused(document, rejects, settings):
+    settings.NINEPLAN_MAX_FIELD_CHARS = 1000
+    plan = next(p for p in document["plans"] if len(p["revisions"]) > 1)
+    plan["revisions"][1]["undo"] = {"notes": [600, "n" * 401]}
+    at = f"plans[{document['plans'].index(plan)}].revisions[1].undo"
+    with rejects("VALIDATION_ERROR", field=at, match="gives notes an earlier text of 1,001 characters; a section holds"):
+        export_import.session_import(document)
+
+
 # --- a stream, all or nothing ----------------------------------------------------------------
 
 
@@ -253,3 +275,45 @@ def test_stdin_is_read_as_a_stream_too(document, tmp_path, monkeypatch):
     assert out.getvalue().strip() == document["session"]["name"]
     assert session_snapshot(document["session"]["name"]) == document.before
     shutil.rmtree(tmp_path / "sessions" / document["session"]["name"])
+
+
+@pytest.mark.parametrize("extra", [0, 1], ids=["at the cap", "one over"])
+def test_an_import_holds_a_plan_to_the_same_number_of_dependents(document, rejects, sessions_dir, extra):
+    from sessions_app.models import MAX_DEPENDENTS, PlanDependency
+
+    base = open_plan(document)
+    dropped = next(p for p in document["plans"] if p["status"] == "discarded")
+    already = sum(base["id"] in p.get("depends_on", []) for p in document["plans"])
+    for i in range(MAX_DEPENDENTS - already + extra):
+        document["plans"].append({**dropped, "id": f"d{i:04d}", "depends_on": [base["id"]], "file_text": None})
+    if extra:
+        with rejects("VALIDATION_ERROR", field="plans", match=f"plan {base['id']} has more than {MAX_DEPENDENTS}"):
+            export_import.session_import(document)
+        return
+    export_import.session_import(document)
+    assert PlanDependency.objects.filter(depends_on_id=base["id"]).count() == MAX_DEPENDENTS
+
+
+def test_the_rows_held_for_one_write_are_bounded_by_their_text_as_well_as_their_count(document, monkeypatch):
+    # A thousand plans near the plan limit would be a quarter of a gigabyte in one batch.
+    monkeypatch.setattr(restore, "BATCH_CHARS", 50_000)
+    template = open_plan(document)
+    for i in range(30):
+        document["plans"].append(
+            {**template, "id": f"b{i:04d}", "sort_key": 10_000 + i, "context": f"{i} " + "c" * 20_000,
+             "file_text": None, "revisions": []}
+        )  # fmt: skip
+    held, create = [], Plan.objects.bulk_create
+
+    def counted(plans, *args, **kwargs):
+        held.append(sum(len(plan.context) for plan in plans))
+        return create(plans, *args, **kwargs)
+
+    monkeypatch.setattr(Plan.objects, "bulk_create", counted)
+    name = export_import.session_import(document).name
+    assert len(held) > 1 and max(held) <= 50_000 + 20_010
+    assert Plan.objects.filter(session_id=name, id__startswith="b").count() == 30
+    assert Plan.objects.get(id="b0029").context == "29 " + "c" * 20_000
+    open_plans = sum(1 for plan in document["plans"] if plan["status"] in ("queued", "active"))
+    assert len(planfiles.list_plan_files(name)) == open_plans
+    assert invariants.check_invariants(name).valid

@@ -132,8 +132,9 @@ class Model:
         mp = self.plans[plan_id]
         return not mp.waiting and all(self.plans[d].status == "completed" for d in mp.deps)
 
-    def expired(self) -> list[str]:
-        found = [pid for pid in self.claimed.values() if self.plans[pid].lease_until < self.now]
+    def expired(self, keep: str | None = None) -> list[str]:
+        """Expired claims, but the one of worker ``keep`` (a pull never reclaims its own)."""
+        found = [pid for w, pid in self.claimed.items() if self.plans[pid].lease_until < self.now and w != keep]
         return sorted(found, key=lambda pid: (self.plans[pid].lease_until, pid))
 
 
@@ -228,10 +229,11 @@ class NineplanMachine(RuleBasedStateMachine):
     def time_passes(self, seconds):
         self.model.now += seconds
 
-    def _reclaim(self) -> None:
-        """What the model expects of every reclaim due now (a pull or a sweep runs them)."""
-        before = {pid: self.model.plans[pid].sections["notes"] for pid in self.model.expired()}
-        expired = self.model.expired()
+    def _reclaim(self, keep: str | None = None) -> None:
+        """What the model expects of every reclaim due now (another worker's pull or
+        ``nineplan_reclaim`` runs them; the sweep only reports them)."""
+        expired = self.model.expired(keep)
+        before = {pid: self.model.plans[pid].sections["notes"] for pid in expired}
         for plan_id in expired:
             # The worker's file edits are not taken in: fenced off, kept as its late write.
             self.model.file_notes.pop(plan_id, None)
@@ -254,7 +256,7 @@ class NineplanMachine(RuleBasedStateMachine):
     @rule(worker=WORKERS)
     def pull(self, worker):
         name = worker_name(worker)
-        reclaimed = self._reclaim()
+        reclaimed = self._reclaim(keep=name)
         ready = [pid for pid in self.model.queue if self.model.ready(pid)]
         if name in self.model.claimed or not ready:
             with pytest.raises(NineplanError) as info:
@@ -279,7 +281,7 @@ class NineplanMachine(RuleBasedStateMachine):
         mp.status, mp.worker, mp.lease_until = "active", name, self.model.now + LEASE
 
     @rule()
-    def sweep(self):
+    def reclaim_command(self):
         reclaimed = self._reclaim()
         done = services.reclaim_expired(session_name=self.name)
         assert sorted(p.id for p in done) == sorted(reclaimed)

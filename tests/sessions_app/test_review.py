@@ -72,6 +72,9 @@ def test_approve_completes_and_indexes_the_plan():
     assert hits(session, "tokenizer") == [plan.id]
     assert Session.objects.get(name=session.name).count_completed == 1
     assert Event.objects.filter(plan=plan).last().detail == {"decision": "approve", "notes": "Looks right"}
+    # The notes are kept in the plan's history too, as a review revision by the reviewer.
+    assert "### Approved in review by user:rita" in stored.notes and stored.notes.endswith("Looks right")
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor"))[-1] == (2, "review", "user:rita")
     assert events(plan)[-1] == ("plan_approved", "user:rita")
     assert invariants.check_invariants(session.name).valid
 
@@ -191,8 +194,14 @@ def test_a_pull_with_only_plans_in_review_left_says_the_task_waits_for_review(se
         services.plan_pull(session_name=session.name)
     assert info.value.message.startswith(
         f"No plan is queued or active, but the task is not done: 1 plan(s) await review ({second.id}) "
-        f"and 1 plan(s) are held for a person ({first.id})."
+        f"and 1 plan(s) are held ({first.id}). A reviewer's approval completes a plan in review"
     )
+    # What a held plan waits for, and who ends the wait, is said too; it is no plan in review.
+    assert info.value.message.endswith(
+        "A plan is held after too many rejections in review: not pulled or reviewed again until a person with "
+        "the manager role releases it in the admin."
+    )
+    assert info.value.reason == errors.AWAITING_REVIEW
 
     # Once every plan is decided, the task is complete.
     services.plan_review(session_name=session.name, plan_id=second.id, decision="approve", actor="user:rita")

@@ -1,5 +1,5 @@
-"""Several workers in one session: each holds its own plan, leases run out and are
-reclaimed, a late writer is fenced off, and plans wait for the plans they depend on
+"""Several workers in one session: each holds its own plan, an expired claim stays its
+worker's until another worker's pull takes it, a late writer is fenced off, and plans wait for the plans they depend on
 (docs/design.md, "Model and invariants", "Services and queries")."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from datetime import timedelta
 
 import pytest
 
-from sessions_app import errors, invariants, planfiles, queries, services
+from sessions_app import clock, errors, invariants, planfiles, queries, repair, services
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file  # the now fixture is there too
@@ -150,23 +150,47 @@ def test_an_expired_claim_is_reclaimed_by_the_next_pull_with_its_notes(short, no
     assert not LostClaim.objects.filter(worker="w1").exists()
 
 
-def test_a_reclaim_stands_even_when_the_pull_then_has_nothing_to_give(short, now):
+def test_a_lone_worker_keeps_its_expired_claim_and_its_writes_renew_it(short, now):
+    a = add(short, "A")
+    pull(short)
+    now.advance(31 * 60)  # far past the lease, but nobody else wanted the plan
+    # The start-up repair leaves the claim alone: it is no crash's leftover.
+    assert not [x for x in repair.repair_all(apply=True) if x.target == a.id]
+    assert (row(a).status, row(a).worker) == (Plan.Status.ACTIVE, "default")
+    written = services.plan_note(session_name=short.name, text="thought long, found it")
+    assert written.plan.id == a.id
+    assert row(a).lease_expires_at == now.at + timedelta(seconds=60) and row(a).attempts == 0
+    now.advance(61)
+    services.plan_renew(session_name=short.name)
+    assert row(a).lease_expires_at == now.at + timedelta(seconds=60)
+    now.advance(61)
+    services.plan_complete(session_name=short.name, outcome="done at last")
+    assert row(a).status == Plan.Status.COMPLETED and "thought long, found it" in row(a).notes
+    assert not Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED, session=short).exists()
+    assert_valid(short)
+
+
+def test_a_workers_own_pull_leaves_its_expired_claim_and_a_reclaim_stands_when_the_pull_gives_nothing(short, now):
     a = add(short, "A")
     pull(short, "w1")
     now.advance(61)
-    # w1 pulls again: its own expired claim goes back to the queue and comes back to it.
-    again = pull(short, "w1")
-    assert again.id == a.id and again.attempts == 1
-    # A worker that already holds one still sees the reclaim of others stand.
-    b = add(short, "B")
-    pull(short, "w2")
-    now.advance(61)
+    # w1 pulls again: its own expired claim stays its own.
     with pytest.raises(errors.PlanAlreadyActive):
-        # w3 holds nothing: it takes the front plan; w3 then pulls again and is refused,
-        # but the second expiry it found is kept.
-        pull(short, "w3"), pull(short, "w3")
-    assert {row(a).status, row(b).status} == {Plan.Status.ACTIVE, Plan.Status.QUEUED}
-    assert Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED, session=short).count() == 3
+        pull(short, "w1")
+    assert (row(a).worker, row(a).attempts) == ("w1", 0)
+    assert not Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED, session=short).exists()
+    # Another worker's pull takes it: the reclaimed plan goes first.
+    b = add(short, "B")
+    assert pull(short, "w3").id == a.id
+    assert pull(short, "w2").id == b.id
+    now.advance(61)
+    # w3 holds a plan: its pull reclaims w2's expired claim (not its own), then is refused,
+    # and the reclaim stands.
+    with pytest.raises(errors.PlanAlreadyActive):
+        pull(short, "w3")
+    assert (row(a).status, row(a).worker) == (Plan.Status.ACTIVE, "w3")
+    assert row(b).status == Plan.Status.QUEUED
+    assert Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED, session=short).count() == 2
 
 
 def test_after_max_attempts_a_plan_waits_for_a_person(short, now, rejects):
@@ -190,7 +214,7 @@ def test_after_max_attempts_a_plan_waits_for_a_person(short, now, rejects):
     assert_valid(short)
 
 
-def test_the_sweep_reclaims_every_session_and_leaves_live_claims(short, now):
+def test_nineplan_reclaim_takes_back_every_sessions_expired_claims_and_leaves_live_ones(short, now):
     other = services.session_create(lease_seconds=3600)
     add(short, "A"), add(other, "B")
     held_short, held_other = pull(short, "w1"), pull(other, "w1")
@@ -355,3 +379,67 @@ def test_an_export_carries_claims_and_dependencies_and_imports_them_back(short, 
     assert [d for d, _ in queries.dependencies(b.id).depends_on] == [a.id]
     assert Session.objects.get(name=short.name).lease_seconds == 60
     assert_valid(short)
+
+
+# --- how many plans may depend on one -------------------------------------------------------
+
+
+def _dependents_in_bulk(session, on: Plan, n: int) -> list[Plan]:
+    """``n`` queued plans that depend on ``on``, written as rows in bulk (no files: a
+    discard renders the file of each it notes)."""
+    at = timezone.now()
+    start = Plan.objects.filter(session=session).exclude(sort_key=None).order_by("-sort_key").first().sort_key
+    plans = [
+        Plan(
+            id=f"d{i:04d}",
+            session=session,
+            status=Plan.Status.QUEUED,
+            sort_key=start + 1 + i,
+            goal=f"Dependent {i}",
+            context="c",
+            approach="a",
+            success_criteria="s",
+            created_at=at,
+            updated_at=at,
+        )
+        for i in range(n)
+    ]
+    Plan.objects.bulk_create(plans)
+    PlanDependency.objects.bulk_create([PlanDependency(plan=p, depends_on=on) for p in plans])
+    return plans
+
+
+def test_a_plan_may_have_max_dependents_and_discarding_it_notes_each(session, rejects, sessions_dir, settings):
+    from sessions_app.models import MAX_DEPENDENTS
+
+    base = add(session, "Base")
+    _dependents_in_bulk(session, base, MAX_DEPENDENTS - 2)
+    # At the cap: one more alone, then a batch whose first plan is the last allowed.
+    add(session, "The last but one", depends_on=[base.id])
+    with rejects("VALIDATION_ERROR", field="plans[1].depends_on[0]", match=f"at most {MAX_DEPENDENTS}"):
+        services.plan_enqueue_many(
+            session_name=session.name,
+            plans=[plan_fields(goal="Last", depends_on=[base.id]), plan_fields(goal="One over", depends_on=[base.id])],
+        )
+    last = add(session, "Last", depends_on=[base.id])
+    assert PlanDependency.objects.filter(depends_on=base).count() == MAX_DEPENDENTS
+    # Just above the cap: refused, nothing written.
+    with rejects("VALIDATION_ERROR", field="depends_on[0]") as info:
+        add(session, "One over", depends_on=[base.id])
+    assert info.value.message == (
+        f"depends_on[0]: plan {base.id} would have {MAX_DEPENDENTS + 1} dependents; a plan may have at most "
+        f"{MAX_DEPENDENTS} (discarding it writes a note into each of them in one write)."
+    )
+    # Within a batch, dependents on an earlier plan of the batch count too.
+    settings.NINEPLAN_MAX_BATCH = MAX_DEPENDENTS + 2
+    fanned = [plan_fields(goal="Root")] + [plan_fields(goal=f"x{i}", depends_on=[0]) for i in range(MAX_DEPENDENTS + 1)]
+    with rejects("VALIDATION_ERROR", field=f"plans[{MAX_DEPENDENTS + 1}].depends_on[0]", match="plans[0] would have"):
+        services.plan_enqueue_many(session_name=session.name, plans=fanned)
+
+    # Discarding the base notes each dependent (the cap bounds this one transaction).
+    pull(session)
+    services.plan_discard(session_name=session.name, reason="not needed")
+    assert not PlanDependency.objects.filter(depends_on=base).exists()
+    assert "Dependency dropped" in row(last).notes
+    assert Event.objects.filter(kind=Event.Kind.DEPENDENCY_DROPPED, session=session).count() == MAX_DEPENDENTS
+    assert_valid(session)

@@ -53,6 +53,10 @@ class Command(BaseCommand):
         django.setup()
         readiness.start()
         sweep.start()
+        from sessions_app import webhook_sender
+
+        # Webhooks go out from long-running servers only (docs/design.md, "Webhooks").
+        webhook_sender.start(wait_for=readiness.wait_ready)
         server = build_server()
         from mcp_bridge import http
 

@@ -1,12 +1,17 @@
-"""`manage.py nineplan_demo`: one realistic session, made through the services, to look at.
+"""`manage.py nineplan_demo`: two realistic sessions, made through the services, to look at.
 
-It has a queue, an active plan with notes, completed plans with outcomes, a deferred and
-completed plan, discarded plans (one by the agent, one by a staff user), a staff move,
-and events spread over a few hours, so every part of the admin has something to show.
+The first has a queue, an active plan with notes, completed plans with outcomes, a deferred
+and completed plan, discarded plans (one by the agent, one by a staff user), a staff move,
+and events spread over a few hours. The second is reviewed and worked by three workers at
+once: plans that depend on others, a plan in review, a plan held after its rejections and
+one behind it, a plan waiting for a person after its claim ran out, that worker's late
+write, and two workers holding plans. So every part of the admin, and every panel of its
+home, has something to show.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from datetime import timedelta
 
@@ -16,9 +21,11 @@ from django.utils import timezone
 
 from nineplan.commands import PersonCommand
 from sessions_app import queries, services
-from sessions_app.models import Event, Plan, Session
+from sessions_app.errors import LeaseLost
+from sessions_app.models import Event, Plan, Revision, Session
 
 TASK = "Port the billing service from Flask to Django without downtime"
+PARALLEL_TASK = "Ship the public invoice API, three agents in parallel, every plan reviewed"
 STAFF = "user:demo-staff"
 
 PLANS = {
@@ -84,6 +91,48 @@ PLANS = {
         approach="Delete `billing/`, its requirements and its CI job",
         success_criteria="CI is green without Flask installed",
     ),
+    "api_schema": dict(
+        context="Customers ask for invoices over HTTP; today they get CSV by e-mail.",
+        goal="Design the invoice API's schema",
+        approach="1. List the fields customers use\n2. Write the OpenAPI document\n3. Review it with support",
+        success_criteria="`openapi.yaml` validates; support signs off the field names",
+    ),
+    "api_list": dict(
+        context="The schema is agreed.",
+        goal="Serve the invoice list endpoint",
+        approach="A read-only view over the Invoice model, filtered by customer",
+        success_criteria="`GET /api/invoices/` matches the schema for the sample customers",
+    ),
+    "api_pagination": dict(
+        context="Some customers have 40,000 invoices.",
+        goal="Paginate the invoice list by cursor",
+        approach="Keyset pagination on (issued_at, id)",
+        success_criteria="Walking every page returns every invoice once, in order",
+    ),
+    "api_export": dict(
+        context="Accounting wants every page at once.",
+        goal="Export the whole invoice list as CSV",
+        approach="Stream the paginated list into a CSV response",
+        success_criteria="A 40,000-invoice export streams in under a minute",
+    ),
+    "api_tokens": dict(
+        context="Customers authenticate with API tokens.",
+        goal="Issue and revoke API tokens",
+        approach="1. Token model\n2. Admin page\n3. Revocation list",
+        success_criteria="A revoked token is refused within a second",
+    ),
+    "api_sandbox": dict(
+        context="Integrators want to try the API without real invoices.",
+        goal="Seed a sandbox with fake invoices",
+        approach="Factory-made invoices in a separate schema",
+        success_criteria="The sandbox answers every documented call",
+    ),
+    "api_docs": dict(
+        context="The schema renders as a reference page.",
+        goal="Publish the API reference",
+        approach="Render `openapi.yaml` with the docs site's theme",
+        success_criteria="Every endpoint has an example",
+    ),
     "currency": dict(
         context="`test_currency_rounding` fails since the models landed.",
         goal="Fix the failing currency rounding test",
@@ -104,10 +153,14 @@ class Command(PersonCommand):
         parser.add_argument("--hours", type=int, default=6, help="how far back the session's events go (default 6)")
 
     def handle(self, *args, hours: int, verbosity: int = 1, **options):
+        span = timedelta(hours=max(hours, 1))
         session = self._build()
-        self._spread_over_time(session, timedelta(hours=max(hours, 1)))
+        self._spread_over_time(session, span)
+        parallel = self._build_parallel()
+        self._spread_over_time(parallel, span)
         if verbosity >= 1:
             self._report(session, detailed=verbosity >= 2)
+            self._report(parallel, detailed=verbosity >= 2)
 
     def _build(self) -> Session:
         s = services.session_create(task_description=TASK)
@@ -152,6 +205,62 @@ class Command(PersonCommand):
         services.plan_note(session_name=name, text="Reproduced: Flask used ROUND_HALF_EVEN, we use ROUND_HALF_UP.")
         return s
 
+    def _build_parallel(self) -> Session:
+        # One claim may run out before a plan waits for a person: the demo shows one.
+        s = services.session_create(task_description=PARALLEL_TASK, review="required", max_attempts=1)
+        name = s.name
+
+        def enqueue(key: str, *, after: tuple[Plan, ...] = ()) -> Plan:
+            wanted = {**PLANS[key], "depends_on": [p.id for p in after]} if after else PLANS[key]
+            return services.plan_enqueue_many(session_name=name, plans=[wanted], position="front")[0].plan
+
+        def work(key: str, worker: str, outcome: str, *, after: tuple[Plan, ...] = ()) -> Plan:
+            plan = enqueue(key, after=after)
+            services.plan_pull(session_name=name, worker=worker)
+            services.plan_note(session_name=name, worker=worker, text=f"Started by {worker}.")
+            services.plan_complete(session_name=name, worker=worker, outcome=outcome)
+            return plan
+
+        schema = work("api_schema", "alpha", "Schema in `openapi.yaml`: 14 fields; support signed off the names.")
+        services.plan_review(session_name=name, plan_id=schema.id, decision="approve", notes="Clear names.", actor=STAFF)
+        # Rejected until it is held: nobody pulls it until a person decides.
+        pagination = work("api_pagination", "beta", "Offset pagination; fast enough on the sample.", after=(schema,))
+        while Plan.objects.get(id=pagination.id).status != Plan.Status.HELD:
+            if Plan.objects.get(id=pagination.id).status == Plan.Status.QUEUED:
+                services.plan_pull(session_name=name, worker="beta")
+                services.plan_complete(session_name=name, worker="beta", outcome="Offset pagination, with an index.")
+            services.plan_review(
+                session_name=name,
+                plan_id=pagination.id,
+                decision="reject",
+                notes="Offsets skip rows when invoices arrive meanwhile: use a cursor, as the plan says.",
+                actor=STAFF,
+            )
+        enqueue("api_export", after=(pagination,))  # blocked behind the held plan
+        # Waiting for a person: its one claim was taken back, and the worker wrote late.
+        sandbox = enqueue("api_sandbox")
+        services.plan_pull(session_name=name, worker="gamma")
+        services_log = logging.getLogger("nineplan.services")
+        level = services_log.level
+        services_log.setLevel(logging.ERROR)  # a staged reclaim is no warning for whoever runs the demo
+        try:
+            services.plan_reclaim(session_name=name, plan_id=sandbox.id, actor=STAFF)
+        finally:
+            services_log.setLevel(level)
+        try:
+            services.plan_note(session_name=name, worker="gamma", text="Seeded 500 invoices; the PDFs are next.")
+        except LeaseLost:
+            pass  # the note is kept as a late write, shown with the plan
+        # In review: the reviewer has not got to it yet.
+        work("api_list", "alpha", "`GET /api/invoices/` serves the schema; 12 tests.", after=(schema,))
+        # Two workers holding plans now.
+        enqueue("api_docs", after=(schema,))
+        services.plan_pull(session_name=name, worker="alpha")
+        services.plan_note(session_name=name, worker="alpha", text="Theme picked; examples for 3 of 5 endpoints.")
+        enqueue("api_tokens")
+        services.plan_pull(session_name=name, worker="beta")
+        return s
+
     @transaction.atomic
     def _spread_over_time(self, session: Session, span: timedelta) -> None:
         # The services stamp everything "now"; for a demo, events minutes apart read like
@@ -163,13 +272,22 @@ class Command(PersonCommand):
         at = timezone.now() - span
         first_seen: dict[str, object] = {}
         last_seen: dict[str, object] = {}
+        # Each revision moves with the first event of its plan written at or after it (the
+        # write that made both), so "what changed since the pull" reads as it did.
+        moved: dict[str, list[tuple[object, object]]] = {}
         for event, gap in zip(events, gaps):
             at += gap * scale
+            if event.plan_id:
+                moved.setdefault(event.plan_id, []).append((event.created_at, at))
             event.created_at = at
             if event.plan_id:
                 first_seen.setdefault(event.plan_id, at)
                 last_seen[event.plan_id] = at
         Event.objects.bulk_update(events, ["created_at"])
+        revisions = list(Revision.objects.filter(plan__session=session))
+        for rev in revisions:
+            rev.created_at = next((new for old, new in moved.get(rev.plan_id, []) if old >= rev.created_at), at)
+        Revision.objects.bulk_update(revisions, ["created_at"])
         Session.objects.filter(name=session.name).update(created_at=events[0].created_at)
         for plan in Plan.objects.filter(session=session):
             plan.created_at = first_seen[plan.id]
@@ -180,6 +298,12 @@ class Command(PersonCommand):
                 plan.discarded_at = last_seen[plan.id]
             plan.save(update_fields=["created_at", "updated_at", "completed_at", "discarded_at"])
 
+    @staticmethod
+    def _awaiting(plans) -> str:
+        in_review = plans.filter(status=Plan.Status.IN_REVIEW).count()
+        held = plans.filter(status=Plan.Status.HELD).count()
+        return f", {in_review} in review, {held} held" if in_review or held else ""
+
     def _report(self, session: Session, *, detailed: bool) -> None:
         state = queries.session_state(session.name, limit=None)
         plans = Plan.objects.filter(session=session)
@@ -188,20 +312,24 @@ class Command(PersonCommand):
         hours = (last.created_at - first.created_at).total_seconds() / 3600
         out = self.stdout.write
         out(
-            f"Created demo session {session.name}: {state.queue_length} queued, {1 if state.active else 0} active, "
+            f"Created demo session {session.name}: {state.queue_length} queued, {len(state.claimed)} active, "
             f"{plans.filter(status=Plan.Status.COMPLETED).count()} completed, "
-            f"{plans.filter(status=Plan.Status.DISCARDED).count()} discarded; "
+            f"{plans.filter(status=Plan.Status.DISCARDED).count()} discarded"
+            f"{self._awaiting(plans)}; "
             f"{events.count()} events over {hours:.0f} hours."
         )
         if detailed:
-            out(f"  task:       {TASK}")
+            out(f"  task:       {session.task_description}")
             out(f"  plan files: {queries.session_path(session.name)}")
-            if state.active:
-                out(f"  active:     {state.active.id}  {state.active.goal}")
+            for plan in state.claimed:
+                out(f"  active:     {plan.id}  {plan.goal} (worker {plan.worker})")
             for place, plan in enumerate(state.queue, start=1):
                 out(f"  queued #{place}:  {plan.id}  {plan.goal}")
             for plan in plans.filter(status=Plan.Status.COMPLETED).order_by("completed_at"):
                 out(f"  completed:  {plan.id}  {plan.goal}")
+            for status in (Plan.Status.IN_REVIEW, Plan.Status.HELD):
+                for plan in plans.filter(status=status).order_by("updated_at"):
+                    out(f"  {status.replace('_', ' ') + ':':11} {plan.id}  {plan.goal}")
             for plan in plans.filter(status=Plan.Status.DISCARDED).order_by("discarded_at"):
                 out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
             out(f"  events:     {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")

@@ -1,4 +1,5 @@
-"""`manage.py nineplan_reclaim`: return every claim whose lease ran out to its queue now."""
+"""`manage.py nineplan_reclaim`: return every claim whose lease ran out to its queue now (an
+expired claim otherwise stays with its worker until another worker pulls)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from sessions_app.errors import NineplanError
 class Command(PersonCommand):
     help = (
         "Reclaim every claim whose lease ran out. Its plan goes back to the front of its queue with "
-        "everything its worker wrote (as the next pull in the session, or a server's periodic sweep, would do)."
+        "everything its worker wrote, as another worker's pull in the session would do; until then an expired claim "
+        "stays its worker's."
     )
 
     def add_arguments(self, parser):

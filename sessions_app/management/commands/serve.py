@@ -62,6 +62,9 @@ class Command(PersonCommand):
             # 9plan never uses gunicorn's control interface, whose one socket per user
             # would be contended by a second server on the same machine.
             "--no-control-socket",
+            # Each worker starts a webhook delivery loop once it is up (nineplan/serving.py).
+            "--config",
+            "python:nineplan.serving",
         ]
         # gunicorn takes over this process, so that a signal sent to `9plan serve` (a
         # terminal's Ctrl-C, a service manager's stop) reaches gunicorn's master itself.

@@ -1,0 +1,67 @@
+"""`manage.py nineplan_webhook add PROJECT URL --events TYPE[,TYPE...] | list | remove ID`:
+the URLs that a project's events are posted to (docs/design.md, "Webhooks").
+
+`add` prints the subscription's secret on stdout, once: it is never shown again, and the
+receiver verifies every message's signature with it. `--events all` subscribes to every
+event type, including ones added later.
+"""
+
+from __future__ import annotations
+
+from django.core.management.base import CommandError
+
+from nineplan.commands import PersonCommand
+from sessions_app import access, queries, services, webhook_types
+from sessions_app.errors import NineplanError
+
+
+class Command(PersonCommand):
+    help = "Subscribe a URL to a project's events, list the subscriptions, remove one."
+
+    def add_arguments(self, parser):
+        actions = parser.add_subparsers(dest="action", required=True, metavar="{add,list,remove}")
+        add = actions.add_parser("add", help="subscribe a URL; prints its secret once")
+        add.add_argument("project")
+        add.add_argument("url", help="an http or https URL")
+        add.add_argument(
+            "--events",
+            required=True,
+            help=f"event types separated by commas, or 'all': {', '.join(webhook_types.TYPES)}",
+        )
+        actions.add_parser("list", help="every subscription with its deliveries' counts")
+        remove = actions.add_parser("remove", help="remove a subscription and its deliveries")
+        remove.add_argument("id", type=int)
+
+    def handle(self, *args, action: str, **options):
+        try:
+            if action == "add":
+                made = services.webhook_subscribe(
+                    project=options["project"],
+                    url=options["url"],
+                    events=options["events"],
+                    actor=access.current().label,
+                )
+                sub = made.subscription
+                self.stderr.write(
+                    f"Subscribed {sub.url} to {', '.join(sub.type_list())} of project '{sub.project_id}' (id {sub.id}). "
+                    "Its secret, shown only now:"
+                )
+                self.stdout.write(made.secret)
+            elif action == "remove":
+                removed = services.webhook_unsubscribe(subscription_id=options["id"])
+                self.stderr.write(f"Removed subscription {removed.id} ({removed.url}) and its deliveries.")
+            else:
+                self._list()
+        except NineplanError as exc:
+            raise CommandError(exc.message) from exc
+
+    def _list(self) -> None:
+        rows = queries.webhook_subscriptions()
+        if not rows:
+            self.stderr.write("No webhook subscriptions; add one with `nineplan_webhook add PROJECT URL --events ...`.")
+            return
+        for row in rows:
+            sub = row.subscription
+            state = "active" if sub.active else "inactive"
+            self.stdout.write(f"{sub.id}  {sub.project_id}  {sub.url}  {','.join(sub.type_list())}  {state}")
+            self.stdout.write(f"    deliveries: {row.pending} pending, {row.delivered} delivered, {row.failed} failed")

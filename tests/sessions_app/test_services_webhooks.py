@@ -1,0 +1,412 @@
+"""Webhook subscriptions and the outbox: who may subscribe what, which events write which
+messages (in the event's own transaction), how attempts are recorded and retried, and
+sending one again (docs/design.md, "Webhooks")."""
+
+from __future__ import annotations
+
+import base64
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth import get_user_model
+from django.db import transaction
+from django.utils import timezone
+
+from sessions_app import access, clock, errors, services, statements, webhook_urls
+from sessions_app.errors import NineplanError
+from sessions_app.models import Event, Project, Role, WebhookDelivery, WebhookSubscription
+from tests.conftest import plan_fields
+
+pytestmark = pytest.mark.django_db
+
+HOOK = "http://127.0.0.1:9/hook"
+
+
+@pytest.fixture(autouse=True)
+def private_allowed(settings):
+    # The receivers of these tests are on loopback; the refusal has tests of its own.
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.at = timezone.now()
+
+    def __call__(self):
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def now(monkeypatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(clock, "now", fake)
+    return fake
+
+
+def subscribe(events="all", project="default", url=HOOK) -> WebhookSubscription:
+    return services.webhook_subscribe(project=project, url=url, events=events, actor="agent").subscription
+
+
+def messages() -> list[tuple[int, str, str]]:
+    """(subscription, type, event kind) of every message, oldest first."""
+    return list(WebhookDelivery.objects.order_by("id").values_list("subscription_id", "event_type", "event__kind"))
+
+
+def add(session, goal="g", **kwargs):
+    return services.plan_enqueue(session_name=session.name, **plan_fields(goal=goal, **kwargs)).plan
+
+
+def member(username: str, role: str, project: str = "default") -> access.Caller:
+    services.project_grant(project=project, username=username, role=role)
+    user = get_user_model().objects.get(username=username)
+    return access.caller_for_user(user)
+
+
+# --- subscribing ------------------------------------------------------------------------------
+
+
+def test_a_subscription_gets_a_secret_of_32_random_bytes_shown_once(db):
+    made = services.webhook_subscribe(project="default", url=HOOK, events="plan.held, lease.lost", actor="agent")
+    assert made.secret.startswith("whsec_") and len(base64.b64decode(made.secret[6:])) == 32
+    row = WebhookSubscription.objects.get()
+    assert row.secret == made.secret and row.event_types == ",plan.held,lease.lost," and row.active
+    assert row.type_list() == ["plan.held", "lease.lost"]
+    other = services.webhook_subscribe(project="default", url=HOOK, events="all", actor="agent")
+    assert other.secret != made.secret and other.subscription.event_types == "*"
+
+
+@pytest.mark.parametrize(
+    ("url", "events", "field", "said"),
+    [
+        ("ftp://example.org/x", "all", "url", "scheme 'ftp'"),
+        ("http://user:pw@example.org/", "all", "url", "without a user name"),
+        ("http:///nohost", "all", "url", "name a host"),
+        ("http://example.org:99999/", "all", "url", "port"),
+        (HOOK, "plan.eaten", "events", "'plan.eaten' is not an event type"),
+        (HOOK, " , ", "events", "at least one"),
+    ],
+)
+def test_a_bad_url_or_type_is_refused_and_writes_nothing(db, rejects, url, events, field, said):
+    with rejects("VALIDATION_ERROR", field=field, match=said):
+        services.webhook_subscribe(project="default", url=url, events=events, actor="agent")
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_a_private_url_is_refused_unless_allowed(db, settings, rejects):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    for url in (
+        "http://127.0.0.1:8080/",
+        "http://localhost/",
+        "http://[::1]/",
+        "http://10.1.2.3/",
+        "http://169.254.169.254/",
+    ):
+        with rejects("VALIDATION_ERROR", field="url", match="NINEPLAN_WEBHOOKS_ALLOW_PRIVATE=true") as info:
+            services.webhook_subscribe(project="default", url=url, events="all", actor="agent")
+        assert info.value.reason == errors.PRIVATE_ADDRESS
+    assert not WebhookSubscription.objects.exists()
+
+
+@pytest.mark.parametrize(
+    "address",
+    [
+        "127.0.0.1",
+        "10.0.0.1",
+        "172.16.5.4",
+        "192.168.1.1",
+        "169.254.169.254",
+        "0.0.0.0",
+        "224.0.0.1",
+        "::1",
+        "fe80::1",
+        "fd00::1",
+        "::ffff:127.0.0.1",
+        "100.64.0.1",
+        "240.0.0.1",
+    ],
+)
+def test_only_public_unicast_addresses_may_be_sent_to(settings, address):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    assert webhook_urls.refusal(address) is not None
+    assert webhook_urls.refusal("93.184.215.14") is None and webhook_urls.refusal("2606:4700::1111") is None
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+    assert webhook_urls.refusal(address) is None
+
+
+def test_only_the_projects_managers_subscribe_and_remove(db, rejects):
+    Project.objects.create(name="beta")
+    with access.acting_as(member("rob", Role.REVIEWER)):
+        with rejects("PERMISSION_DENIED", match="'manager' role"):
+            subscribe()
+    with access.acting_as(member("mia", Role.MANAGER, project="beta")):
+        # Another project's subscriptions are not there at all.
+        with rejects("VALIDATION_ERROR", field="project", match="no project named 'default'"):
+            subscribe()
+        beta = subscribe(project="beta")
+    mine = subscribe()
+    with access.acting_as(member("max", Role.MANAGER)):
+        with rejects("VALIDATION_ERROR", field="id", match=f"no webhook subscription {beta.id}"):
+            services.webhook_unsubscribe(subscription_id=beta.id)
+        assert services.webhook_unsubscribe(subscription_id=mine.id).id == mine.id
+    assert list(WebhookSubscription.objects.values_list("id", flat=True)) == [beta.id]
+
+
+# --- the outbox ---------------------------------------------------------------------------------
+
+
+def test_each_type_is_written_with_its_event(session, now):
+    services.session_set_review(session_name=session.name, review="required", actor="x")
+    everything = subscribe("all")
+    review_only = subscribe("plan.in_review")
+    add(session)
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="n")
+    services.plan_complete(session_name=session.name, outcome="done")
+    submitted = Event.objects.get(kind=Event.Kind.PLAN_SUBMITTED)
+    assert messages() == [
+        (everything.id, "plan.in_review", "plan_submitted"),
+        (review_only.id, "plan.in_review", "plan_submitted"),
+        (everything.id, "session.queue_emptied", "plan_submitted"),
+    ]
+    assert set(WebhookDelivery.objects.values_list("event_id", flat=True)) == {submitted.id}
+    assert set(WebhookDelivery.objects.values_list("status", "attempts", "next_attempt_at")) == {
+        ("pending", 0, submitted.created_at)
+    }
+
+
+def test_a_held_plan_a_lost_lease_a_waiting_plan_and_a_late_write(session, now, settings):
+    settings.NINEPLAN_MAX_REJECTIONS = 1
+    sub = subscribe("plan.held,lease.lost,plan.waiting_for_person,late_write.kept")
+    short = services.session_create(task_description="short", lease_seconds=60, max_attempts=1)
+    add(short, "lost")
+    services.plan_pull(session_name=short.name)
+    now.advance(61)
+    services.reclaim_expired()
+    with pytest.raises(NineplanError):
+        services.plan_note(session_name=short.name, text="too late")
+    services.session_set_review(session_name=session.name, review="required", actor="x")
+    held = add(session, "held")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="o")
+    services.plan_review(session_name=session.name, plan_id=held.id, decision="reject", notes="No.", actor="x")
+    assert messages() == [
+        (sub.id, "lease.lost", "plan_reclaimed"),
+        (sub.id, "plan.waiting_for_person", "plan_reclaimed"),
+        (sub.id, "late_write.kept", "late_write_kept"),
+        (sub.id, "plan.held", "plan_held"),
+    ]
+
+
+def test_a_queue_empties_only_when_its_last_open_plan_leaves(session):
+    subscribe("session.queue_emptied")
+    first, second = add(session, "one"), add(session, "two")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="o")  # "two" is still queued
+    assert messages() == []
+    services.plan_discard_any(session_name=session.name, plan_id=second.id, reason="not needed", actor="x")
+    assert [m[1:] for m in messages()] == [("session.queue_emptied", "plan_discarded")]
+    assert WebhookDelivery.objects.get().event.plan_id == second.id
+    # A plan added and discarded again empties it again; discarding what was not open does not.
+    third = add(session, "three")
+    services.plan_pull(session_name=session.name)
+    services.plan_discard(session_name=session.name, reason="no")
+    assert len(messages()) == 2 and WebhookDelivery.objects.order_by("id").last().event.plan_id == third.id
+    assert first.id != third.id
+
+
+def test_another_projects_inactive_or_unsubscribed_types_get_nothing(session):
+    Project.objects.create(name="beta")
+    subscribe("all", project="beta")
+    off = subscribe("all")
+    WebhookSubscription.objects.filter(id=off.id).update(active=False)
+    subscribe("plan.held")
+    add(session)
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="o")
+    assert messages() == []
+
+
+def test_the_messages_are_rolled_back_with_their_event(session):
+    subscribe("all")
+    plan = add(session)
+    with pytest.raises(RuntimeError), transaction.atomic():
+        statements.insert_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id, {}, clock.now())
+        assert len(messages()) == 1
+        raise RuntimeError("the write fails after its event")
+    assert messages() == [] and not Event.objects.filter(kind=Event.Kind.PLAN_HELD).exists()
+
+
+# --- attempts -----------------------------------------------------------------------------------
+
+
+def one_message(session) -> WebhookDelivery:
+    subscribe("plan.held")
+    plan = add(session)
+    with transaction.atomic():
+        statements.insert_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id, {}, clock.now())
+    return WebhookDelivery.objects.get()
+
+
+def test_a_claimed_message_is_not_claimed_again_until_its_claim_passes(session, now, settings):
+    message = one_message(session)
+    claimed = services.deliveries_claim(limit=10)
+    assert [d.id for d in claimed] == [message.id]
+    assert services.deliveries_claim(limit=10) == []
+    now.advance(settings.NINEPLAN_WEBHOOKS_CLAIM_SECONDS + 1)
+    again = services.deliveries_claim(limit=10)
+    assert [d.id for d in again] == [message.id]
+    # The first loop's claim has passed: what it records is dropped, the second's is kept.
+    assert services.delivery_record(delivery=claimed[0], code=200) is None
+    assert WebhookDelivery.objects.get().status == "pending"
+    assert services.delivery_record(delivery=again[0], code=204) == "delivered"
+    row = WebhookDelivery.objects.get()
+    assert (row.status, row.attempts, row.last_response_code, row.claimed_until) == ("delivered", 1, 204, None)
+
+
+def test_failures_back_off_then_mark_the_message_failed(session, now, settings):
+    settings.NINEPLAN_WEBHOOKS_RETRY_DELAYS = (5, 30)
+    one_message(session)
+    for attempt, (code, error, wait) in enumerate([(500, "", 5), (None, "timed out", 30)], start=1):
+        (claimed,) = services.deliveries_claim(limit=10)
+        assert services.delivery_record(delivery=claimed, code=code, error=error) == "pending"
+        row = WebhookDelivery.objects.get()
+        assert row.attempts == attempt and row.next_attempt_at == now.at + timedelta(seconds=wait)
+        assert row.last_error == (error or "the receiver answered 500")
+        assert services.deliveries_claim(limit=10) == []  # not due yet
+        now.advance(wait)
+    (claimed,) = services.deliveries_claim(limit=10)
+    assert services.delivery_record(delivery=claimed, code=302, error="a redirect") == "failed"
+    row = WebhookDelivery.objects.get()
+    assert (row.status, row.attempts, row.last_response_code, row.next_attempt_at) == ("failed", 3, 302, None)
+    now.advance(10**6)
+    assert services.deliveries_claim(limit=10) == []
+
+
+def test_the_default_retries_last_more_than_a_day(settings):
+    assert sum(settings.NINEPLAN_WEBHOOKS_RETRY_DELAYS) > 24 * 3600
+    assert settings.NINEPLAN_WEBHOOKS_RETRY_DELAYS[0] <= 5
+
+
+def test_a_resend_starts_over_with_the_same_message(session, now, settings, rejects):
+    settings.NINEPLAN_WEBHOOKS_RETRY_DELAYS = (5,)
+    message = one_message(session)
+    for _ in range(2):
+        (claimed,) = services.deliveries_claim(limit=10)
+        services.delivery_record(delivery=claimed, code=500)
+        now.advance(5)
+    assert WebhookDelivery.objects.get().status == "failed"
+    with access.acting_as(member("rob", Role.REVIEWER)):
+        with rejects("VALIDATION_ERROR", field="id"):
+            services.delivery_resend(delivery_id=message.id, actor="rob")
+    resent = services.delivery_resend(delivery_id=message.id, actor="x")
+    assert (resent.id, resent.status, resent.attempts, resent.next_attempt_at) == (message.id, "pending", 0, now.at)
+    assert [d.id for d in services.deliveries_claim(limit=10)] == [message.id]
+
+
+def test_only_the_server_claims_and_records(session, rejects):
+    one_message(session)
+    with access.acting_as(member("mia", Role.MANAGER)):
+        with rejects("PERMISSION_DENIED"):
+            services.deliveries_claim(limit=10)
+
+
+# --- the commands ------------------------------------------------------------------------------
+
+
+def run(*args) -> tuple[str, str]:
+    import io
+
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command(*args, stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_the_command_adds_lists_and_removes(db):
+    out, err = run("nineplan_webhook", "add", "default", HOOK, "--events", "plan.in_review,plan.held")
+    sub = WebhookSubscription.objects.get()
+    # The secret alone on stdout, shown this once.
+    assert out == sub.secret + "\n" and sub.secret not in err
+    assert f"Subscribed {HOOK} to plan.in_review, plan.held of project 'default' (id {sub.id})" in err
+    out, _ = run("nineplan_webhook", "list")
+    assert out.splitlines() == [
+        f"{sub.id}  default  {HOOK}  plan.in_review,plan.held  active",
+        "    deliveries: 0 pending, 0 delivered, 0 failed",
+    ]
+    assert sub.secret not in out
+    _, err = run("nineplan_webhook", "remove", str(sub.id))
+    assert err.strip() == f"Removed subscription {sub.id} ({HOOK}) and its deliveries."
+    assert not WebhookSubscription.objects.exists()
+    _, err = run("nineplan_webhook", "list")
+    assert "No webhook subscriptions" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("add", "default", HOOK, "--events", "plan.nope"), "'plan.nope' is not an event type"),
+        (("add", "nowhere", HOOK, "--events", "all"), "no project named 'nowhere'"),
+        (("add", "default", "file:///etc/passwd", "--events", "all"), "scheme 'file'"),
+        (("remove", "99"), "no webhook subscription 99"),
+    ],
+)
+def test_the_command_refuses_bad_input_and_changes_nothing(db, args, said):
+    from django.core.management import CommandError
+
+    with pytest.raises(CommandError, match=said):
+        run("nineplan_webhook", *args)
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_the_delivery_command_once_sends_nothing_when_nothing_is_due(db):
+    _, err = run("nineplan_webhooks", "--once")
+    assert err.strip() == "Sent 0 webhook deliveries."
+
+
+def test_removing_a_subscription_removes_its_messages_and_an_orphan_is_never_sent(session):
+    message = one_message(session)
+    services.webhook_unsubscribe(subscription_id=message.subscription_id)
+    assert not WebhookDelivery.objects.exists()
+    # A write in flight may copy a subscription that is being removed (the outbox keeps no
+    # database key to it, so the write does not fail): what it left is never claimed.
+    again = one_message(session)
+    from django.db import connection
+
+    with connection.cursor() as cur:
+        cur.execute(f"DELETE FROM {WebhookSubscription._meta.db_table} WHERE id = %s", [again.subscription_id])
+    assert services.deliveries_claim(limit=10) == []
+
+
+def test_a_message_carries_the_event_and_clips_a_long_late_write(session):
+    from sessions_app import webhook_sender
+
+    subscribe("late_write.kept")
+    plan = add(session)
+    with transaction.atomic():
+        statements.insert_event(
+            session.name,
+            Event.Kind.LATE_WRITE_KEPT,
+            "agent/w1",
+            plan.id,
+            {"op": "note", "text": "x" * 9000},
+            clock.now(),
+        )
+    import json
+
+    body = json.loads(webhook_sender.payload(WebhookDelivery.objects.select_related("event__session").get()))
+    event = Event.objects.get(kind=Event.Kind.LATE_WRITE_KEPT)
+    assert body["type"] == "late_write.kept" and body["timestamp"].startswith(str(event.created_at.year))
+    data = body["data"]
+    assert (data["event_id"], data["kind"], data["project"], data["session"], data["plan"], data["actor"]) == (
+        event.id,
+        "late_write_kept",
+        "default",
+        session.name,
+        plan.id,
+        "agent/w1",
+    )
+    assert data["detail"] == {"op": "note", "text": "x" * webhook_sender.MAX_DETAIL_TEXT} and data["detail_clipped"]
