@@ -210,7 +210,11 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
                     "complete refuse a file that is too large; bytes that are not UTF-8 are kept aside).",
                 )
     open_ids = {p.id for p in plans}
-    for stem in sorted(set(found.files) - set(current)):
+    leftover = sorted(set(found.files) - set(current))
+    # A leftover copy is only harmless if its plan's row (which holds all its text) is there.
+    known = set(Plan.objects.filter(session=session, id__in={planfiles.split_stem(s)[0] for s in leftover})
+                .values_list("id", flat=True)) if leftover else set()  # fmt: skip
+    for stem in leftover:
         what = found.files[stem]
         plan_id = planfiles.split_stem(stem)[0]
         if what:
@@ -219,7 +223,7 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
                 f"{stem}.txt in the plans folder is {what} and belongs to no queued or active plan: {planfiles.LEFT_ALONE}; "
                 "fix: remove it by hand.",
             )
-        elif planfiles.untouched(session.name, stem):
+        elif plan_id in known and planfiles.untouched(session.name, stem):
             continue  # a copy nobody edited of a plan that moved on (here or on another server): no text at stake
         elif plan_id in open_ids:
             result.fail(
