@@ -1,4 +1,5 @@
-"""The yardstick: a bare MCPServer over stdio, started the way `manage.py mcp` is.
+"""The yardstick: a bare MCPServer over stdio (or, with ``--http PORT``, streamable HTTP),
+started the way `manage.py mcp` is.
 
 With no arguments it has no tools (the start-up baseline). With ``--noop`` it has a tool
 that does nothing (the round-trip baseline) and one that does nothing but return a
@@ -29,4 +30,15 @@ if "--noop" in sys.argv:
         return CallToolResult(content=[TextContent(type="text", text=json.dumps(data))], structured_content=data)
 
 
-server.run("stdio")
+if "--http" in sys.argv:
+    # Streamable HTTP on loopback, stateless, as `manage.py mcp --transport http` serves it
+    # to a stateless client: the yardstick for an HTTP round trip.
+    import anyio
+    import uvicorn
+
+    port = int(sys.argv[sys.argv.index("--http") + 1])
+    app = server.streamable_http_app(streamable_http_path="/mcp", host="127.0.0.1", stateless_http=True)
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, access_log=False)
+    anyio.run(uvicorn.Server(config).serve)
+else:
+    server.run("stdio")

@@ -35,6 +35,7 @@ from common import PYTHON, REPO, bench_env  # noqa: E402
 BENCHMARKS = {
     "startup": ("startup", "run"),
     "roundtrip": ("roundtrip", "run"),
+    "roundtrip-http": ("http_roundtrip", "run"),
     "search": ("history", "run"),
     "search-pg": ("history", "run_postgres"),
     "throughput": ("throughput", "run"),
@@ -55,6 +56,7 @@ SIZES = {
     "roundtrip_sizes": ([10, 10_000], [10, 100]),
     "roundtrip_cycles": (40, 3),
     "roundtrip_warmup": (3, 1),
+    "http_cycles": (30, 3),
     "search_plans": (100_000, 2_000),
     "search_repeats": (10, 2),
     "throughput_processes": (4, 4),

@@ -194,6 +194,8 @@ def _optional_as_plain(schema: dict) -> None:
             continue
         del prop["anyOf"], prop["default"]
         prop.update({**kept[0], **prop})
+    for sub in (schema.get("$defs") or {}).values():
+        _optional_as_plain(sub)
 
 
 def _drop_titles(schema: Any) -> None:

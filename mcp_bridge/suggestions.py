@@ -18,9 +18,12 @@ UNEXPECTED = "unexpected"
 BY_CATEGORY = {
     "SESSION_NOT_FOUND": "Check the name with 9plan_admin_sessions, or start one with 9plan_session_create.",
     "NO_SESSION_SELECTED": "Call 9plan_session_create or 9plan_session_resume first, or pass session_name to this tool.",
-    "PLAN_NOT_FOUND": "Find completed plans with 9plan_history_search; ids are 5 characters of a-z and 0-9.",
+    "PLAN_NOT_FOUND": "Find plans with 9plan_session_resume or 9plan_history_search; ids are 5 characters of a-z and 0-9.",
     "NO_ACTIVE_PLAN": "Pull the next plan with 9plan_queue_pull first.",
-    "PLAN_ALREADY_ACTIVE": "Finish the active plan with 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.",
+    "PLAN_ALREADY_ACTIVE": (
+        "Read your plan with 9plan_plan_read, then finish it with 9plan_plan_complete, 9plan_plan_defer or "
+        "9plan_plan_discard."
+    ),
     "QUEUE_EMPTY": "Nothing left to do: the task is complete. Add plans with 9plan_queue_add if more work appears.",
     "QUEUE_BLOCKED": (
         "Wait for the plans named to complete, then call 9plan_queue_pull again; 9plan_session_resume shows "
@@ -43,7 +46,7 @@ BY_REASON = {
     errors.QUEUE_FULL: "Work through the queue (9plan_queue_pull) before adding more; nothing was changed.",
     errors.TEXT_TOO_LONG: "Shorten the text (move detail into the plan file's Notes) and call again; nothing was changed.",
     errors.PLAN_TOO_LARGE: "Write less, or split the work into several plans; nothing was changed.",
-    errors.NOT_COMPLETED: "Use 9plan_session_resume to see queued and active plans.",
+    errors.NOT_COMPLETED: "Read a plan in any state with 9plan_plan_read; 9plan_session_resume lists queued and active plans.",
     errors.STATELESS_CONNECTION: (
         "Pass session_name (e.g. 'brave-amber-otter') on this and every call; 9plan_admin_sessions lists the sessions."
     ),

@@ -1,5 +1,6 @@
-"""The periodic sweep of a long-running MCP server: it reports claims whose lease ran out,
-and leaves them with their workers (docs/design.md, "Services and queries": reclaiming).
+"""The periodic sweep of a long-running MCP server: it reports claims whose lease ran out
+(and leaves them with their workers), and forgets the answers kept for retried writes once
+they are old (docs/design.md, "Services and queries": reclaiming; "Plan files": retries).
 
 An expired claim stays its worker's until another worker's pull, a person or
 ``nineplan_reclaim`` takes it back: a lone agent that thinks for longer than its lease
@@ -60,7 +61,7 @@ def sweep_once() -> int:
     raises: a database that is briefly unavailable is tried again on the next round."""
     from django.db import close_old_connections
 
-    from sessions_app import access, clock, queries
+    from sessions_app import access, clock, queries, services
     from sessions_app.clock import utc_text
 
     try:
@@ -68,6 +69,8 @@ def sweep_once() -> int:
         # The server's own look, as the local user: every session of the database.
         with access.acting_as(access.LOCAL):
             expired = queries.expired_claims(clock.now())
+            # Answers kept for retried writes (request_id) are forgotten after 48 hours.
+            services.forget_old_requests()
     except Exception:
         log.exception("sweep failed; trying again on the next round")
         return 0

@@ -36,6 +36,10 @@ NINEPLAN_SESSIONS_PATH = env_path("NINEPLAN_SESSIONS_PATH", default_data_dir() /
 NINEPLAN_DATA_DIR = NINEPLAN_SESSIONS_PATH.parent
 NINEPLAN_LOG_LEVEL = env_choice("NINEPLAN_LOG_LEVEL", ("debug", "info", "warn", "error"), "info")
 NINEPLAN_TRANSPORT = env_choice("NINEPLAN_TRANSPORT", ("stdio", "http"), "stdio")
+# Plan files are a local copy of each open plan for agents on this machine. "" (unset) means
+# "auto" (the default) means on, except in `mcp --transport http`, whose agents are on other
+# machines and cannot read them.
+NINEPLAN_PLAN_FILES = env_choice("NINEPLAN_PLAN_FILES", ("on", "off", "auto"), "auto")
 NINEPLAN_HTTP_HOST = env_str("NINEPLAN_HTTP_HOST", "127.0.0.1")
 NINEPLAN_HTTP_PORT = env_int("NINEPLAN_HTTP_PORT", 8080, minimum=1, maximum=65535)
 # A token is always required off loopback; this requires it on loopback too.

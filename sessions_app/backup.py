@@ -263,8 +263,8 @@ def _copy_regular(source: Path, target: Path) -> None:
         raise
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise _NotRegular(planfiles.kind_of(st.st_mode))
+        if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
+            raise _NotRegular(planfiles.kind_of(st.st_mode, st.st_nlink))
         with open(target, "wb") as out:
             while chunk := os.read(fd, 1 << 20):
                 out.write(chunk)

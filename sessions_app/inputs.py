@@ -119,6 +119,20 @@ def worker(value: object, field: str = "worker") -> str:
     return value
 
 
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def request_id(value: object, field: str = "request_id") -> str:
+    """A caller's key for one write, so that a retry of it is answered, not applied again."""
+    if not isinstance(value, str) or not _REQUEST_ID.fullmatch(value):
+        raise ValidationFailed(
+            f"{field} {shown(value)} is not a request id: expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', "
+            "':' and '-', like 'note-7f3a'.",
+            field=field,
+        )
+    return value
+
+
 def bounded_int(field: str, value: object, *, default: int, minimum: int, maximum: int) -> int:
     if value is None:
         return default

@@ -43,7 +43,7 @@ def check_invariants(name: object) -> InvariantReport:
     result = InvariantReport()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person",
+            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person", "reclaims",
             *SECTIONS,
         )
     )
@@ -182,41 +182,59 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
             "then nineplan_repair renders the plan files from the database.",
         )
         return
-    open_ids = {p.id for p in plans}
-    for p in plans:
-        what = found.files.get(p.id)
+    current = {p.file_stem: p for p in plans}
+    for stem, p in current.items():
+        what = found.files.get(stem)
         if what is None:
-            result.fail(
-                "files_match_database",
-                f"plan {p.id} ({p.status}) has no plan file; fix: nineplan_repair re-renders it from the database.",
-            )
+            # No copy on this machine is no fault (the database holds the plan; a pull writes
+            # the file): only a file written here and then lost is.
+            if planfiles.read_base(session.name, stem) is not None:
+                result.fail(
+                    "files_match_database",
+                    f"plan {p.id} ({p.status}) has no plan file {stem}.txt, though one was written here; fix: "
+                    "nineplan_repair re-renders it from the database.",
+                )
         elif what:
             result.fail(
                 "files_match_database",
-                f"plan file {p.id}.txt ({p.status} plan) is {what}, not a regular file: {planfiles.LEFT_ALONE}; fix: remove "
+                f"plan file {stem}.txt ({p.status} plan) is {what}, not a regular file: {planfiles.LEFT_ALONE}; fix: remove "
                 "it, then nineplan_repair renders the file from the database.",
             )
         elif p.status == Plan.Status.ACTIVE:
-            read = planfiles.read_plan_file(session.name, p.id)
+            read = planfiles.read_plan_file(session.name, stem)
             if read.state in (planfiles.TOO_LARGE, planfiles.NOT_UTF8, planfiles.REFUSED):
                 result.fail(
                     "files_match_database",
-                    f"plan file {p.id}.txt (active plan) {read.problem}: it cannot be taken in, and the database "
+                    f"plan file {stem}.txt (active plan) {read.problem}: it cannot be taken in, and the database "
                     "keeps the last good text; fix: shorten it or make it UTF-8 text again (note, defer and "
                     "complete refuse a file that is too large; bytes that are not UTF-8 are kept aside).",
                 )
-    for plan_id in sorted(set(found.files) - open_ids):
-        what = found.files[plan_id]
+    open_ids = {p.id for p in plans}
+    leftover = sorted(set(found.files) - set(current))
+    # A leftover copy is only harmless if its plan's row (which holds all its text) is there.
+    known = set(Plan.objects.filter(session=session, id__in={planfiles.split_stem(s)[0] for s in leftover})
+                .values_list("id", flat=True)) if leftover else set()  # fmt: skip
+    for stem in leftover:
+        what = found.files[stem]
+        plan_id = planfiles.split_stem(stem)[0]
         if what:
             result.fail(
                 "no_orphaned_files",
-                f"{plan_id}.txt in the plans folder is {what} and belongs to no queued or active plan: {planfiles.LEFT_ALONE}; "
+                f"{stem}.txt in the plans folder is {what} and belongs to no queued or active plan: {planfiles.LEFT_ALONE}; "
                 "fix: remove it by hand.",
+            )
+        elif plan_id in known and planfiles.untouched(session.name, stem):
+            continue  # a copy nobody edited of a plan that moved on (here or on another server): no text at stake
+        elif plan_id in open_ids:
+            result.fail(
+                "no_orphaned_files",
+                f"plan file {stem}.txt is the file of an earlier claim of plan {plan_id}, edited after the claim was "
+                "taken back, and never read; fix: nineplan_repair keeps its text aside and removes it.",
             )
         else:
             result.fail(
                 "no_orphaned_files",
-                f"plan file {plan_id}.txt belongs to no queued or active plan; "
+                f"plan file {stem}.txt belongs to no queued or active plan; "
                 "fix: nineplan_repair keeps its text aside and removes it.",
             )
     for name, age, what in found.temp:

@@ -177,6 +177,10 @@ class Plan(models.Model):
     # Claims of this plan that ran out (reclaimed when their lease expired); at the
     # session's max_attempts the plan waits for a person instead of being handed out.
     attempts = models.PositiveIntegerField(default=0, db_default=0)
+    # Claims of this plan taken back, ever (a person's requeue resets attempts, not this):
+    # it names the plan file of each new claim, so that a file an earlier holder may still
+    # edit is never read as the new holder's (``file_stem``).
+    reclaims = models.PositiveIntegerField(default=0, db_default=0)
     waiting_for_person = models.BooleanField(default=False, db_default=False)
     depends_on = models.ManyToManyField(
         "self", symmetrical=False, through="PlanDependency", related_name="dependents", blank=True
@@ -221,6 +225,12 @@ class Plan(models.Model):
 
     def __str__(self) -> str:
         return f"{self.id}: {self.goal[:60]}"
+
+    @property
+    def file_stem(self) -> str:
+        """The name of the plan's file without ``.txt``: its id, and after a reclaim the
+        number of claims taken back (``k3x9q-2``)."""
+        return f"{self.id}-{self.reclaims}" if self.reclaims else self.id
 
     @property
     def is_open(self) -> bool:
@@ -426,3 +436,21 @@ class WebhookDelivery(models.Model):
 
     def __str__(self) -> str:
         return f"msg_{self.id} {self.event_type}"
+
+
+class WriteRequest(models.Model):
+    """A write a caller named with a ``request_id``, and the answer it got: a retry of the
+    same call is given that answer and changes nothing (services/retries.py). Kept for 48
+    hours, then forgotten by the periodic sweep."""
+
+    caller = models.CharField(max_length=100)  # Caller.claimant, or "local"
+    request_id = models.CharField(max_length=64)
+    fingerprint = models.CharField(max_length=64)  # SHA-256 of the call: tool, session, arguments
+    answer = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["caller", "request_id"], name="write_request_unique")]
+
+    def __str__(self) -> str:
+        return f"{self.caller}: {self.request_id}"

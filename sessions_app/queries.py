@@ -11,7 +11,7 @@ from django.db.models import Exists, F, OuterRef, Q
 
 from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
 from sessions_app.clock import utc_text
-from sessions_app.errors import NOT_COMPLETED, PlanNotFound, SessionNotFound
+from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
 LIST_CAP = 20
@@ -73,7 +73,7 @@ def session_path(name: str) -> str:
 
 
 def plan_path(plan: Plan) -> str:
-    return str(planfiles.plan_path(plan.session_id, plan.id))
+    return str(planfiles.plan_path(plan.session_id, plan.file_stem))
 
 
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
@@ -281,6 +281,16 @@ def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
     return found
 
 
+def dependency_outcomes(plan_id: str) -> list[Plan]:
+    """The completed plans ``plan_id`` depends on (a plan has at most MAX_DEPENDENCIES), in
+    id order, with their goals and outcomes: what a pulled plan's inputs came from. One query."""
+    return list(
+        Plan.objects.filter(dependent_links__plan_id=plan_id, status=Plan.Status.COMPLETED)
+        .order_by("id")
+        .only("id", "goal", "outcome")
+    )
+
+
 LATE_SHOWN = 3
 
 
@@ -322,7 +332,7 @@ def queue_length(name: str) -> int:
 class QueueStatus:
     length: int
     completed: int
-    next_id: str | None
+    next_id: str | None  # the plan a pull would hand out: the first ready one
     next_goal: str | None
     # Plans neither queued nor finished: held by workers, in review, or held after review.
     # While there are any, an empty queue does not mean the task is done.
@@ -333,19 +343,19 @@ UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 
 
 def queue_status(name: str) -> QueueStatus:
-    """The queue's length, its next plan, the completed count and how many plans are still
-    out of the queue unfinished, for a session known to exist: what an agent needs after
-    finishing a plan, in one statement."""
+    """The queue's length, the plan a pull would hand out next (the first ready one), the
+    completed count and how many plans are still out of the queue unfinished, for a session
+    known to exist: what an agent needs after finishing a plan, in one statement."""
     with connection.cursor() as cur:
         cur.execute(
             f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
                 (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN (%s, %s, %s))
             FROM {_SESSIONS} AS s LEFT JOIN (
-                SELECT id, goal FROM {_PLANS} WHERE {_SESSION} = %s AND status = %s
-                ORDER BY sort_key LIMIT 1
+                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s AND {statements.READY}
+                ORDER BY t.sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",
-            [name, *UNFINISHED, name, Plan.Status.QUEUED, name],
+            [name, *UNFINISHED, name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED, name],
         )
         row = cur.fetchone()
     if row is None:
@@ -394,13 +404,13 @@ def queue_place(plan: Plan) -> int | None:
 def plan_file_text(plan: Plan) -> tuple[str, str]:
     """The plan's text as the agent should read it: the file, or the database rendering when
     the file is missing or cannot be used; and a notice saying why it was not used ("")."""
-    read = planfiles.read_plan_file(plan.session_id, plan.id)
+    read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
     if read.usable:
         return read.text, ""
     rendered = planfiles.render(plan.sections())
     if read.state == planfiles.MISSING:
         return rendered, ""
-    path = planfiles.plan_path(plan.session_id, plan.id)
+    path = planfiles.plan_path(plan.session_id, plan.file_stem)
     return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 
@@ -440,6 +450,26 @@ def history_get(*, session_name: object, plan_id: object) -> Plan:
             field="plan_id",
             reason=NOT_COMPLETED,
         )
+    return plan
+
+
+def plan_read(*, session_name: object, plan_id: object = None, worker: object = None) -> Plan:
+    """A plan of the session in any state, by id; without an id, the plan ``worker`` (of the
+    calling token, or of the local user) holds: what an agent on any machine reads its
+    plan back with."""
+    session = get_session(session_name)
+    if plan_id is None:
+        worker = inputs.worker(worker)
+        plan_id = statements.claimed_plan_id(session.name, access.current().claimant, worker)
+        if plan_id is None:
+            whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
+            raise NoActivePlan(
+                f"{whose} holds no plan in session '{session.name}'; pass plan_id to read any plan of the session."
+            )
+    plan_id = inputs.plan_id(plan_id)
+    plan = Plan.objects.filter(session=session, id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound.in_session(plan_id, session.name)
     return plan
 
 

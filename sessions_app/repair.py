@@ -115,7 +115,7 @@ class _Run:
 
 
 def _rerender(session_name: str, plan: Plan) -> None:
-    planfiles.write_plan(session_name, plan.id, plan.sections())
+    planfiles.write_plan(session_name, plan.file_stem, plan.sections())
 
 
 # Said of an entry that is not a regular file, after what it is.
@@ -133,48 +133,59 @@ def _repair_files(run: _Run) -> None:
     # so files listed while the session is still absent are not that import's.
     if run.orphan and Session.objects.filter(name=name).exists():
         return
-    open_plans = {p.id: p for p in Plan.objects.filter(session_id=name, status__in=OPEN)}
+    open_plans = {p.file_stem: p for p in Plan.objects.filter(session_id=name, status__in=OPEN)}
     on_disk = set(found.files)
 
-    for plan_id in sorted(set(open_plans) - on_disk):
-        plan = open_plans[plan_id]
+    for stem in sorted(set(open_plans) - on_disk):
+        plan = open_plans[stem]
+        if planfiles.read_base(name, stem) is None:
+            continue  # never copied to this machine: nothing was lost (a pull writes it)
         run.act(
             "rerender",
-            f"{plan_id}.txt",
+            f"{stem}.txt",
             f"{plan.status} plan had no file; rendered from the database",
             plan,
             lambda plan=plan: _rerender(name, plan),
         )
-    for plan_id in sorted(set(open_plans) & on_disk):
-        if found.files[plan_id]:
-            run.left_alone(f"{plan_id}.txt", f"{open_plans[plan_id].status} plan's file is {found.files[plan_id]}, {NOT_A_FILE}")
+    for stem in sorted(set(open_plans) & on_disk):
+        if found.files[stem]:
+            run.left_alone(f"{stem}.txt", f"{open_plans[stem].status} plan's file is {found.files[stem]}, {NOT_A_FILE}")
 
-    stale_ids = sorted(on_disk - set(open_plans))
+    stale = sorted(on_disk - set(open_plans))
     # Only this session's plans: a file never speaks for a plan of another session.
-    closed = Plan.objects.filter(session_id=name).in_bulk(stale_ids)
-    for plan_id in stale_ids:
-        target = f"{plan_id}.txt"
-        if found.files[plan_id]:
-            run.left_alone(target, f"is {found.files[plan_id]}, {NOT_A_FILE}")
+    known = Plan.objects.filter(session_id=name).in_bulk({planfiles.split_stem(stem)[0] for stem in stale})
+    for stem in stale:
+        target = f"{stem}.txt"
+        if found.files[stem]:
+            run.left_alone(target, f"is {found.files[stem]}, {NOT_A_FILE}")
             continue
-        plan = closed.get(plan_id)
-        state = f"plan is {plan.status}" if plan else "no such plan in the database"
+        plan = known.get(planfiles.split_stem(stem)[0])
+        if plan is None:
+            state = "no such plan in the database"
+        elif plan.is_open:
+            state = f"file of an earlier claim of the plan (now {plan.file_stem}.txt)"
+        else:
+            state = f"plan is {plan.status}"
         if run.orphan:
             state = "no such session in the database"
-        read = planfiles.read_plan_file(name, plan_id)
+        read = planfiles.read_plan_file(name, stem)
         if read.state == planfiles.MISSING:
             continue  # vanished meanwhile
         if read.state == planfiles.REFUSED:
             run.left_alone(target, f"{read.problem}; left alone")
             continue
-        if not read.usable or file_adds_text(read.text, plan):
+        # A copy nobody edited holds nothing its plan's row lacks: but only where that row
+        # is still there.
+        untouched = plan is not None and not run.orphan and read.usable and read.text == planfiles.read_base(name, stem)
+        earlier_claim = plan is not None and plan.is_open
+        if not untouched and (not read.usable or earlier_claim or file_adds_text(read.text, plan)):
             why = "the file holds text the database lacks" if read.usable else f"the file {read.problem}"
             run.act(
                 "preserve",
                 target,
                 f"{state}; {why}, kept aside",
                 plan,
-                lambda plan_id=plan_id: {"kept_as": planfiles.preserve_file(name, plan_id)},
+                lambda stem=stem: {"kept_as": planfiles.preserve_file(name, stem)},
             )
         else:
             run.act(
@@ -182,7 +193,7 @@ def _repair_files(run: _Run) -> None:
                 target,
                 f"{state}; the database has all its text",
                 plan,
-                lambda plan_id=plan_id: planfiles.remove_file(name, plan_id),
+                lambda stem=stem: planfiles.remove_file(name, stem),
             )
 
     for tmp, age, what in found.temp:

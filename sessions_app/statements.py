@@ -210,6 +210,17 @@ def claimed_plan_id(session_name: str, claimant: str, worker: str) -> str | None
     return None if row is None else row[0]
 
 
+def claimed_file_stem(session_name: str, claimant: str, worker: str) -> str | None:
+    """The name of the plan file (``Plan.file_stem``) of the plan the worker holds."""
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT id, reclaims FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
+            [session_name, Plan.Status.ACTIVE, claimant, worker],
+        )
+        row = cur.fetchone()
+    return None if row is None else Plan(id=row[0], reclaims=row[1]).file_stem
+
+
 def claim_holder(plan_id: str) -> str | None:
     """The worker holding the plan (its name), if it is active."""
     with connection.cursor() as cur:
@@ -240,7 +251,9 @@ def dependent_for_write(session_name: str, plan_id: str) -> Plan | None:
 # A queued plan is ready when it waits for no person and every plan it depends on is
 # completed. Walks the queue in order along the (session, status, sort_key) index, so
 # the first ready plan is found after the blocked ones ahead of it only.
-_READY = (
+# A queued plan is ready when no person must act first and every plan it depends on is
+# completed (parameters: False, Plan.Status.COMPLETED).
+READY = (
     f"t.waiting_for_person = %s AND NOT EXISTS (SELECT 1 FROM {DEPENDENCIES} d JOIN {PLANS} q "
     f"ON q.id = d.depends_on_id WHERE d.plan_id = t.id AND q.status <> %s)"
 )
@@ -250,7 +263,7 @@ def first_ready(session_name: str) -> Plan | None:
     """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
     are passed over: such a plan is being changed, not waiting to be pulled)."""
     rows = _plans(
-        f"t.session_name = %s AND t.status = %s AND {_READY} "
+        f"t.session_name = %s AND t.status = %s AND {READY} "
         f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
         [session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED],
     )

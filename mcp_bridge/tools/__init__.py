@@ -13,13 +13,22 @@ from mcp_types import CallToolResult
 from mcp_bridge.tools.calls import ConnectionState
 from mcp_bridge.tools.history import history_get, history_search
 from mcp_bridge.tools.inspection import admin_sessions, admin_state, admin_validate
+from mcp_bridge.tools.plans import plan_read
 from mcp_bridge.tools.queue import plan_renew, queue_add, queue_add_batch, queue_pull
 from mcp_bridge.tools.sessions import session_create, session_resume
 from mcp_bridge.tools.worker import plan_complete, plan_defer, plan_discard, plan_note
 
 __all__ = ["READ_ONLY", "TOOLS", "ConnectionState"]
 
-READ_ONLY = {session_resume, history_search, history_get, admin_validate, admin_sessions, admin_state}
+READ_ONLY = {
+    session_resume,
+    plan_read,
+    history_search,
+    history_get,
+    admin_validate,
+    admin_sessions,
+    admin_state,
+}
 
 TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
     ("9plan_session_create", session_create, "Create session"),
@@ -32,6 +41,7 @@ TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
     ("9plan_plan_discard", plan_discard, "Discard active plan"),
     ("9plan_plan_note", plan_note, "Write active plan's notes"),
     ("9plan_plan_renew", plan_renew, "Renew the lease"),
+    ("9plan_plan_read", plan_read, "Read a plan"),
     ("9plan_history_search", history_search, "Search completed plans"),
     ("9plan_history_get", history_get, "Read a completed plan"),
     ("9plan_admin_validate", admin_validate, "Check invariants"),

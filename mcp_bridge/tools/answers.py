@@ -13,7 +13,7 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from sessions_app import excerpts, interventions, queries, services
+from sessions_app import excerpts, interventions, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER, Plan
 
 LIST_CAP = 8
@@ -22,6 +22,8 @@ BLOCKED_CAP = 3
 BATCH_CAP = 15
 ISSUE_CAP = 6
 SEARCH_BYTES = 1500
+DEPENDENCIES_CAP = 4
+DEPENDENCIES_BYTES = 900
 
 
 def lease_text(plan: Plan) -> str | None:
@@ -30,7 +32,12 @@ def lease_text(plan: Plan) -> str | None:
 
 def workers(state: queries.SessionState) -> list[dict[str, Any]]:
     return [
-        {"worker": p.worker, "plan_id": p.id, "goal": excerpts.fit_json(p.goal, 40), "lease_until": lease_text(p)}
+        {
+            "worker": p.worker,
+            "plan_id": p.id,
+            "goal": excerpts.fit_json(p.goal, 40),
+            "lease_until": lease_text(p),
+        }
         for p in state.claimed[:WORKERS_CAP]
     ]
 
@@ -49,24 +56,49 @@ def parallel_view(state: queries.SessionState, data: dict[str, Any]) -> None:
         data["blocked"] = blocked(state)
 
 
-def with_file_notice(notice: str, summary: str, data: dict[str, Any]) -> str:
-    """A plan file the service could not use is reported in the answer (``plan_file_notice``)."""
+def with_file_notice(notice: str, summary: str, data: dict[str, Any], *, local: bool = True) -> str:
+    """What the service said about the plan file (not used, or merged with newer text) is
+    reported in the answer (``plan_file_notice``); to an agent on another machine without
+    the server's paths."""
     if not notice:
         return summary
+    if not local:
+        notice = notice.replace(str(planfiles.sessions_root()), "the server's sessions folder")
     data["plan_file_notice"] = excerpts.fit_json(notice, 600)
-    return f"{summary} The plan file was not used: see plan_file_notice."
+    return f"{summary} About the plan file: see plan_file_notice."
 
 
-def plan_written(name: str, written: services.Written, summary: str, **data: Any) -> CallToolResult:
-    """The answer to a write of the worker's plan: its id, then ``data``, and a notice when
-    the service could not use the plan file."""
+def plan_written(
+    name: str,
+    written: services.Written,
+    summary: str,
+    *,
+    local: bool = True,
+    **data: Any,
+) -> CallToolResult:
+    """The answer to a write of the worker's plan: its id, then ``data``, and the service's
+    notice about the plan file when it has one."""
     data = {"plan_id": written.plan.id, **data}
     if written.told:
         # A person changed the plan while this worker held it (restored a revision): the
         # worker must not go on from the text it had in mind.
         data["changed_by_others"] = [excerpts.fit_json(t, 240) for t in written.told]
-        summary += " Others changed this plan meanwhile: see changed_by_others, and read its file again."
-    return responses.ok(name, with_file_notice(written.file_notice, summary, data), data)
+        again = "read its file again" if local else "read it again with 9plan_plan_read"
+        summary += f" Others changed this plan meanwhile: see changed_by_others, and {again}."
+    return responses.ok(name, with_file_notice(written.file_notice, summary, data, local=local), data)
+
+
+def file_path(local: bool, plan: Plan) -> dict[str, str]:
+    """The plan file's path, for an agent that reads this server's files; else nothing."""
+    return {"plan_path": queries.plan_path(plan)} if local else {}
+
+
+def plan_text(local: bool, plan: Plan) -> tuple[str, str]:
+    """The plan's text as its agent should read it, and a notice about the file ("" if
+    none): the file for an agent that reads this server's files, else the database's text."""
+    if local:
+        return queries.plan_file_text(plan)
+    return planfiles.render(plan.sections()), ""
 
 
 def add_in_review(data: dict[str, Any], session_name: str) -> None:
@@ -86,12 +118,21 @@ def add_held(data: dict[str, Any], session_name: str) -> int:
     return total
 
 
-def resume_hint(state: queries.SessionState, active: Plan | None, held: int) -> str:
-    """What a resumed agent does next: carry on with its plan, pull one, or, when only held
-    plans are left, tell the user that a person must release them."""
-    if active is not None:
+def resume_hint(state: queries.SessionState, active: Plan | None, held: int, *, local: bool = True) -> str:
+    """What a resumed agent does next: carry on with its plan (read back from its file, or,
+    for an agent on another machine, with 9plan_plan_read), get back a plan its worker
+    holds, pull one, or, when only held plans are left, tell the user that a person must
+    release them."""
+    if active is not None and local:
         hint = "Active plan: read its file and continue."
-    elif held and not state.queue_length and not state.claimed:
+    elif active is not None:
+        hint = "Active plan: get its text and notes back with 9plan_plan_read, then continue."
+    elif state.claimed:
+        hint = (
+            f"{len(state.claimed)} worker(s) hold plans (see workers): a worker gets its plan back with "
+            "9plan_plan_read and its worker name; or call 9plan_queue_pull for another."
+        )
+    elif held and not state.queue_length:
         return (
             f"No plan is queued or active, but {held} plan(s) are held (see held): "
             f"{interventions.HELD_UNTIL}. Tell the user."
@@ -105,3 +146,23 @@ def resume_hint(state: queries.SessionState, active: Plan | None, held: int) -> 
 
 def queue_entries(rows: list[Plan], key: str = "queue_position") -> list[dict[str, Any]]:
     return [{"id": p.id, "goal": excerpts.fit_json(p.goal, 60), key: i + 1} for i, p in enumerate(rows)]
+
+
+def add_dependency_outcomes(data: dict[str, Any], plan: Plan) -> None:
+    """What the plan's completed dependencies produced: each one's id, goal and outcome,
+    shortened to fit the answer (9plan_plan_read gives one whole)."""
+    done = queries.dependency_outcomes(plan.id)
+    if not done:
+        return
+    shown = done[:DEPENDENCIES_CAP]
+    each = DEPENDENCIES_BYTES // len(shown)
+    data["dependencies"] = [
+        {
+            "id": p.id,
+            "goal": excerpts.fit_json(p.goal, 80),
+            "outcome": excerpts.fit_json(p.outcome, each - 80),
+        }
+        for p in shown
+    ]
+    if len(done) > len(shown):
+        data["dependencies_more"] = len(done) - len(shown)

@@ -12,6 +12,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import Any
 
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context
@@ -19,11 +20,13 @@ from mcp_types import CallToolResult
 
 from mcp_bridge import auth, responses
 from mcp_bridge.readiness import wait_ready
-from sessions_app import access, inputs
+from sessions_app import access, inputs, planfiles, services
 from sessions_app.errors import STATELESS_CONNECTION, NineplanError, NoSessionSelected
 from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
+
+
 class ConnectionState:
     """The current session of each connection (set by create/resume).
 
@@ -88,22 +91,30 @@ class ConnectionState:
                 self._current.popitem(last=False)
 
 
-STATELESS_HINT = (
-    " This connection keeps no current session (stateless HTTP): pass session_name='{name}' on every call."
-)
+STATELESS_HINT = " This connection keeps no current session (stateless HTTP): pass session_name='{name}' on every call."
 
 
 def connection_state(ctx: Context) -> ConnectionState:
     return ctx.mcp_server.nineplan_state  # type: ignore[attr-defined]
 
 
-def holder(ctx: Context | None) -> auth.Holder | None:
-    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+def _request(ctx: Context | None):
     try:
-        request = ctx.request_context.request if ctx is not None else None
+        return ctx.request_context.request if ctx is not None else None
     except ValueError:  # outside a request (in-process calls)
         return None
-    return auth.holder_of(request)
+
+
+def holder(ctx: Context | None) -> auth.Holder | None:
+    """The bearer token's holder of this call's HTTP request; None over stdio or without a token."""
+    return auth.holder_of(_request(ctx))
+
+
+def files_for(ctx: Context | None) -> bool:
+    """Whether this call's agent reads this server's plan files: an agent over stdio runs on
+    the server's machine, one over HTTP does not (its answers name no server path and never
+    ask it to edit a file)."""
+    return planfiles.enabled() and _request(ctx) is None
 
 
 def caller(ctx: Context | None) -> access.Caller:
@@ -118,14 +129,52 @@ def actor(ctx: Context | None) -> str:
     return caller(ctx).label
 
 
+def asked(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    """A write tool's call, as its request_id is matched on: the tool and its arguments
+    (``locals()`` at the tool's first line), without the connection or the request_id."""
+
+    def plain(value: Any) -> Any:
+        if isinstance(value, list):
+            return [plain(v) for v in value]
+        return value.model_dump() if hasattr(value, "model_dump") else value
+
+    return {
+        "tool": tool,
+        **{k: plain(v) for k, v in arguments.items() if k not in ("ctx", "request_id")},
+    }
+
+
+def _once(
+    request_id: str,
+    call: dict[str, Any],
+    shown: str | None,
+    body: Callable[[], CallToolResult],
+) -> CallToolResult:
+    """A write tool's body, applied once per request_id (sessions_app/services/retries.py).
+    A refusal is answered but not kept: it changed nothing, so a retry may succeed."""
+
+    def write() -> tuple[dict, bool]:
+        try:
+            result = body()
+        except NineplanError as exc:
+            result = responses.from_exception(shown, exc)
+        return result.model_dump(mode="json", by_alias=True, exclude_none=True), not result.is_error
+
+    answer = services.write_once(request_id=request_id, call=call, write=write)
+    return CallToolResult.model_validate(answer)
+
+
 def run(
     ctx: Context,
     session_name: str | None,
     body: Callable[[str | None], CallToolResult],
     *,
     needs_session: bool = True,
+    request_id: str | None = None,
+    call: dict[str, Any] | None = None,
 ) -> CallToolResult:
-    """Resolve the session, run the body, and map every failure to the error text
+    """Resolve the session, run the body (once per ``request_id``, when the caller gives one:
+    ``call`` is what a retry must repeat), and map every failure to the error text
     (docs/design.md, "Errors")."""
     requested = session_name if session_name is not None else connection_state(ctx).get(ctx)
     shown = requested if is_session_name(requested) else connection_state(ctx).get(ctx)
@@ -143,7 +192,12 @@ def run(
                 raise NoSessionSelected("No session is selected on this connection and no session_name was given.")
             inputs.session_name(requested)
         with access.acting_as(caller(ctx)):
-            return body(requested)
+            if request_id is None:
+                return body(requested)
+            # A session tool's call is made in its session, however it was named; a create
+            # is one call whatever session was current.
+            session = {"session": requested} if needs_session else {}
+            return _once(request_id, {**(call or {}), **session}, shown, lambda: body(requested))
     except NineplanError as exc:
         return responses.from_exception(shown, exc)
     except Exception as exc:  # never a traceback or a generic "internal error" to the agent

@@ -21,10 +21,14 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
         data = {
             "valid": result.valid,
             "invariants": result.invariants,
-            "issues": [excerpts.fit_json(i, 160) for i in result.issues[:answers.ISSUE_CAP]],
+            "issues": [excerpts.fit_json(i, 160) for i in result.issues[: answers.ISSUE_CAP]],
             "issues_more": max(0, len(result.issues) - answers.ISSUE_CAP),
         }
-        return responses.ok(name, "Valid." if result.valid else f"{len(result.issues)} issue(s) found.", data)
+        return responses.ok(
+            name,
+            "Valid." if result.valid else f"{len(result.issues)} issue(s) found.",
+            data,
+        )
 
     return calls.run(ctx, session_name, body)
 
@@ -53,6 +57,10 @@ def admin_sessions(ctx: Context) -> CallToolResult:
     return calls.run(ctx, None, body, needs_session=False)
 
 
+def _file_path(ctx: Context, plan) -> dict[str, str]:
+    return {"file_path": queries.plan_path(plan)} if calls.files_for(ctx) else {}
+
+
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     """Detailed state of the session for debugging: queue with positions, active plan, plan
     files on disk and whether they match the database.
@@ -69,9 +77,13 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             "queue_length": state.queue_length,
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 100), "file_path": queries.plan_path(active)},
+            else {
+                "id": active.id,
+                "goal": excerpts.fit_json(active.goal, 100),
+                **_file_path(ctx, active),
+            },
             "completed_count": state.completed_count,
-            "plan_files": files[:answers.LIST_CAP],
+            "plan_files": files[: answers.LIST_CAP],
             "plan_files_count": len(files),
             "file_db_match": validation_result.invariants["files_match_database"]
             and validation_result.invariants["no_orphaned_files"],

@@ -10,7 +10,14 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import DependsArg, PositionArg, ReviewArg, SessionArg, WorkerArg
+from mcp_bridge.tools.arguments import (
+    DependsArg,
+    PositionArg,
+    RequestIdArg,
+    ReviewArg,
+    SessionArg,
+    WorkerArg,
+)
 from sessions_app import excerpts, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER
 
@@ -22,19 +29,25 @@ def queue_add(
     approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
     success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
     inputs: Annotated[
-        str | None, Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'.")
+        str | None,
+        Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'."),
     ] = None,
-    outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
+    outputs: Annotated[
+        str | None,
+        Field(description="What it produces, specific enough to search for later."),
+    ] = None,
     position: PositionArg = None,
     review: ReviewArg = None,
     depends_on: DependsArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Add one self-contained plan to the queue and write its plan file. Use 'front' for work
     that blocks what you are doing, 'back' for work that can wait. Adding A, B, C at the
     front gives C, B, A: to keep an order, use 9plan_queue_add_batch.
     Example: {"context": "Billing port", "goal": "Model invoices in Django",
     "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
+    call = calls.asked("queue_add", locals())
 
     def body(name: str | None) -> CallToolResult:
         fields = dict(
@@ -47,13 +60,21 @@ def queue_add(
             depends_on=depends_on,
         )
         placed = services.plan_enqueue_many(
-            session_name=name, plans=[fields], position=position, review=review, actor=calls.actor(ctx)
+            session_name=name,
+            plans=[fields],
+            position=position,
+            review=review,
+            actor=calls.actor(ctx),
         )[0]
         plan = placed.plan
-        data = {"plan_id": plan.id, "plan_path": queries.plan_path(plan), "queue_position": placed.place}
+        data = {
+            "plan_id": plan.id,
+            **answers.file_path(calls.files_for(ctx), plan),
+            "queue_position": placed.place,
+        }
         return responses.ok(name, "Plan added.", data)
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 class PlanSpec(BaseModel):
@@ -65,22 +86,28 @@ class PlanSpec(BaseModel):
     inputs: str | None = Field(default=None, description="Needed from other plans, described.")
     outputs: str | None = Field(default=None, description="What it produces.")
     depends_on: list[str | int] | None = Field(
-        default=None, description="Plan ids, or indexes of earlier plans in this batch, to complete first."
+        default=None,
+        description="Plan ids, or indexes of earlier plans in this batch, to complete first.",
     )
 
 
 def queue_add_batch(
     ctx: Context,
-    plans: Annotated[list[PlanSpec], Field(description="Plans in the order they should be worked (1 to 50).")],
+    plans: Annotated[
+        list[PlanSpec],
+        Field(description="Plans in the order they should be worked (1 to 50)."),
+    ],
     position: PositionArg = None,
     review: ReviewArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Add several plans in one call, keeping their order, at the front or the back; all are
     added or none. Use it to decompose: [A, B, C] at 'front' are worked A, then B, then C,
     before anything already queued. For parallel work, C with depends_on [0, 1] waits for A and B.
     Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
     "success_criteria": "..."}, {...}], "position": "front"}"""
+    call = calls.asked("queue_add_batch", locals())
 
     def body(name: str | None) -> CallToolResult:
         created = services.plan_enqueue_many(
@@ -91,43 +118,58 @@ def queue_add_batch(
             actor=calls.actor(ctx),
         )
         data = {
-            "plans": [
-                {"plan_id": q.plan.id, "queue_position": q.place} for q in created[:answers.BATCH_CAP]
-            ],
+            "plans": [{"plan_id": q.plan.id, "queue_position": q.place} for q in created[: answers.BATCH_CAP]],
             "added": len(created),
-            "plans_dir": str(planfiles.plans_dir(name)),
         }
+        if calls.files_for(ctx):
+            data["plans_dir"] = str(planfiles.plans_dir(name))
         return responses.ok(name, f"{len(created)} plans added in order.", data)
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
-def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg = None) -> CallToolResult:
+def queue_pull(
+    ctx: Context,
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
+) -> CallToolResult:
     """Claim the first ready plan in the queue for your worker; returns its full text.
     Work on it, then call 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.
     Errors: PLAN_ALREADY_ACTIVE (finish yours first), QUEUE_BLOCKED (plans wait for others),
     QUEUE_EMPTY (task complete).
     Example: {}"""
+    call = calls.asked("queue_pull", locals())
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_pull(session_name=name, worker=worker, actor=calls.actor(ctx))
         remaining = queries.queue_length(name)
+        local = calls.files_for(ctx)
         data = {
             "plan_id": plan.id,
-            "plan_path": queries.plan_path(plan),
+            **answers.file_path(local, plan),
             "goal": excerpts.one_line(plan.goal, 300),
             "queue_remaining": remaining,
         }
         if plan.worker != DEFAULT_WORKER or plan.attempts:
-            data.update(worker=plan.worker, attempt=plan.attempts + 1, lease_until=answers.lease_text(plan))
-        summary = "Plan pulled; its full text follows. Edit the file's Notes as you work."
+            data.update(
+                worker=plan.worker,
+                attempt=plan.attempts + 1,
+                lease_until=answers.lease_text(plan),
+            )
+        summary = "Plan pulled; its full text follows. " + (
+            "Edit the file's Notes as you work." if local else "Write what you find with 9plan_plan_note as you work."
+        )
+        answers.add_dependency_outcomes(data, plan)
+        if "dependencies" in data:
+            summary += " What its dependencies produced is in dependencies (9plan_plan_read gives one whole)."
         late = queries.late_writes(plan.id) if plan.attempts else []
         if late:
             data["late_writes"] = [
                 {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
-        text, notice = queries.plan_file_text(plan)
+        text, notice = answers.plan_text(local, plan)
         rejected = queries.last_rejection(plan)
         if rejected is not None:
             # Shown first: the reviewer's notes say what the last attempt lacked.
@@ -141,19 +183,29 @@ def queue_pull(ctx: Context, worker: WorkerArg = None, session_name: SessionArg 
                 f"This plan was sent back in review by {rejected.actor}: read review_notes first (they are also at "
                 f"the end of its Notes). {summary}"
             )
-        summary = answers.with_file_notice(notice, summary, data)
+        summary = answers.with_file_notice(notice, summary, data, local=local)
         return responses.ok(name, summary, data, body=text)
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
-def plan_renew(ctx: Context, worker: WorkerArg = None, session_name: SessionArg = None) -> CallToolResult:
+def plan_renew(
+    ctx: Context,
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
+) -> CallToolResult:
     """Renew the lease on your plan without writing to it, when the work takes longer than
     the lease (any note, defer or complete renews it too).
     Example: {}"""
+    call = calls.asked("plan_renew", locals())
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_renew(session_name=name, worker=worker, actor=calls.actor(ctx))
-        return responses.ok(name, "Lease renewed.", {"plan_id": plan.id, "lease_until": answers.lease_text(plan)})
+        return responses.ok(
+            name,
+            "Lease renewed.",
+            {"plan_id": plan.id, "lease_until": answers.lease_text(plan)},
+        )
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)

@@ -10,13 +10,15 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import RequestIdArg
 from sessions_app import excerpts, interventions, queries, services
 
 
 def session_create(
     ctx: Context,
     task_description: Annotated[
-        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+        str | None,
+        Field(description="The whole task in a sentence or two; shown when the session is resumed."),
     ] = None,
     review: Annotated[
         str | None,
@@ -29,15 +31,21 @@ def session_create(
     lease_seconds: Annotated[
         int | None, Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800).")
     ] = None,
-    max_attempts: Annotated[int | None, Field(description="Expired claims before a plan waits for a person (3).")] = None,
-    project: Annotated[
-        str | None, Field(description="The project it belongs to; needed only if your token has several.")
+    max_attempts: Annotated[
+        int | None,
+        Field(description="Expired claims before a plan waits for a person (3)."),
     ] = None,
+    project: Annotated[
+        str | None,
+        Field(description="The project it belongs to; needed only if your token has several."),
+    ] = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
     The new session becomes this connection's current session.
     Example: {"task_description": "Port the billing service to Django"}"""
+    call = calls.asked("session_create", locals())
 
     def body(_: str | None) -> CallToolResult:
         session = services.session_create(
@@ -52,34 +60,44 @@ def session_create(
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not calls.connection_state(ctx).remembers(ctx):
             summary += calls.STATELESS_HINT.format(name=session.name)
-        data = {"project": session.project_id, "session_path": queries.session_path(session.name)}
+        data = {"project": session.project_id}
+        if calls.files_for(ctx):
+            data["session_path"] = queries.session_path(session.name)
         return responses.ok(session.name, summary, data)
 
-    return calls.run(ctx, None, body, needs_session=False)
+    return calls.run(ctx, None, body, needs_session=False, request_id=request_id, call=call)
 
 
 def session_resume(
     ctx: Context,
-    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
+    session_name: Annotated[
+        str,
+        Field(description="The session's three-word name, e.g. 'brave-amber-otter'."),
+    ],
 ) -> CallToolResult:
     """Resume a session after a restart or context compaction: makes it current and returns
     its whole state (task, queue in order, active plan, completed count). If a plan is
-    active, read its file and carry on with it.
+    active, read it back with 9plan_plan_read and carry on with it.
     Example: {"session_name": "brave-amber-otter"}"""
 
     def body(name: str | None) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
         calls.connection_state(ctx).set(ctx, state.session.name)
         active = state.default_workers_plan
+        local = calls.files_for(ctx)
         data = {
-            "session_path": queries.session_path(state.session.name),
+            **({"session_path": queries.session_path(state.session.name)} if local else {}),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
             "queue": answers.queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
             "active_plan": None
             if active is None
-            else {"id": active.id, "goal": excerpts.fit_json(active.goal, 120), "file_path": queries.plan_path(active)},
+            else {
+                "id": active.id,
+                "goal": excerpts.fit_json(active.goal, 120),
+                **({"file_path": queries.plan_path(active)} if local else {}),
+            },
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)
@@ -90,7 +108,7 @@ def session_resume(
         changed = interventions.interventions(state.session.name)
         if changed:
             data["changed_by_others"] = [excerpts.fit_json(c.describe(), 240) for c in changed]
-        hint = answers.resume_hint(state, active, held)
+        hint = answers.resume_hint(state, active, held, local=local)
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
         if not calls.connection_state(ctx).remembers(ctx):

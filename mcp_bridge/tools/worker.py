@@ -9,48 +9,67 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import PositionArg, SessionArg, WorkerArg
+from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg
 from sessions_app import excerpts, queries, services
 from sessions_app.models import Plan
 
 
 def plan_defer(
     ctx: Context,
-    reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
+    reason: Annotated[
+        str,
+        Field(description="Why it is put back; appended to Notes with a timestamp."),
+    ],
     position: PositionArg = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Put the active plan back in the queue without finishing it. Blocked on something?
     Defer to 'back' (or add the blocker at the front first). Decomposing? Add the subplans
     with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
     the plan file are kept.
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
+    call = calls.asked("plan_defer", locals())
 
     def body(name: str | None) -> CallToolResult:
         placed = services.plan_defer(
-            session_name=name, reason=reason, position=position, worker=worker, actor=calls.actor(ctx)
+            session_name=name,
+            reason=reason,
+            position=position,
+            worker=worker,
+            actor=calls.actor(ctx),
         )
+        local = calls.files_for(ctx)
         return answers.plan_written(
-            name, placed, "Plan deferred.", plan_path=queries.plan_path(placed.plan), queue_position=placed.place
+            name,
+            placed,
+            "Plan deferred.",
+            local=local,
+            **answers.file_path(local, placed.plan),
+            queue_position=placed.place,
         )
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_complete(
     ctx: Context,
     outcome: Annotated[
         str,
-        Field(description="What was done and what it produced (files, names, decisions): later plans find it by search."),
+        Field(
+            description="What was done and what it produced (files, names, decisions): later plans find it by search."
+        ),
     ],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Mark the active plan done. Stores the outcome, keeps your edits to the plan file,
     makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
     queue status; pull the next plan after.
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
+    call = calls.asked("plan_complete", locals())
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=calls.actor(ctx))
@@ -59,7 +78,12 @@ def plan_complete(
         data = {
             "queue_length": status.length,
             "completed_count": status.completed,
-            "next": None if status.next_id is None else {"id": status.next_id, "goal": excerpts.fit_json(status.next_goal, 120)},
+            "next": None
+            if status.next_id is None
+            else {
+                "id": status.next_id,
+                "goal": excerpts.fit_json(status.next_goal, 120),
+            },
         }
         if plan.status == Plan.Status.IN_REVIEW:
             data["status"] = plan.status
@@ -68,6 +92,10 @@ def plan_complete(
             done = "Plan completed."
         if status.next_id:
             hint = "Next: 9plan_queue_pull."
+        elif status.length:
+            waits = queries.blocked_plans(name, limit=answers.BLOCKED_CAP)
+            data["blocked"] = [excerpts.fit_json(w.describe(), 150) for w in waits]
+            hint = f"{status.length} plan(s) are queued but none is ready yet: see blocked for what they wait for."
         elif status.unfinished:
             data["unfinished_count"] = status.unfinished
             hint = (
@@ -76,27 +104,38 @@ def plan_complete(
             )
         else:
             hint = "The queue is empty: task complete! 🎉"
-        return answers.plan_written(name, written, f"{done} {hint}", **data)
+        return answers.plan_written(name, written, f"{done} {hint}", local=calls.files_for(ctx), **data)
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_discard(
     ctx: Context,
-    reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
+    reason: Annotated[
+        str,
+        Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived)."),
+    ],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Drop the active plan without doing it. A discarded plan is never searchable history.
     Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
     still needed later.
     Example: {"reason": "Superseded by the new auth plan"}"""
+    call = calls.asked("plan_discard", locals())
 
     def body(name: str | None) -> CallToolResult:
         written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
-        return answers.plan_written(name, written, "Plan discarded.", queue_length=queries.queue_length(name))
+        return answers.plan_written(
+            name,
+            written,
+            "Plan discarded.",
+            local=calls.files_for(ctx),
+            queue_length=queries.queue_length(name),
+        )
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_note(
@@ -112,21 +151,31 @@ def plan_note(
     ] = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
+    request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Write the active plan's Notes: findings, decisions, progress, so they survive context
-    loss. 'append' is safe alongside other writers and never loses earlier notes; it is
-    not idempotent (a retried append appends twice). 'replace' overwrites all Notes.
+    loss. 'append' is safe alongside other writers and never loses earlier notes; pass a
+    request_id so that a retried append is not appended twice. 'replace' overwrites all Notes.
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
+    call = calls.asked("plan_note", locals())
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_note(
+            session_name=name,
+            text=text,
+            mode=mode,
+            worker=worker,
+            actor=calls.actor(ctx),
+        )
+        local = calls.files_for(ctx)
         return answers.plan_written(
             name,
             written,
             "Notes written.",
+            local=local,
             mode=mode or "append",
             notes_chars=len(written.plan.notes),
-            plan_path=queries.plan_path(written.plan),
+            **answers.file_path(local, written.plan),
         )
 
-    return calls.run(ctx, session_name, body)
+    return calls.run(ctx, session_name, body, request_id=request_id, call=call)

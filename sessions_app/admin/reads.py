@@ -193,7 +193,7 @@ def plan_file_check(plan: Plan) -> FileCheck:
     differences the format cannot carry do not count as a mismatch.
     """
     path = queries.plan_path(plan)
-    read = planfiles.read_plan_file(plan.session_id, plan.id)
+    read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
     if read.state == planfiles.MISSING:
         return FileCheck(path, exists=False, expected=plan.is_open, differing=[])
     if not read.usable:

@@ -8,13 +8,15 @@ One module per idea: ``writing`` (the write kit the others share), ``file_edits`
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
 dependencies, moving them), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
-and restoring a revision) ``projects`` (projects and their members) and ``webhooks`` (subscriptions, resending, the
-delivery loops' claims and attempts).
+and restoring a revision), ``projects`` (projects and their members), ``webhooks``
+(subscriptions, resending, the delivery loops' claims and attempts) and ``retries`` (a write
+sent again with its request_id is answered, not applied twice).
 """
 
 from sessions_app.services.claims import RECLAIM_ACTOR, plan_pull, plan_reclaim, plan_renew, reclaim_expired
 from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
+from sessions_app.services.retries import forget_old_requests, write_once
 from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
 from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
@@ -41,6 +43,8 @@ __all__ = [
     "deliveries_claim",
     "delivery_record",
     "delivery_resend",
+    "forget_old_requests",
+    "write_once",
     "plan_complete",
     "project_create",
     "project_for_new_session",

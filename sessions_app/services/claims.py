@@ -12,13 +12,13 @@ from datetime import datetime
 
 from django.db import IntegrityError
 
-from sessions_app import access, clock, errors, inputs, interventions, planfiles, queries, revisions, statements
+from sessions_app import access, clock, errors, inputs, interventions, queries, revisions, statements
 from sessions_app import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
-from sessions_app.services.file_edits import absorb_file, write_file
+from sessions_app.services.file_edits import fence_file, refresh_copy, write_file
 from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,
@@ -92,12 +92,9 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
                 statements.forget_lost_claim(session.name, claimant, worker)
             detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
             record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
-            # Restored inside the transaction: if the file cannot be written the pull is
+            # Written inside the transaction: if the file cannot be written the pull is
             # undone, rather than reporting an error for a plan that is now active anyway.
-            # Only checked, never read: a link or FIFO in the file's place is left alone, and the
-            # answer's text then comes from the database.
-            if planfiles.probe(session.name, plan.id).state == planfiles.MISSING:
-                write_file(undo, plan, previous=None)
+            refresh_copy(undo, plan)
     if refusal is not None:
         raise refusal
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
@@ -286,9 +283,9 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     worker's next write gets LEASE_LOST. The claim counts as a failed attempt, and at the
     session's max_attempts the plan waits for a person."""
     claimant, worker, expired_at = plan.claimant, plan.worker, plan.lease_expires_at
-    previous = planfiles.read_plan_file(session.name, plan.id)
-    absorb_file(plan, actor, previous, strict=False)
+    fence_file(plan, worker, actor)
     plan.attempts += 1
+    plan.reclaims += 1
     waits = plan.attempts >= session.max_attempts
     note = (
         f"Reclaimed {utc_text(now)}: the claim of worker '{worker}' (lease until {utc_text(expired_at)}) ended: {why}; "
@@ -301,7 +298,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     back_to_queue(plan, session, "front")
     plan.waiting_for_person = waits
     touch(plan, now)
-    statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+    statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "reclaims", "waiting_for_person", *TOUCHED))
     revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
     statements.record_lost_claim(session.name, claimant, worker, plan.id, now)
     record_event(
@@ -314,7 +311,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
         attempts=plan.attempts,
         waiting_for_person=waits,
     )
-    write_file(undo, plan, previous)
+    write_file(undo, plan, previous=None)
     log.warning(
         "claim reclaimed",
         extra={"session": session.name, "plan": plan.id, "worker": worker, "attempts": plan.attempts},

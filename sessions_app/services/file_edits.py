@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError
 
-from sessions_app import errors, inputs, planfiles, revisions, statements, transactions
+from sessions_app import errors, inputs, plan_text, planfiles, revisions, statements, transactions
 from sessions_app.errors import FileSystemFailed, ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
@@ -44,9 +44,9 @@ TAKEN_IN = Absorbed()
 
 @dataclass(frozen=True)
 class FileAhead:
-    """A plan file as read before the write transaction."""
+    """A plan file as read before the write transaction (``stem``: the file's name)."""
 
-    plan_id: str
+    stem: str
     read: planfiles.FileRead
 
 
@@ -56,29 +56,33 @@ def read_ahead(
     """The plan file of the plan ``worker`` of ``claimant`` holds (or of ``plan_id``), read
     before the write transaction: a file that is slow to read then never holds up other
     writers. Nothing read here is used unless the transaction lets the caller write."""
-    if not is_session_name(session_name):
-        return None  # the service's own checks report it
+    if not is_session_name(session_name) or not planfiles.enabled():
+        return None  # the service's own checks report a bad name
+    stem = plan_id
     if plan_id is None:
         try:
-            plan_id = statements.claimed_plan_id(session_name, claimant, worker)
+            stem = statements.claimed_file_stem(session_name, claimant, worker)
         except DatabaseError:
             return None  # the transaction meets the same fault and reports it properly
-    if not is_plan_id(plan_id):
+    elif not is_plan_id(plan_id):
         return None
-    return FileAhead(plan_id, planfiles.read_plan_file(session_name, plan_id))
+    if stem is None:
+        return None
+    return FileAhead(stem, planfiles.read_plan_file(session_name, stem))
 
 
 def file_now(plan: Plan, ahead: FileAhead | None) -> planfiles.FileRead:
     """The plan's file as it is now, inside the transaction: the read made ahead when the
     file has not changed since (one stat, nothing opened), else a fresh read, which is
     bounded and never blocks either."""
-    if ahead is not None and ahead.plan_id == plan.id and ahead.read.identity is not None:
-        if planfiles.file_identity(plan.session_id, plan.id) == ahead.read.identity:
+    stem = plan.file_stem
+    if ahead is not None and ahead.stem == stem and ahead.read.identity is not None:
+        if planfiles.file_identity(plan.session_id, stem) == ahead.read.identity:
             return ahead.read
-    if ahead is not None and ahead.plan_id == plan.id and ahead.read.state == planfiles.MISSING:
-        if planfiles.file_identity(plan.session_id, plan.id) is None:
+    if ahead is not None and ahead.stem == stem and ahead.read.state == planfiles.MISSING:
+        if planfiles.file_identity(plan.session_id, stem) is None:
             return ahead.read
-    return planfiles.read_plan_file(plan.session_id, plan.id)
+    return planfiles.read_plan_file(plan.session_id, stem)
 
 
 def _oversize(plan: Plan, sections: dict[str, str]) -> str:
@@ -106,10 +110,12 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
     keeps its database text (its lines went to the section above, so nothing is lost);
     text above the first heading joins the Notes.
     """
-    path = planfiles.plan_path(plan.session_id, plan.id)
+    path = planfiles.plan_path(plan.session_id, plan.file_stem)
     where = {"session": plan.session_id, "plan": plan.id}
     if read.state == planfiles.MISSING:
-        log.warning("plan file missing; keeping the database copy", extra=where)
+        # No copy here (files off, or the plan was never copied to this machine): the
+        # database's text is the plan.
+        log.debug("no plan file; the database's text stands", extra=where)
         return TAKEN_IN
     if read.state == planfiles.REFUSED:
         log.warning("plan file left alone", extra={**where, "problem": read.problem})
@@ -126,7 +132,7 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
     if read.state == planfiles.NOT_UTF8:
         # Kept before anything else happens; should the call fail after this, the copy
         # stays too: a second copy of an agent's bytes is harmless, a lost one is not.
-        kept = planfiles.preserve_bytes(plan.session_id, plan.id, read.data)
+        kept = planfiles.preserve_bytes(plan.session_id, plan.file_stem, read.data)
         log.warning("plan file not UTF-8; kept aside", extra={**where, "kept_as": kept})
         record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=[], kept_as=kept, problem=read.problem)
         return Absorbed(
@@ -135,19 +141,32 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
         )
     if read.text == planfiles.render(plan.sections()):
         return TAKEN_IN  # untouched since 9plan wrote it: nothing to parse
+    base_text = planfiles.read_base(plan.session_id, plan.file_stem)
+    if read.text == base_text:
+        # A copy nobody edited, written before others changed the plan (on another server,
+        # by another worker, a reviewer or a restore): never taken in; the next write
+        # rewrites it.
+        return TAKEN_IN
     parsed = planfiles.parse(read.text)
+    base = planfiles.parse(base_text) if base_text is not None else None
     new = plan.sections()
-    changed = []
+    changed, both = [], []
     for name in SECTIONS:
         if name not in parsed.sections:
             continue
-        text = parsed.sections[name]
+        text, current = parsed.sections[name], new[name].strip("\r\n")
+        if base is not None:
+            # Applied as a change against the text the file was written from: a section the
+            # agent did not touch keeps everything written since by anyone.
+            text, clashed = plan_text.merge_section(base.sections.get(name, ""), current, text)
+            if clashed:
+                both.append(name)
         if name == "goal" and inputs.is_blank(text):
             continue  # a plan always keeps a goal
-        if text != new[name].strip("\r\n"):
+        if text != current:
             new[name] = text
             changed.append(name)
-    if parsed.preamble:
+    if parsed.preamble and (base is None or parsed.preamble != base.preamble):
         new["notes"] = compose_append(new["notes"], parsed.preamble)
         changed.append("preamble")
     if not changed:
@@ -158,8 +177,15 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
     before = plan.sections()
     set_sections(plan, new)
     revisions.record(plan, kind=Revision.Kind.FILE_EDIT, actor=actor, before=before)
-    record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed)
-    return TAKEN_IN
+    detail = {"both_changed": both} if both else {}
+    record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed, **detail)
+    if not both:
+        return TAKEN_IN
+    titles = ", ".join(planfiles.SECTION_TITLES[name] for name in both)
+    return Absorbed(
+        f"{titles} changed both in the plan file and elsewhere since the file was written: both texts are kept "
+        f"(the file's after the other, below the line '{plan_text.BOTH_KEPT}')."
+    )
 
 
 def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> Absorbed:
@@ -179,10 +205,10 @@ def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
     """After the commit: the file of a plan that left the queue is deleted, or, if its
     text could not be taken in, moved to the session's preserved/ folder."""
     if not absorbed.set_aside:
-        planfiles.delete_plan(plan.session_id, plan.id)
+        planfiles.delete_plan(plan.session_id, plan.file_stem)
         return Written(plan, file_notice=absorbed.notice)
     try:
-        kept = planfiles.preserve_file(plan.session_id, plan.id)
+        kept = planfiles.preserve_file(plan.session_id, plan.file_stem)
     except FileSystemFailed as exc:
         log.warning("plan file not moved aside", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message})
         where = " It stays where it is (it could not be moved aside); the invariant check reports it."
@@ -192,13 +218,65 @@ def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
 
 
 def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead | None = None) -> None:
-    """Write the plan's file, with an undo step that puts back what was there before
-    (``previous``: the file as read in this call; None: there was none)."""
-    planfiles.write_plan(plan.session_id, plan.id, plan.sections())
-    session_name, plan_id = plan.session_id, plan.id
+    """Write the plan's file and its base, with an undo step that puts back what was there
+    before (``previous``: the file as read in this call; None: there was none)."""
+    if not planfiles.enabled():
+        return
+    session_name, stem = plan.session_id, plan.file_stem
+    base = planfiles.read_base(session_name, stem)
+    planfiles.write_plan(session_name, stem, plan.sections())
     if previous is None or previous.state == planfiles.MISSING:
-        undo.append(lambda: planfiles.delete_plan(session_name, plan_id))
-    elif previous.state == planfiles.OK:
-        undo.append(lambda: planfiles.write_file(session_name, plan_id, previous.text))
+        undo.append(lambda: planfiles.delete_plan(session_name, stem))
+        return
+    if previous.state == planfiles.OK:
+        undo.append(lambda: planfiles.write_file(session_name, stem, previous.text))
     elif previous.state == planfiles.NOT_UTF8:
-        undo.append(lambda: planfiles.write_file(session_name, plan_id, previous.data))
+        undo.append(lambda: planfiles.write_file(session_name, stem, previous.data))
+    undo.append(lambda: planfiles.write_base(session_name, stem, base))
+
+
+def refresh_copy(undo: transactions.Undo, plan: Plan) -> None:
+    """Before a worker reads the plan it pulled: its file is written when missing, and
+    rewritten when it is a stale copy nobody edited. A file with edits stays for the next
+    write to take in; anything that is not a plain file is left alone (the answer's text then
+    comes from the database)."""
+    if not planfiles.enabled():
+        return
+    read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
+    if read.state == planfiles.MISSING:
+        write_file(undo, plan, previous=None)
+    elif read.usable and read.text != planfiles.render(plan.sections()):
+        if read.text == planfiles.read_base(plan.session_id, plan.file_stem):
+            write_file(undo, plan, read)
+
+
+def fence_file(plan: Plan, worker: str, actor: str) -> None:
+    """A claim is taken back: what its worker edited in its plan file is not taken in (it
+    would read as the next holder's work) but kept as a late write of that worker, shown to
+    the next holder and to reviewers. The file stays where the worker has it, its edits
+    marked as seen; the next claim gets a file of its own (``Plan.file_stem``)."""
+    stem = plan.file_stem
+    read = planfiles.read_plan_file(plan.session_id, stem)
+    if not read.usable or read.text == planfiles.render(plan.sections()):
+        return
+    base_text = planfiles.read_base(plan.session_id, stem)
+    if read.text == base_text:
+        return
+    edited = planfiles.parse(read.text)
+    was = planfiles.parse(base_text if base_text is not None else planfiles.render(plan.sections()))
+    parts = [
+        f"# {planfiles.SECTION_TITLES[name]}\n{text}"
+        for name, text in edited.sections.items()
+        if text != was.sections.get(name, "")
+    ]
+    if edited.preamble and edited.preamble != was.preamble:
+        parts.insert(0, edited.preamble)
+    if not parts:
+        return
+    record_event(
+        plan.session_id, Event.Kind.LATE_WRITE_KEPT, actor, plan, worker=worker, op="file", text="\n\n".join(parts)
+    )
+    try:
+        planfiles.write_base(plan.session_id, stem, read.text)
+    except FileSystemFailed as exc:
+        log.warning("fenced file's base not updated", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message})

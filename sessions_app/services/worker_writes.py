@@ -187,7 +187,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
         dependent = statements.dependent_for_write(session_name, dependent_id)
         if dependent is None or not dependent.is_open:
             continue
-        previous = planfiles.read_plan_file(session_name, dependent.id)
+        previous = planfiles.read_plan_file(session_name, dependent.file_stem)
         absorb_file(dependent, actor, previous, strict=False)
         before = dependent.sections()
         append_note_if_room(

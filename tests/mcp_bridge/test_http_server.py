@@ -73,8 +73,8 @@ async def test_a_whole_session_over_http(start_server, sessions_dir):
     assert done.outcome == "Invoice model in billing/models.py"
     waiting = await in_thread(Plan.objects.get, id=second)
     assert waiting.status == "queued" and "Deferred" in waiting.notes and "Needs the schema" in waiting.notes
-    assert not (sessions_dir / name / "plans" / f"{first}.txt").exists()
-    assert "Needs the schema" in (sessions_dir / name / "plans" / f"{second}.txt").read_text()
+    # Its agents are on other machines: `mcp --transport http` keeps no plan files.
+    assert not (sessions_dir / name).exists()
     kinds = await in_thread(lambda: list(Event.objects.filter(session_id=name).values_list("kind", flat=True)))
     assert kinds.count("plan_pulled") == 2 and "plan_completed" in kinds and "plan_deferred" in kinds
 

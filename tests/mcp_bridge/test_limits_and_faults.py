@@ -191,7 +191,7 @@ async def test_a_pull_never_carries_the_text_behind_a_link(client, sessions_dir,
     text = result.content[0].text
     assert "TOP-SECRET" not in text and "# Goal\nMine" in text
     assert "symbolic link" in data["plan_file_notice"]
-    assert "plan file was not used" in text
+    assert "About the plan file: see plan_file_notice" in text
     validated = ok(await client.call_tool("9plan_admin_validate", {}), name)
     assert validated["valid"] is False and "symbolic link" in validated["issues"][0]
     data = error(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), "FILE_SYSTEM_ERROR", name)

@@ -88,7 +88,7 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
     with anyio.fail_after(180):  # a hung server fails the test instead of the whole run
         async with Client(params) as client:
             assert "9plan_queue_pull" in client.instructions
-            assert len((await client.list_tools()).tools) == 15
+            assert len((await client.list_tools()).tools) == 16
 
             r = await client.call_tool("9plan_session_create", {"task_description": "Build a note keeper"})
             name = r.structured_content["session_name"]

@@ -16,6 +16,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 READ_ONLY = {
     "9plan_session_resume",
+    "9plan_plan_read",
     "9plan_history_search",
     "9plan_history_get",
     "9plan_admin_validate",
@@ -45,6 +46,7 @@ VALID_ARGS = {
     "9plan_plan_renew": {},
     "9plan_history_search": {"query": "invoice"},
     "9plan_history_get": {"plan_id": "abcde"},
+    "9plan_plan_read": {"plan_id": "abcde"},
     "9plan_admin_validate": {},
     "9plan_admin_sessions": {},
     "9plan_admin_state": {},
@@ -184,6 +186,8 @@ async def test_wrong_types_of_other_arguments_name_the_field(client, current, se
         ("9plan_plan_note", {"text": 3.5}, "text"),
         ("9plan_history_search", {"query": "x", "max_results": "lots"}, "max_results"),
         ("9plan_history_get", {"plan_id": 12345}, "plan_id"),
+        ("9plan_plan_read", {"plan_id": 12345}, "plan_id"),
+        ("9plan_queue_add", {**plan_args(), "request_id": 12345}, "request_id"),
     ]:
         data = error(await client.call_tool(tool, args), "VALIDATION_ERROR", current, field=field)
         assert data["message"].startswith(f"Invalid arguments: {field}: "), tool
@@ -322,6 +326,7 @@ async def test_every_answer_stays_under_2_kb_in_a_big_session(client, transactio
     await call("9plan_queue_add_batch", {"plans": [plan_args(goal=LONG)] * 50, "position": "front"})
     await call("9plan_queue_pull", {}, capped=False)
     await call("9plan_plan_note", {"text": LONG * 5})
+    await call("9plan_plan_read", {}, capped=False)
     await call("9plan_plan_renew", {})
     await call("9plan_admin_state", {})
     await call("9plan_session_resume", {"session_name": name})

@@ -4,12 +4,14 @@ a guard asserting that a rejected call changed none of it."""
 from __future__ import annotations
 
 from contextlib import contextmanager
+from datetime import timedelta
 from pathlib import Path
 
 import pytest
 from django.db import connection
+from django.utils import timezone
 
-from sessions_app import search, services
+from sessions_app import clock, search, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan, Revision, Session
 from sessions_app.search import FTS_TABLE
@@ -17,7 +19,9 @@ from tests.conftest import plan_fields
 
 
 def plan_file(sessions_dir: Path, plan: Plan) -> Path:
-    return sessions_dir / plan.session_id / "plans" / f"{plan.id}.txt"
+    """The plan's file as the database names it now (after a reclaim, the new claim's)."""
+    stem = Plan.objects.filter(id=plan.id).values_list("reclaims", flat=True).first()
+    return sessions_dir / plan.session_id / "plans" / f"{Plan(id=plan.id, reclaims=stem or 0).file_stem}.txt"
 
 
 def revised_plan(session: Session, note: str, replacement: str, **fields) -> Plan:
@@ -117,3 +121,23 @@ def search_path(request, monkeypatch):
     if request.param == "shared index":
         monkeypatch.setattr(search, "SMALL_SESSION", -1)
     return request.param
+
+
+class Clock:
+    """The time leases are measured by, moved forward by the test instead of waited for."""
+
+    def __init__(self) -> None:
+        self.at = timezone.now()
+
+    def __call__(self):
+        return self.at
+
+    def advance(self, seconds: float) -> None:
+        self.at += timedelta(seconds=seconds)
+
+
+@pytest.fixture
+def now(monkeypatch) -> Clock:
+    fake = Clock()
+    monkeypatch.setattr(clock, "now", fake)
+    return fake

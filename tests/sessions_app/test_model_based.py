@@ -13,16 +13,21 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 from hypothesis import HealthCheck
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
-from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule, run_state_machine_as_test
-
-from datetime import timedelta
-
-from django.utils import timezone
+from hypothesis.stateful import (
+    RuleBasedStateMachine,
+    initialize,
+    invariant,
+    precondition,
+    rule,
+    run_state_machine_as_test,
+)
 
 from sessions_app import clock, invariants, planfiles, queries, revisions, services
 from sessions_app.errors import NineplanError
@@ -85,6 +90,7 @@ class ModelPlan:
     lease_until: float | None = None
     attempts: int = 0
     waiting: bool = False
+    reclaims: int = 0  # claims taken back, ever: they name the plan's file
 
 
 LEASE = 60
@@ -116,6 +122,11 @@ class Model:
             current = self.plans[plan_id].sections["notes"]
             if notes.strip("\r\n") != current.strip("\r\n"):
                 self.plans[plan_id].sections["notes"] = notes.strip("\r\n")
+
+    def stem(self, plan_id: str) -> str:
+        """The name of the plan's file now: after a reclaim, the new claim's own."""
+        taken = self.plans[plan_id].reclaims
+        return f"{plan_id}-{taken}" if taken else plan_id
 
     def ready(self, plan_id: str) -> bool:
         mp = self.plans[plan_id]
@@ -224,7 +235,8 @@ class NineplanMachine(RuleBasedStateMachine):
         expired = self.model.expired(keep)
         before = {pid: self.model.plans[pid].sections["notes"] for pid in expired}
         for plan_id in expired:
-            self.model.absorb(plan_id)
+            # The worker's file edits are not taken in: fenced off, kept as its late write.
+            self.model.file_notes.pop(plan_id, None)
             before[plan_id] = self.model.plans[plan_id].sections["notes"]
         self.model.queue[:0] = expired
         for plan_id in expired:
@@ -232,6 +244,7 @@ class NineplanMachine(RuleBasedStateMachine):
             self.model.lost[mp.worker] = plan_id
             del self.model.claimed[mp.worker]
             mp.attempts += 1
+            mp.reclaims += 1
             mp.waiting = mp.attempts >= MAX_ATTEMPTS
             mp.status, mp.worker, mp.lease_until = "queued", None, None
         return before
@@ -346,7 +359,7 @@ class NineplanMachine(RuleBasedStateMachine):
         plan_id = data.draw(st.sampled_from(sorted(self.model.claimed.values())))
         sections = {**self.model.plans[plan_id].sections, "notes": notes}
         text = planfiles.render(sections)
-        planfiles.plan_path(self.name, plan_id).write_text(text, encoding="utf-8", newline="")
+        planfiles.plan_path(self.name, self.model.stem(plan_id)).write_text(text, encoding="utf-8", newline="")
         self.model.file_notes[plan_id] = (text, notes)
 
     @rule(worker=WORKERS, outcome=SOME_TEXT)
@@ -549,11 +562,17 @@ class NineplanMachine(RuleBasedStateMachine):
             return
         folder = planfiles.plans_dir(self.name)
         open_ids = self.model.queue + list(self.model.claimed.values())
-        # Exactly one file per queued or active plan, nothing else: no temp files, nothing kept aside.
-        assert sorted(p.name for p in folder.iterdir()) == sorted(f"{i}.txt" for i in open_ids)
+        # One file per queued or active plan, under its current claim's name; beside them only
+        # the files earlier claims of plans were given. No temp files, nothing kept aside.
+        names = {p.name for p in folder.iterdir()}
+        current = {f"{self.model.stem(i)}.txt" for i in open_ids}
+        assert current <= names
+        for name in names - current:
+            plan_id, number = planfiles.split_stem(name.removesuffix(".txt"))
+            assert number < self.model.plans[plan_id].reclaims, name
         assert not (planfiles.session_dir(self.name) / planfiles.PRESERVED_DIR).exists()
         for plan_id in open_ids:
-            text = planfiles.read_plan(self.name, plan_id)
+            text = planfiles.read_plan(self.name, self.model.stem(plan_id))
             if plan_id in self.model.file_notes:
                 assert text == self.model.file_notes[plan_id][0]
             else:

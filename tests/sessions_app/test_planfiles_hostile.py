@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import shutil
 import signal
 import stat
 from pathlib import Path
@@ -182,6 +183,34 @@ def test_a_linked_plan_file_is_never_read_and_never_replaced(session, make_plan,
     assert queries.history_search("password", session_name=session.name) == []
 
 
+def test_a_hard_link_is_refused_like_a_symbolic_link(session, make_plan, sessions_dir, secret, tmp_path, reader):
+    """A plan file that is a second name of a file outside is a regular file; its text must
+    reach neither the Notes, the admin, the export nor a pull."""
+    make_plan(session, goal="My own goal")
+    plan = Plan.objects.get(session=session)
+    path = plan_file(sessions_dir, plan)
+    path.unlink()
+    os.link(secret, path)
+
+    pulled = services.plan_pull(session_name=session.name)
+    body, notice = queries.plan_file_text(pulled)
+    assert SECRET not in body and body == planfiles.render(pulled.sections())
+    assert "hard link" in notice and str(path) in notice
+    assert "hard link" in issues(session)
+    assert "hard link" in admin_reads.plan_file_check(pulled).problem
+    exported = b"".join(token_client(reader).get(f"/api/sessions/{session.name}/export/").streaming_content)
+    assert SECRET.encode() not in exported
+
+    same = unchanged(tmp_path)
+    for call in (note(session), defer(session), complete(session)):
+        refused(call, "FILE_SYSTEM_ERROR", str(path), "hard link", "Nothing was changed")
+        assert same()
+    discarded = services.plan_discard(session_name=session.name, reason="dropped")
+    assert "hard link" in discarded.file_notice
+    assert SECRET not in "".join(Plan.objects.get(id=plan.id).sections().values())
+    assert secret.read_text() == SECRET and os.stat(path).st_nlink == 2  # both names left alone
+
+
 def test_a_linked_file_is_never_exported_shown_or_reported_valid(session, make_plan, sessions_dir, secret, reader):
     plan = make_plan(session)
     replace_with_link(plan_file(sessions_dir, plan), secret)
@@ -214,9 +243,7 @@ def linked_folder(request, session, make_plan, sessions_dir, user_folder):
         os.symlink(user_folder, link)
     else:
         link = folder
-        (folder / "plans" / f"{plan.id}.txt").unlink()
-        (folder / "plans").rmdir()
-        folder.rmdir()
+        shutil.rmtree(folder)  # the plans folder and the files' bases
         os.symlink(user_folder, link)
         (user_folder / "plans").mkdir()
         (user_folder / "plans" / "thesis.txt").write_text("more work")
@@ -444,7 +471,7 @@ def test_a_stale_file_that_is_not_utf8_is_kept_aside_by_the_repair(session, comp
 def test_an_edit_after_the_read_ahead_is_read_again(session, active, sessions_dir):
     path = plan_file(sessions_dir, active)
     ahead = file_edits.read_ahead(session.name)
-    assert ahead.plan_id == active.id and ahead.read.usable
+    assert ahead.stem == active.id and ahead.read.usable
     path.write_text(path.read_text() + "written after the read ahead\n")
 
     fresh = file_edits.file_now(active, ahead)

@@ -6,7 +6,7 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app import queries, search, services, statements
+from sessions_app import queries, search, services
 from sessions_app.models import Plan
 from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS
 
@@ -277,7 +277,7 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
         "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version", "review", "rejections",
-        "created_at", "updated_at", "discarded_at", "claimant", "worker", "claimed_at", "lease_expires_at", "attempts",
+        "created_at", "updated_at", "discarded_at", "claimant", "worker", "claimed_at", "lease_expires_at", "attempts", "reclaims",
         "waiting_for_person",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}

@@ -7,34 +7,13 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.utils import timezone
 
 from sessions_app import clock, errors, invariants, planfiles, queries, repair, services
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
 from tests.conftest import plan_fields
-from tests.sessions_app.conftest import plan_file
+from tests.sessions_app.conftest import plan_file  # the now fixture is there too
 
 pytestmark = pytest.mark.django_db
-
-
-class Clock:
-    """The time leases are measured by, moved forward by the test instead of waited for."""
-
-    def __init__(self) -> None:
-        self.at = timezone.now()
-
-    def __call__(self):
-        return self.at
-
-    def advance(self, seconds: float) -> None:
-        self.at += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def now(monkeypatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(clock, "now", fake)
-    return fake
 
 
 @pytest.fixture

@@ -47,6 +47,9 @@ class Command(BaseCommand):
             log.info("9plan serving MCP over stdio", extra={"sessions_path": str(settings.NINEPLAN_SESSIONS_PATH)})
             server.run("stdio")
             return
+        if settings.NINEPLAN_PLAN_FILES == "auto":
+            # Agents over HTTP are on other machines: a file here is one they cannot read.
+            settings.NINEPLAN_PLAN_FILES = "off"
         django.setup()
         readiness.start()
         sweep.start()

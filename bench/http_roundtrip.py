@@ -1,0 +1,156 @@
+"""Tool round trips over streamable HTTP with plan files off (what `mcp --transport http`
+does by default), against (the bare SDK's HTTP no-op round trip + the same service called
+in-process).
+
+The same client drives both servers: plain stateless JSON-RPC requests over one kept-alive
+HTTP connection each, so what is measured is the server's side. One cycle is add, pull,
+note, complete; every 9plan call is paired with a no-op call to the bare server, so a burst
+of load from elsewhere on the machine hits both alike.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from common import BARE_SERVER, MANAGE, PYTHON, REPO, TextMaker, bench_env, median, progress
+
+OPS = ("add", "pull", "note", "complete")
+RATIO_TARGET = 1.3
+PROTOCOL = "2026-07-28"
+META = {
+    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
+    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+START_TIMEOUT = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class HttpServer:
+    def __init__(self, command: list[str], port: int, env: dict):
+        self.port = port
+        self.proc = subprocess.Popen(command, env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"{command[1]} did not start on port {port}") from None
+                time.sleep(0.1)
+        import httpx2
+
+        self.http = httpx2.Client(base_url=f"http://127.0.0.1:{port}", timeout=60)
+        self.next_id = 0
+
+    def timed_call(self, tool: str, arguments: dict) -> tuple[float, dict]:
+        self.next_id += 1
+        payload = {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
+                   "params": {"name": tool, "arguments": arguments, "_meta": META}}  # fmt: skip
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": PROTOCOL,
+                   "mcp-method": "tools/call", "mcp-name": tool}  # fmt: skip
+        t0 = time.perf_counter()
+        response = self.http.post("/mcp", json=payload, headers=headers)
+        took = time.perf_counter() - t0
+        text = response.text
+        if not text.lstrip().startswith("{"):
+            text = next(line[5:] for line in text.splitlines() if line.startswith("data:"))
+        result = json.loads(text)["result"]
+        if result.get("isError"):
+            raise RuntimeError(f"{tool} failed: {result['content'][0]['text']}")
+        return took, result
+
+    def close(self) -> None:
+        self.http.close()
+        self.proc.terminate()
+        self.proc.wait(timeout=30)
+
+
+def _args(op: str, session: str, text: TextMaker) -> tuple[str, dict]:
+    if op == "add":
+        plan = {"context": text.chars(100), "goal": text.chars(60), "approach": text.chars(150),
+                "success_criteria": text.chars(80)}  # fmt: skip
+        return "9plan_queue_add", {**plan, "session_name": session}
+    if op == "pull":
+        return "9plan_queue_pull", {"session_name": session}
+    if op == "note":
+        return "9plan_plan_note", {"text": text.chars(120), "session_name": session}
+    return "9plan_plan_complete", {"outcome": text.chars(200), "session_name": session}
+
+
+def _service(op: str, session: str, text: TextMaker) -> float:
+    from sessions_app import services
+
+    tool, args = _args(op, session, text)
+    args = {k: v for k, v in args.items() if k != "session_name"}
+    t0 = time.perf_counter()
+    {
+        "9plan_queue_add": lambda: services.plan_enqueue(session_name=session, **args),
+        "9plan_queue_pull": lambda: services.plan_pull(session_name=session),
+        "9plan_plan_note": lambda: services.plan_note(session_name=session, **args),
+        "9plan_plan_complete": lambda: services.plan_complete(session_name=session, **args),
+    }[tool]()
+    return time.perf_counter() - t0
+
+
+def run(data_dir: Path, params: dict) -> dict:
+    from django.db import connections
+    from django.test import override_settings
+
+    from common import setup_django
+
+    setup_django(data_dir)
+    from sessions_app import services
+
+    env = bench_env(data_dir)
+    cycles, warmup = params["http_cycles"], params["roundtrip_warmup"]
+    text = TextMaker(seed=7)
+    over_http = services.session_create(task_description="http bench", actor="bench").name
+    in_process = services.session_create(task_description="in-process bench", actor="bench").name
+    for session in (over_http, in_process):
+        services.plan_enqueue(session_name=session, **dict(zip(("context", "goal", "approach", "success_criteria"),
+                                                                 ("c", "first", "a", "s"))))  # fmt: skip
+    connections.close_all()
+    port, bare_port = _free_port(), _free_port()
+    nineplan = HttpServer([PYTHON, MANAGE, "mcp", "--transport", "http", "--port", str(port)], port, env)
+    bare = HttpServer([PYTHON, BARE_SERVER, "--noop", "--http", str(bare_port)], bare_port, env)
+    samples = {op: {"http": [], "noop": [], "service": []} for op in OPS}
+    try:
+        progress(f"http round trip: {cycles} cycles over HTTP, files off")
+        for cycle in range(warmup + cycles):
+            for op in OPS:
+                took = nineplan.timed_call(*_args(op, over_http, text))[0]
+                noop = bare.timed_call("noop", {"value": "x"})[0]
+                if cycle >= warmup:
+                    samples[op]["http"].append(took)
+                    samples[op]["noop"].append(noop)
+        with override_settings(NINEPLAN_PLAN_FILES="off"):
+            for cycle in range(warmup + cycles):
+                for op in OPS:
+                    took = _service(op, in_process, text)
+                    if cycle >= warmup:
+                        samples[op]["service"].append(took)
+    finally:
+        nineplan.close()
+        bare.close()
+    rows = []
+    for op in OPS:
+        http, noop, service = (median(samples[op][k]) * 1000 for k in ("http", "noop", "service"))
+        ratio = http / (noop + service)
+        rows.append({
+            "bench": "http round trip",
+            "figure": f"{op}, files off (bare SDK HTTP no-op {noop:.2f} + service {service:.2f} ms)",
+            "value": http, "baseline": noop + service, "unit": "ms", "ratio": ratio,
+            "target": f"<= {RATIO_TARGET}x", "met": ratio <= RATIO_TARGET,
+        })  # fmt: skip
+    return {"rows": rows}

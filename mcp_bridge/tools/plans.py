@@ -1,0 +1,49 @@
+"""Reading a plan back: the one a worker holds, or any plan of the session by id."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult
+from pydantic import Field
+
+from mcp_bridge import responses
+from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools.arguments import SessionArg, WorkerArg
+from sessions_app import queries
+from sessions_app.models import Plan
+
+
+def plan_read(
+    ctx: Context,
+    plan_id: Annotated[
+        str | None,
+        Field(description="Any plan of the session, in any state. Omit for yours."),
+    ] = None,
+    worker: WorkerArg = None,
+    session_name: SessionArg = None,
+) -> CallToolResult:
+    """Read a plan's full current text with its Notes: the plan your worker holds (no
+    plan_id), or any plan of the session by id. Use it after a restart or context loss, or
+    to read what a dependency produced. Changes nothing.
+    Example: {}"""
+
+    def body(name: str | None) -> CallToolResult:
+        plan = queries.plan_read(session_name=name, plan_id=plan_id, worker=worker)
+        local = calls.files_for(ctx) and plan.is_open
+        data = {
+            "plan_id": plan.id,
+            "status": plan.status,
+            **answers.file_path(local, plan),
+            "version": plan.version,
+        }
+        if plan.status == Plan.Status.ACTIVE:
+            data.update(worker=plan.worker, lease_until=answers.lease_text(plan))
+        text, notice = answers.plan_text(local, plan)
+        if plan.outcome:
+            text += f"\n# Outcome\n{plan.outcome}\n"
+        summary = answers.with_file_notice(notice, f"Plan {plan.id} ({plan.status}); its full text follows.", data)
+        return responses.ok(name, summary, data, body=text)
+
+    return calls.run(ctx, session_name, body)

@@ -1,0 +1,105 @@
+"""Plan files: a local, plain-text copy of each queued or active plan, for agents on this
+machine to read and edit (docs/design.md, "Plan files").
+
+Layout: ``{NINEPLAN_SESSIONS_PATH}/{session}/plans/{plan_id}.txt``, and beside each file its
+base, ``{session}/.bases/{plan_id}.txt``: the text the file was written from, against which
+an agent's edits are told apart from text others wrote since. The database holds the plan;
+a file is only ever merged into it, never taken as the whole truth. NINEPLAN_PLAN_FILES=off
+(the default of ``mcp --transport http``) keeps no files at all.
+
+One module per idea: ``folders`` (where files live, and reaching them safely), ``copies``
+(reading, writing and removing one plan's file and its base) and ``listing`` (what a
+session's plans folder holds). This package's face is the list below.
+"""
+
+from sessions_app.models import SECTION_TITLES
+from sessions_app.plan_text import HEADINGS, ParsedFile, parse, render
+from sessions_app.planfiles.copies import (
+    delete_plan,
+    ensure_session_dir,
+    file_identity,
+    preserve_bytes,
+    preserve_file,
+    probe,
+    read_base,
+    read_plan,
+    read_plan_file,
+    remove_file,
+    remove_temp,
+    untouched,
+    write_base,
+    write_file,
+    write_plan,
+)
+from sessions_app.planfiles.folders import (
+    IMPORT_FOLDER_PREFIX,
+    LEFT_ALONE,
+    MISSING,
+    NOT_UTF8,
+    OK,
+    PRESERVED_DIR,
+    REFUSED,
+    TEMP_FILE_GRACE_SECONDS,
+    TEMP_PREFIX,
+    TOO_LARGE,
+    FileRead,
+    UnsafeFolder,
+    enabled,
+    kind_of,
+    open_folder,
+    plan_path,
+    plans_dir,
+    read_cap,
+    session_dir,
+    sessions_root,
+    split_stem,
+)
+from sessions_app.planfiles.listing import Scan, list_plan_files, list_temp_files, scan
+
+__all__ = [
+    "HEADINGS",
+    "IMPORT_FOLDER_PREFIX",
+    "LEFT_ALONE",
+    "MISSING",
+    "NOT_UTF8",
+    "OK",
+    "PRESERVED_DIR",
+    "REFUSED",
+    "SECTION_TITLES",
+    "TEMP_FILE_GRACE_SECONDS",
+    "TEMP_PREFIX",
+    "TOO_LARGE",
+    "FileRead",
+    "ParsedFile",
+    "Scan",
+    "UnsafeFolder",
+    "delete_plan",
+    "enabled",
+    "ensure_session_dir",
+    "file_identity",
+    "kind_of",
+    "list_plan_files",
+    "list_temp_files",
+    "open_folder",
+    "parse",
+    "plan_path",
+    "plans_dir",
+    "preserve_bytes",
+    "preserve_file",
+    "probe",
+    "read_base",
+    "read_cap",
+    "read_plan",
+    "read_plan_file",
+    "remove_file",
+    "remove_temp",
+    "render",
+    "scan",
+    "session_dir",
+    "sessions_root",
+    "split_stem",
+    "untouched",
+    "write_base",
+    "write_file",
+    "write_plan",
+]

@@ -1,0 +1,277 @@
+"""Reading, writing and removing a plan's file, and keeping the bytes of one that cannot be
+taken in aside."""
+
+from __future__ import annotations
+
+import logging
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+
+from sessions_app import errors
+from sessions_app.errors import FileSystemFailed
+from sessions_app.plan_text import render
+from sessions_app.planfiles.folders import (
+    BASES_DIR,
+    MISSING,
+    OK,
+    PRESERVED_DIR,
+    REFUSED,
+    TEMP_PREFIX,
+    FileRead,
+    UnsafeFolder,
+    enabled,
+    file_name,
+    identity_of,
+    in_unsafe_folder,
+    kind,
+    open_folder,
+    plain,
+    plan_path,
+    plans_dir,
+    read_in,
+    remove_in,
+    session_dir,
+    write_in,
+)
+
+log = logging.getLogger("nineplan.planfiles")
+
+
+def read_plan_file(session_name: str, plan_id: str) -> FileRead:
+    """Reads a plan file safely: a regular file directly in the session's real plans
+    folder, at most ``read_cap()`` bytes, strictly UTF-8, never blocking."""
+    if not enabled():
+        return FileRead(MISSING)
+    name = file_name(plan_id)
+    try:
+        with open_folder(session_name) as folder:
+            return read_in(folder, name)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    except UnsafeFolder as exc:
+        return in_unsafe_folder(exc)
+    except OSError as exc:
+        log.warning("plan file unreadable", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+        return FileRead(REFUSED, problem=f"cannot be read ({exc.strerror or exc})")
+
+
+def read_plan(session_name: str, plan_id: str) -> str | None:
+    """The file's text when it is safe and whole UTF-8 text; None otherwise (the database
+    copy stands)."""
+    read = read_plan_file(session_name, plan_id)
+    return read.text if read.usable else None
+
+
+def file_identity(session_name: str, plan_id: str) -> tuple | None:
+    """The file's identity and times (None: no such entry), without opening it."""
+    if not enabled():
+        return None
+    try:
+        with open_folder(session_name) as folder:
+            return identity_of(os.stat(file_name(plan_id), dir_fd=folder, follow_symlinks=False))
+    except (OSError, UnsafeFolder):
+        return None
+
+
+def probe(session_name: str, plan_id: str) -> FileRead:
+    """Whether the plan's file is there as a regular file, without opening it."""
+    if not enabled():
+        return FileRead(MISSING)
+    name = file_name(plan_id)
+    try:
+        with open_folder(session_name) as folder:
+            st = os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except FileNotFoundError:
+        return FileRead(MISSING)
+    except UnsafeFolder as exc:
+        return in_unsafe_folder(exc)
+    except OSError as exc:
+        return FileRead(REFUSED, problem=f"cannot be checked ({exc.strerror or exc})")
+    if not plain(st):
+        return FileRead(REFUSED, problem=f"is {kind(st)}, not a regular file", identity=identity_of(st))
+    return FileRead(OK, identity=identity_of(st), size=st.st_size)
+
+
+def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
+    """Writes a plan file atomically, creating the session's folders as needed; refuses
+    (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place."""
+    if not enabled():
+        return plan_path(session_name, plan_id)
+    path = plan_path(session_name, plan_id)
+    data = content.encode("utf-8") if isinstance(content, str) else content
+    try:
+        with open_folder(session_name, create=True) as folder:
+            write_in(folder, path.name, data)
+    except UnsafeFolder as exc:
+        log.error("plan folder unsafe", extra={"session": session_name, "plan": plan_id, "folder": str(exc.path)})
+        raise FileSystemFailed(
+            f"Could not write the plan file {path}: {exc.path} is {exc.what}, not a real folder; 9plan writes only "
+            "into real folders inside the sessions folder and leaves it alone.",
+            reason=errors.UNSAFE_FOLDER,
+        ) from None
+    except OSError as exc:
+        log.error("plan file write failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+        raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
+    return path
+
+
+def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:
+    """Writes the plan's file from ``sections``, then its base: the same text, kept where
+    the agent does not edit it. Written in this order, a crash between the two leaves a file
+    newer than its base that differs from it only in what the database holds too, which the
+    next write takes as no edit at all."""
+    text = render(sections)
+    path = write_file(session_name, plan_id, text)
+    write_base(session_name, plan_id, text)
+    return path
+
+
+def write_base(session_name: str, plan_id: str, text: str | None) -> None:
+    """Sets (or, with None, removes) the base of the plan's file."""
+    if not enabled():
+        return
+    name = file_name(plan_id)
+    try:
+        with open_folder(session_name, plans=False, create=text is not None, sub=BASES_DIR) as folder:
+            if text is None:
+                remove_in(folder, name)
+            else:
+                write_in(folder, name, text.encode("utf-8"))
+    except FileNotFoundError:
+        return
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's base: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's base: {exc.strerror or exc}.") from exc
+
+
+def read_base(session_name: str, plan_id: str) -> str | None:
+    """The text the plan's file was written from; None when there is none (a file an older
+    9plan or an import wrote, or one 9plan did not write here) or it is unusable."""
+    if not enabled():
+        return None
+    try:
+        with open_folder(session_name, plans=False, sub=BASES_DIR) as folder:
+            found = read_in(folder, file_name(plan_id))
+    except (OSError, UnsafeFolder):
+        return None
+    return found.text if found.usable else None
+
+
+def untouched(session_name: str, stem: str) -> bool:
+    """Whether the file is exactly the text 9plan wrote it from: a copy nobody edited."""
+    read = read_plan_file(session_name, stem)
+    return read.usable and read.text == read_base(session_name, stem)
+
+
+def _forget_base(session_name: str, plan_id: str) -> None:
+    try:
+        write_base(session_name, plan_id, None)
+    except FileSystemFailed as exc:
+        log.warning("plan file base not removed", extra={"session": session_name, "plan": plan_id, "error": exc.message})
+
+
+def remove_file(session_name: str, plan_id: str) -> None:
+    """Removes the plan's file if it is a regular file; anything else raises FileSystemFailed
+    and is left alone."""
+    _forget_base(session_name, plan_id)
+    try:
+        with open_folder(session_name) as folder:
+            found = remove_in(folder, file_name(plan_id))
+    except FileNotFoundError:
+        return
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"{exc}; it was left alone.") from None
+    if found:
+        raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {found}; it was left alone.")
+
+
+def delete_plan(session_name: str, plan_id: str) -> None:
+    # Called after the database has committed; a file left behind by a failure here is
+    # reported by 9plan_admin_validate and cleaned up by the repair, never fatal. A link,
+    # FIFO or device in the file's place is left alone (validate reports it).
+    if not enabled():
+        return
+    try:
+        _forget_base(session_name, plan_id)
+        with open_folder(session_name) as folder:
+            found = remove_in(folder, file_name(plan_id))
+        if found:
+            log.warning("plan file left alone", extra={"session": session_name, "plan": plan_id, "found": found})
+    except FileNotFoundError:
+        pass
+    except (OSError, UnsafeFolder) as exc:
+        log.warning("plan file delete failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+
+
+def remove_temp(session_name: str, name: str) -> None:
+    """Removes a temporary file of an interrupted write (a regular file only)."""
+    if not name.startswith(TEMP_PREFIX) or "/" in name:
+        raise ValueError(f"not a temporary file name: {name!r}")
+    with open_folder(session_name) as folder:
+        found = remove_in(folder, name)
+    if found:
+        raise FileSystemFailed(f"{plans_dir(session_name) / name} is {found}; it was left alone.")
+
+
+def _preserved_name(folder: int, stem: str) -> str:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    name, n = f"{stem}-{stamp}.txt", 1
+    while True:
+        try:
+            os.stat(name, dir_fd=folder, follow_symlinks=False)
+        except FileNotFoundError:
+            return name
+        n += 1
+        name = f"{stem}-{stamp}-{n}.txt"
+
+
+def preserve_bytes(session_name: str, plan_id: str, data: bytes) -> str:
+    """Keeps ``data`` exactly as it was in the session's ``preserved/`` folder; returns the
+    copy's path relative to the session folder."""
+    file_name(plan_id)
+    try:
+        with open_folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as folder:
+            name = _preserved_name(folder, plan_id)
+            write_in(folder, name, data)
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's bytes aside: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not keep the plan file's bytes aside: {exc.strerror or exc}.") from exc
+    return f"{PRESERVED_DIR}/{name}"
+
+
+def preserve_file(session_name: str, plan_id: str) -> str:
+    """Moves the plan's file (a regular file only) into the session's ``preserved/`` folder;
+    returns its new path relative to the session folder."""
+    source = file_name(plan_id)
+    try:
+        with open_folder(session_name) as plans, open_folder(
+            session_name, plans=False, create=True, sub=PRESERVED_DIR
+        ) as kept:
+            st = os.stat(source, dir_fd=plans, follow_symlinks=False)
+            if not plain(st):
+                raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {kind(st)}; it was left alone.")
+            name = _preserved_name(kept, plan_id)
+            os.rename(source, name, src_dir_fd=plans, dst_dir_fd=kept)
+        _forget_base(session_name, plan_id)
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not move the plan file aside: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not move the plan file aside: {exc.strerror or exc}.") from exc
+    return f"{PRESERVED_DIR}/{name}"
+
+
+def ensure_session_dir(session_name: str) -> Path:
+    if not enabled():
+        return session_dir(session_name)
+    path = plans_dir(session_name)
+    try:
+        with open_folder(session_name, create=True):
+            pass
+    except UnsafeFolder as exc:
+        raise FileSystemFailed(f"Could not create the session folder {path}: {exc}.") from None
+    except OSError as exc:
+        raise FileSystemFailed(f"Could not create the session folder {path}: {exc.strerror or exc}.") from exc
+    return session_dir(session_name)
