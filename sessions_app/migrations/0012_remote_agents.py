@@ -17,7 +17,7 @@ restore_triggers = import_module("sessions_app.migrations.0007_workers_leases").
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('sessions_app', '0010_webhooks'),
+        ('sessions_app', '0011_drop_redundant_indexes'),
     ]
 
     operations = [
