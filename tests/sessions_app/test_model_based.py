@@ -263,7 +263,8 @@ class NineplanMachine(RuleBasedStateMachine):
                 services.plan_pull(session_name=self.name, worker=worker)
             if name in self.model.claimed:
                 expected = "PLAN_ALREADY_ACTIVE"
-            elif self.model.queue or self.model.claimed:
+            elif self.model.queue or self.model.claimed or self.model.in_review or self.model.held:
+                # Plans in review or held are work not done: the task is not complete.
                 expected = "QUEUE_BLOCKED"
             else:
                 expected = "QUEUE_EMPTY"
