@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from django.utils import timezone
 
 from sessions_app import clock, errors, invariants, planfiles, queries, repair, services
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
