@@ -102,6 +102,18 @@ def project_name(value: object, field: str = "project") -> str:
 
 
 _WORKER = re.compile(r"[A-Za-z0-9._-]{1,64}")
+_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+
+
+def _token(field: str, value: object, pattern: re.Pattern, what: str, chars: str, example: str) -> str:
+    """A short name of a fixed alphabet (a worker's name, a request id), or VALIDATION_ERROR."""
+    if not isinstance(value, str) or not pattern.fullmatch(value):
+        raise ValidationFailed(
+            f"{field} {shown(value)} is not {what}: expected 1 to 64 characters of A-Z, a-z, 0-9, {chars}, "
+            f"like '{example}'.",
+            field=field,
+        )
+    return value
 
 
 def worker(value: object, field: str = "worker") -> str:
@@ -110,27 +122,12 @@ def worker(value: object, field: str = "worker") -> str:
 
     if value is None:
         return DEFAULT_WORKER
-    if not isinstance(value, str) or not _WORKER.fullmatch(value):
-        raise ValidationFailed(
-            f"{field} {shown(value)} is not a worker name: expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_' "
-            "and '-', like 'tests-2'.",
-            field=field,
-        )
-    return value
-
-
-_REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
+    return _token(field, value, _WORKER, "a worker name", "'.', '_' and '-'", "tests-2")
 
 
 def request_id(value: object, field: str = "request_id") -> str:
     """A caller's key for one write, so that a retry of it is answered, not applied again."""
-    if not isinstance(value, str) or not _REQUEST_ID.fullmatch(value):
-        raise ValidationFailed(
-            f"{field} {shown(value)} is not a request id: expected 1 to 64 characters of A-Z, a-z, 0-9, '.', '_', "
-            "':' and '-', like 'note-7f3a'.",
-            field=field,
-        )
-    return value
+    return _token(field, value, _REQUEST_ID, "a request id", "'.', '_', ':' and '-'", "note-7f3a")
 
 
 def bounded_int(field: str, value: object, *, default: int, minimum: int, maximum: int) -> int:

@@ -201,24 +201,24 @@ def claimed_plan(session_name: str, claimant: str, worker: str) -> tuple[Plan, i
 
 
 def claimed_plan_id(session_name: str, claimant: str, worker: str) -> str | None:
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
-            [session_name, Plan.Status.ACTIVE, claimant, worker],
-        )
-        row = cur.fetchone()
-    return None if row is None else row[0]
+    """The id of the plan the worker holds."""
+    found = _claimed(session_name, claimant, worker)
+    return None if found is None else found[0]
 
 
 def claimed_file_stem(session_name: str, claimant: str, worker: str) -> str | None:
     """The name of the plan file (``Plan.file_stem``) of the plan the worker holds."""
+    found = _claimed(session_name, claimant, worker)
+    return None if found is None else Plan(id=found[0], reclaims=found[1]).file_stem
+
+
+def _claimed(session_name: str, claimant: str, worker: str) -> tuple[str, int] | None:
     with connection.cursor() as cur:
         cur.execute(
             f"SELECT id, reclaims FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
             [session_name, Plan.Status.ACTIVE, claimant, worker],
         )
-        row = cur.fetchone()
-    return None if row is None else Plan(id=row[0], reclaims=row[1]).file_stem
+        return cur.fetchone()
 
 
 def claim_holder(plan_id: str) -> str | None:

@@ -22,6 +22,7 @@ from tests.sessions_app.test_admin_browser import (  # noqa: F401  (fixture)
     follow,
     shot,
 )
+from tests.sessions_app.test_admin_browser_review import login
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # The spec'd bound: a new event is on the page within 2 seconds, without a reload.
@@ -50,18 +51,6 @@ def call(server: StdioServer, tool: str, **arguments) -> dict:
     result = server.call(tool, arguments)
     assert not result.get("isError"), result
     return result["structuredContent"]
-
-
-def login(browser, live_server, username: str):
-    context = browser.new_context(viewport=LAPTOP)
-    page = context.new_page()
-    page.dialogs = []
-    page.on("dialog", lambda d: (page.dialogs.append(d.message), d.dismiss()))
-    page.goto(live_server.url + "/admin/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    follow(page, page.locator("input[type=submit]"))
-    return page
 
 
 def test_a_completion_appears_on_the_open_home_and_is_approved_there_with_notes(browser, live_server, people, agent):

@@ -10,7 +10,6 @@ from datetime import timedelta
 import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
-from django.utils import timezone
 
 from sessions_app import access, clock, errors, services, statements, webhook_urls
 from sessions_app.errors import NineplanError
@@ -28,22 +27,7 @@ def private_allowed(settings):
     settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
 
 
-class Clock:
-    def __init__(self) -> None:
-        self.at = timezone.now()
-
-    def __call__(self):
-        return self.at
-
-    def advance(self, seconds: float) -> None:
-        self.at += timedelta(seconds=seconds)
-
-
-@pytest.fixture
-def now(monkeypatch) -> Clock:
-    fake = Clock()
-    monkeypatch.setattr(clock, "now", fake)
-    return fake
+# The ``now`` fixture (a clock the test moves) is tests/sessions_app/conftest.py's.
 
 
 def subscribe(events="all", project="default", url=HOOK) -> WebhookSubscription:
