@@ -5,8 +5,8 @@ flushes each answer in two more: three hand-overs between threads per tool call,
 cost more than the call's own work does (docs/benchmarks.md). Here the event loop reads
 stdin when it becomes readable (a read of a blocking pipe that select reports readable
 returns at once, so the descriptor's mode is left alone), and writes each answer
-straight to the pipe: a write to a pipe waits only when the client has stopped reading,
-and then no answer could reach it anyway.
+straight to the pipe, without blocking: when the client has stopped reading, the writer
+waits on the loop while requests are still read and calls still run.
 
 As in the SDK, the process's own descriptors 0 and 1 point elsewhere while serving (the
 null device, stderr), so that nothing a library prints can reach the protocol's stream;
@@ -96,15 +96,37 @@ class LineReader:
 
 
 class LineWriter:
-    """``await writer.write(text)``: straight to the pipe, whole."""
+    """``await writer.write(text)``: straight to the pipe, whole.
+
+    The descriptor does not block: when the client stops reading and the pipe fills, the
+    write waits for the loop to report it writable, so the loop goes on reading requests
+    and the calls already running finish and commit meanwhile. Only one task writes (the
+    SDK's stdout writer), so answers never interleave."""
 
     def __init__(self, fd: int):
         self.fd = fd
+        self.was_blocking = os.get_blocking(fd)
+        os.set_blocking(fd, False)
+
+    def release(self) -> None:
+        os.set_blocking(self.fd, self.was_blocking)
 
     async def write(self, text: str) -> None:
         data = memoryview(text.encode("utf-8"))
         while data:
-            data = data[os.write(self.fd, data) :]
+            try:
+                data = data[os.write(self.fd, data) :]
+            except BlockingIOError:
+                await self._writable()
+
+    async def _writable(self) -> None:
+        loop = asyncio.get_running_loop()
+        ready = loop.create_future()
+        loop.add_writer(self.fd, lambda: ready.done() or ready.set_result(None))
+        try:
+            await ready
+        finally:
+            loop.remove_writer(self.fd)
 
     async def flush(self) -> None:
         return None
@@ -120,8 +142,10 @@ async def streams():
     except OSError:
         stdin.release()
         raise
+    writer = LineWriter(stdout.private)
     try:
-        yield LineReader(stdin.private), LineWriter(stdout.private)
+        yield LineReader(stdin.private), writer
     finally:
+        writer.release()
         stdout.release()
         stdin.release()
