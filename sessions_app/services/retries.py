@@ -29,7 +29,8 @@ KEPT_FOR = timedelta(hours=48)
 
 def fingerprint(call: dict[str, Any]) -> str:
     """What tells one call from another: the tool, its session and its arguments."""
-    return hashlib.sha256(json.dumps(call, sort_keys=True, default=str, ensure_ascii=False).encode()).hexdigest()
+    # ASCII escapes: any text an argument can carry (a lone surrogate too) has a fingerprint.
+    return hashlib.sha256(json.dumps(call, sort_keys=True, default=str).encode()).hexdigest()
 
 
 def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], tuple[dict, bool]]) -> dict:

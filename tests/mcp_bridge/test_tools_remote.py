@@ -263,3 +263,15 @@ async def test_kept_answers_are_forgotten_after_two_days(client, sessions_dir, m
 
     assert await in_thread(age_and_forget) == 1
     assert await in_thread(lambda: list(WriteRequest.objects.values_list("request_id", flat=True))) == ["new"]
+
+
+async def test_a_call_with_a_request_id_and_text_no_database_can_hold_is_refused_as_bad_input(client, sessions_dir):
+    """A lone surrogate has no UTF-8 form: the call's fingerprint is still made, and the text
+    is refused as any argument would be, with nothing kept."""
+    name = await new_session(client)
+    await add(client, name)
+    ok(await client.call_tool("9plan_queue_pull", {}), name)
+    before = await in_thread(snapshot, sessions_dir)
+    refused = await client.call_tool("9plan_plan_note", {"text": "\ud800", "request_id": "0"})
+    assert refused.is_error and refused.structured_content["error"] == "VALIDATION_ERROR", text_of(refused)
+    assert await in_thread(snapshot, sessions_dir) == before
