@@ -60,10 +60,20 @@ def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds:
         except NineplanError as exc:
             errors.append(f"{exc.category}: {exc.message}")
             continue
-        latencies["pull"].append(t1 - t0)
-        latencies["note"].append(t2 - t1)
-        latencies["complete"].append(t3 - t2)
+        _record(latencies, t0, t1, t2, t3)
         cycles += 1
+    _report(latencies, cycles, start, cpu_start, errors)
+
+
+def _record(latencies: dict[str, list[float]], t0: float, t1: float, t2: float, t3: float) -> None:
+    """One cycle's pull, note and complete, timed between its four instants."""
+    latencies["pull"].append(t1 - t0)
+    latencies["note"].append(t2 - t1)
+    latencies["complete"].append(t3 - t2)
+
+
+def _report(latencies: dict, cycles: int, start: float, cpu_start: float, errors: list[str]) -> None:
+    """A racing process's result line, as drain and floor both print it."""
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     sys.stdout.write(
@@ -124,17 +134,10 @@ def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
         except psycopg.Error as exc:
             errors.append(f"{type(exc).__name__}: {exc}")
             continue
-        latencies["pull"].append(t1 - t0)
-        latencies["note"].append(t2 - t1)
-        latencies["complete"].append(t3 - t2)
+        _record(latencies, t0, t1, t2, t3)
         cycles += 1
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu_start
+    _report(latencies, cycles, start, cpu_start, errors)
     conn.close()
-    sys.stdout.write(
-        json.dumps({"latencies": latencies, "cycles": cycles, "elapsed": elapsed, "cpu": cpu, "errors": errors}) + "\n"
-    )
-    sys.stdout.flush()
 
 
 def _race(

@@ -88,9 +88,10 @@ def plan_written(
     return responses.ok(name, with_file_notice(written.file_notice, summary, data, local=local), data)
 
 
-def file_path(local: bool, plan: Plan) -> dict[str, str]:
-    """The plan file's path, for an agent that reads this server's files; else nothing."""
-    return {"plan_path": queries.plan_path(plan)} if local else {}
+def file_path(local: bool, plan: Plan, key: str = "plan_path") -> dict[str, str]:
+    """The plan file's path (under ``key``), for an agent that reads this server's files;
+    else nothing."""
+    return {key: queries.plan_path(plan)} if local else {}
 
 
 def plan_text(local: bool, plan: Plan) -> tuple[str, str]:

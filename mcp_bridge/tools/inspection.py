@@ -57,10 +57,6 @@ def admin_sessions(ctx: Context) -> CallToolResult:
     return calls.run(ctx, None, body, needs_session=False)
 
 
-def _file_path(ctx: Context, plan) -> dict[str, str]:
-    return {"file_path": queries.plan_path(plan)} if calls.files_for(ctx) else {}
-
-
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
     """Detailed state of the session for debugging: queue with positions, active plan, plan
     files on disk and whether they match the database.
@@ -80,7 +76,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             else {
                 "id": active.id,
                 "goal": excerpts.fit_json(active.goal, 100),
-                **_file_path(ctx, active),
+                **answers.file_path(calls.files_for(ctx), active, "file_path"),
             },
             "completed_count": state.completed_count,
             "plan_files": files[: answers.LIST_CAP],

@@ -96,7 +96,7 @@ def session_resume(
             else {
                 "id": active.id,
                 "goal": excerpts.fit_json(active.goal, 120),
-                **({"file_path": queries.plan_path(active)} if local else {}),
+                **answers.file_path(local, active, "file_path"),
             },
             "completed_count": state.completed_count,
         }

@@ -56,9 +56,10 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # every claim of the session waits for that row, from the lock to the commit, and
         # a claim rarely runs out (one that runs out after this read is reclaimed by the
         # next pull). The caller's own claim is never reclaimed by its pull: a worker that
-        # pulls again while it holds a plan is told so, whatever its lease says. The worker's own plan is read under the lock: read before it, a plan
-        # the worker claimed in another process meanwhile would be missed, and the claim
-        # below would wait on that process's completion while it waits for the session.
+        # pulls again while it holds a plan is told so, whatever its lease says. The
+        # worker's own plan is read under the lock: read before it, a plan the worker
+        # claimed in another process meanwhile would be missed, and the claim below would
+        # wait on that process's completion while it waits for the session.
         expiring = statements.has_expired_claims(name, now)
         session = lock_session(name, access.WORK)
         if expiring:
