@@ -4,8 +4,9 @@ in-process).
 
 The same client drives both servers: plain stateless JSON-RPC requests over one kept-alive
 HTTP connection each, so what is measured is the server's side. One cycle is add, pull,
-note, complete; every 9plan call is paired with a no-op call to the bare server, so a burst
-of load from elsewhere on the machine hits both alike.
+note, complete; every 9plan call is followed by a no-op call to the bare server and by the
+same service call in-process, so a burst of load from elsewhere on the machine hits all
+three alike.
 """
 
 from __future__ import annotations
@@ -112,34 +113,39 @@ def run(data_dir: Path, params: dict) -> dict:
     setup_django(data_dir)
     from sessions_app import services
 
-    env = bench_env(data_dir)
+    # The server has a database of its own: sharing this process's, each side would read
+    # again, after every commit of the other, the pages that commit changed.
+    server_dir = data_dir / "server"
+    server_dir.mkdir()
+    env = bench_env(server_dir)
     cycles, warmup = params["http_cycles"], params["roundtrip_warmup"]
     text = TextMaker(seed=7)
-    over_http = services.session_create(task_description="http bench", actor="bench").name
+    first = {"context": "c", "goal": "first", "approach": "a", "success_criteria": "s"}
     in_process = services.session_create(task_description="in-process bench", actor="bench").name
-    for session in (over_http, in_process):
-        services.plan_enqueue(session_name=session, **dict(zip(("context", "goal", "approach", "success_criteria"),
-                                                                 ("c", "first", "a", "s"))))  # fmt: skip
+    services.plan_enqueue(session_name=in_process, **first)
     connections.close_all()
     port, bare_port = _free_port(), _free_port()
     nineplan = HttpServer([PYTHON, MANAGE, "mcp", "--transport", "http", "--port", str(port)], port, env)
     bare = HttpServer([PYTHON, BARE_SERVER, "--noop", "--http", str(bare_port)], bare_port, env)
+    created = nineplan.timed_call("9plan_session_create", {"task_description": "http bench"})[1]
+    over_http = created["structuredContent"]["session_name"]
+    nineplan.timed_call("9plan_queue_add", {**first, "session_name": over_http})
     samples = {op: {"http": [], "noop": [], "service": []} for op in OPS}
     try:
         progress(f"http round trip: {cycles} cycles over HTTP, files off")
-        for cycle in range(warmup + cycles):
-            for op in OPS:
-                took = nineplan.timed_call(*_args(op, over_http, text))[0]
-                noop = bare.timed_call("noop", {"value": "x"})[0]
-                if cycle >= warmup:
-                    samples[op]["http"].append(took)
-                    samples[op]["noop"].append(noop)
+        # Each 9plan call over HTTP, the bare no-op and the same service call in-process
+        # (on a session of its own) run one after another, so that a burst of load from
+        # elsewhere on the machine hits the figure and its baseline alike.
         with override_settings(NINEPLAN_PLAN_FILES="off"):
             for cycle in range(warmup + cycles):
                 for op in OPS:
-                    took = _service(op, in_process, text)
+                    took = nineplan.timed_call(*_args(op, over_http, text))[0]
+                    noop = bare.timed_call("noop", {"value": "x"})[0]
+                    service = _service(op, in_process, text)
                     if cycle >= warmup:
-                        samples[op]["service"].append(took)
+                        samples[op]["http"].append(took)
+                        samples[op]["noop"].append(noop)
+                        samples[op]["service"].append(service)
     finally:
         nineplan.close()
         bare.close()

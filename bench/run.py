@@ -56,7 +56,7 @@ SIZES = {
     "roundtrip_sizes": ([10, 10_000], [10, 100]),
     "roundtrip_cycles": (40, 3),
     "roundtrip_warmup": (3, 1),
-    "http_cycles": (30, 3),
+    "http_cycles": (150, 3),
     "search_plans": (100_000, 2_000),
     "search_repeats": (10, 2),
     "throughput_processes": (4, 4),
