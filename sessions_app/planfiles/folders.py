@@ -17,6 +17,7 @@ from pathlib import Path
 from django.conf import settings
 
 from sessions_app.identifiers import is_plan_id, is_session_name
+from sessions_app.planfiles.swap import swap_in
 
 log = logging.getLogger("nineplan.planfiles")
 
@@ -292,7 +293,7 @@ def write_in(folder: int, name: str, data: bytes) -> None:
     try:
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        pass
+        st = None
     else:
         if not plain(st):
             raise FileExistsError(errno.EEXIST, f"{kind(st)} is in its place, and 9plan leaves it alone")
@@ -301,13 +302,23 @@ def write_in(folder: int, name: str, data: bytes) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        # An old file is swapped out rather than replaced (swap.py says why).
+        swapped = st is not None and swap_in(folder, tmp, name)
+        if not swapped:
+            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
         try:
             os.unlink(tmp, dir_fd=folder)
         except OSError:
             pass
         raise
+    if swapped:
+        # The temporary name now holds the old text. The new file is in place whatever
+        # happens here: one left behind is cleared by the repair, like a crashed write's.
+        try:
+            os.unlink(tmp, dir_fd=folder)
+        except OSError as exc:
+            log.warning("old plan file not removed", extra={"file": tmp, "error": str(exc)})
 
 
 def remove_in(folder: int, name: str) -> str:
