@@ -6,12 +6,14 @@ through the generic forms."""
 from __future__ import annotations
 
 import pytest
+from django.contrib.auth.models import Group, Permission
 from django.contrib.messages import get_messages
 from django.test import Client
 from django.urls import reverse
 
 from sessions_app import planfiles
 from sessions_app.admin.plans import DISCARDED, MOVED, REQUEUED
+from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 from sessions_app.models import Event, Plan
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     act_url,
@@ -29,9 +31,6 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import plan_file
 
 pytestmark = pytest.mark.django_db
-
-
-
 
 
 def view_urls(busy) -> list[str]:
@@ -326,3 +325,11 @@ def test_generic_forms_stay_closed_even_to_staff(busy, who, request, snapshot):
     for method, url, data in generic:
         assert getattr(client, method)(url, data).status_code == 403, (method, url)
     assert snapshot() == before
+
+
+def test_the_reviewers_group_is_reset_to_view_only():
+    group = ensure_reviewers_group()
+    group.permissions.add(Permission.objects.get(codename="change_plan"))
+    ensure_reviewers_group()
+    codenames = set(Group.objects.get(name=REVIEWERS_GROUP).permissions.values_list("codename", flat=True))
+    assert codenames == {"view_session", "view_plan", "view_event"}

@@ -1,8 +1,11 @@
-"""Repeated failed logins to the admin are locked out per username and address (django-axes)."""
+"""What nineplan/settings.py configures: repeated failed logins to the admin locked out per
+username and address (django-axes), and a production configuration that `manage.py check
+--deploy` finds nothing wrong with."""
 
 from __future__ import annotations
 
 import io
+import os
 import subprocess
 import sys
 from datetime import timedelta
@@ -13,7 +16,7 @@ from django.core.management import call_command
 from django.test import Client
 from django.utils import timezone
 
-from tests.conftest import REPO
+from tests.conftest import MANAGE, PYTHON, REPO
 from tests.sessions_app.admin_fixtures import PASSWORD, reviewer  # noqa: F401  (fixture)
 from validation.replay import server_environment
 
@@ -144,3 +147,42 @@ def test_behind_a_proxy_the_address_is_the_one_the_proxy_saw(reviewer, settings)
     assert_locked(attempt(PASSWORD, address="127.0.0.1", HTTP_X_FORWARDED_FOR=f"192.0.2.99, {HOME}"))
     assert attempt(PASSWORD, address="127.0.0.1", HTTP_X_FORWARDED_FOR=ELSEWHERE).status_code == 302
     assert AccessAttempt.objects.get().ip_address == HOME
+
+
+@pytest.mark.slow
+def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
+    # The secret key is generated once in the data directory, as in a real deployment.
+    env.update(
+        DJANGO_SETTINGS_MODULE="nineplan.settings",
+        NINEPLAN_SESSIONS_PATH=str(tmp_path / "data" / "sessions"),
+        DJANGO_SECURE="true",
+        DJANGO_SECURE_HSTS_SECONDS="31536000",
+        DJANGO_SECURE_SSL_REDIRECT="true",
+        DJANGO_ALLOWED_HOSTS="9plan.example.com",
+    )
+    result = subprocess.run(
+        [PYTHON, MANAGE, "check", "--deploy", "--fail-level", "DEBUG"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "System check identified no issues (0 silenced)." in result.stdout
+    assert "WARNING" not in result.stdout + result.stderr
+    key = (tmp_path / "data" / "secret_key").read_text()
+    assert len(key) >= 50
+    assert oct((tmp_path / "data" / "secret_key").stat().st_mode & 0o777) == "0o600"
+
+
+@pytest.mark.slow
+def test_check_deploy_warns_without_them(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
+    env.update(DJANGO_SETTINGS_MODULE="nineplan.settings", NINEPLAN_SESSIONS_PATH=str(tmp_path / "sessions"))
+    result = subprocess.run(
+        [PYTHON, MANAGE, "check", "--deploy"], env=env, capture_output=True, text=True, timeout=120
+    )
+    # The check itself works and would catch a missing setting: HSTS and the redirect.
+    assert "security.W004" in result.stderr + result.stdout
+    assert "security.W008" in result.stderr + result.stdout
