@@ -168,7 +168,7 @@ async def test_a_sessions_folder_under_a_file_gives_file_system_error(client, se
 # --- plan files that cannot be used ---------------------------------------------------------
 #
 # The service-level cases (every step, every kind of file) are in
-# tests/sessions_app/test_planfiles_hostile.py; these check what the agent reads.
+# tests/sessions_app/planfiles/test_folders.py; these check what the agent reads.
 
 
 def _active_file(sessions_dir: Path, name: str) -> Path:

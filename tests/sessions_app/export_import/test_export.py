@@ -1,4 +1,6 @@
-"""Export and import of a session, and the token command that lets an integration in."""
+"""Export and import of a session (sessions_app/export_import/): over the REST API and through
+manage.py, a round trip to an equal session, documents of every version, and a bad document
+refused naming the field."""
 
 from __future__ import annotations
 
@@ -12,8 +14,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from sessions_app import export_import, invariants, planfiles, queries, revisions, services
 from sessions_app.models import Event, Plan, Revision, Session
@@ -331,45 +331,6 @@ def test_the_import_command_reports_errors_without_a_traceback(tmp_path):
     with pytest.raises(CommandError, match="Could not read"):
         call_command("nineplan_import", str(tmp_path / "missing.json"))
     assert not Session.objects.exists()
-
-
-# --- tokens -------------------------------------------------------------------------------
-
-
-def _token(*args) -> str:
-    out, err = io.StringIO(), io.StringIO()
-    call_command("nineplan_token", *args, stdout=out, stderr=err)
-    return out.getvalue().strip()
-
-
-def test_the_token_command_creates_a_read_only_api_user(full_session):
-    key = _token("dashboard", "--create")
-    client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
-    assert client.get(f"/api/sessions/{full_session.name}/").status_code == 200
-    assert client.post("/api/sessions/").status_code == 405
-    user = Token.objects.get(key=key).user
-    assert not user.is_staff and not user.has_usable_password()
-    # Asking again prints the same token; --reset revokes it.
-    assert _token("dashboard") == key
-    fresh = _token("dashboard", "--reset")
-    assert fresh != key and not Token.objects.filter(key=key).exists()
-    assert client.get("/api/sessions/").status_code == 401
-
-
-def test_the_token_command_needs_an_existing_user_or_create(db):
-    with pytest.raises(CommandError, match="No user named 'nobody'"):
-        _token("nobody")
-    assert not Token.objects.exists()
-
-
-def test_the_token_command_warns_when_the_user_cannot_read(db):
-    from django.contrib.auth import get_user_model
-
-    get_user_model().objects.create_user("plain")
-    out, err = io.StringIO(), io.StringIO()
-    call_command("nineplan_token", "plain", stdout=out, stderr=err)
-    assert "403" in err.getvalue() and Token.objects.get(user__username="plain").key == out.getvalue().strip()
 
 
 def test_a_version_1_document_with_queue_position_imports(session, make_plan):

@@ -25,45 +25,33 @@ def test_the_browsable_page_of_the_same_state_has_another_and_weak_etag():
     assert page.startswith('W/"') and page.removeprefix("W/") != json
 
 
-@pytest.mark.parametrize(
-    "header, found",
-    [
-        (None, False),
-        ("", False),
-        ("W/", False),
-        ('"other"', False),
-        ("*", True),
-        ("{etag}", True),
-        ("W/{etag}", True),
-        ('"other", {etag}', True),
-        ('W/"other", W/{etag}', True),
-    ],
-)
-def test_if_none_match_compares_weakly(header, found):
-    etag = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
-    sent = header if header is None else header.format(etag=etag)
-    assert etags.matches_weakly(sent, etag) is found
+# What a request header holds, whether If-None-Match finds the ETag in it (a weak
+# comparison) and whether If-Match does (a strong one).
+MATCHES = [
+    (None, False, False),
+    ("", False, False),
+    ("W/", False, False),
+    ('"other"', False, False),
+    # * is any current ETag to If-None-Match; to If-Match it is the caller's to refuse or
+    # accept: it is no ETag of this plan.
+    ("*", True, False),
+    ("{etag}", True, True),
+    # A weak validator never matches in a strong comparison, not even with the same opaque part.
+    ("W/{etag}", True, False),
+    ('"other", {etag}', True, True),
+    ('W/"other", W/{etag}', True, False),
+]
 
 
-@pytest.mark.parametrize(
-    "header, found",
-    [
-        (None, False),
-        ("", False),
-        ('"other"', False),
-        # A weak validator never matches in a strong comparison, not even with the same opaque part.
-        ("W/{etag}", False),
-        ('W/"other", W/{etag}', False),
-        # * is the caller's to refuse or accept: it is no ETag of this plan.
-        ("*", False),
-        ("{etag}", True),
-        ('"other", {etag}', True),
-    ],
-)
-def test_if_match_compares_strongly(header, found):
+@pytest.mark.parametrize("header, weakly, strongly", MATCHES)
+@pytest.mark.parametrize("comparison", ["if-none-match weakly", "if-match strongly"])
+def test_if_none_match_compares_weakly_and_if_match_strongly(comparison, header, weakly, strongly):
     etag = etags.for_state("brave-amber-otter:1", media_type=etags.JSON, base=BASE)
     sent = header if header is None else header.format(etag=etag)
-    assert etags.matches_strongly(sent, etag) is found
+    if comparison == "if-none-match weakly":
+        assert etags.matches_weakly(sent, etag) is weakly
+    else:
+        assert etags.matches_strongly(sent, etag) is strongly
 
 
 def test_a_weak_etag_matches_nothing_strongly_even_itself():

@@ -8,14 +8,7 @@ from rest_framework.test import APIClient
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision, Role
 from tests.conftest import plan_fields
-from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
-    PROBLEM,
-    anonymous,
-    api,
-    make_user,
-    reader,
-    token_client,
-)
+from tests.sessions_app.api_fixtures import PROBLEM, make_user, token_client
 from tests.sessions_app.conftest import db_rows, revised_plan
 
 pytestmark = pytest.mark.django_db

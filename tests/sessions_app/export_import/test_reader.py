@@ -19,8 +19,8 @@ from sessions_app.export_import import reader, restore
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO
 from tests.sessions_app.api_fixtures import full_session  # noqa: F401  (fixture)
-from tests.sessions_app.test_api_transfer import snapshot as session_snapshot
-from tests.sessions_app.test_api_transfer import wipe
+from tests.sessions_app.export_import.test_export import snapshot as session_snapshot
+from tests.sessions_app.export_import.test_export import wipe
 
 pytestmark = pytest.mark.django_db
 

@@ -7,7 +7,6 @@ import pytest
 
 from sessions_app import services
 from tests.conftest import plan_fields
-from tests.sessions_app.api_fixtures import api, reader  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.django_db
 

@@ -9,12 +9,7 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app import services
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
-from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
-    api,
-    fill_session,
-    full_session,
-    reader,
-)
+from tests.sessions_app.api_fixtures import fill_session
 
 pytestmark = pytest.mark.django_db
 

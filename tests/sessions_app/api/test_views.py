@@ -11,18 +11,7 @@ import pytest
 from sessions_app import invariants, planfiles, queries, services
 from sessions_app.models import SECTIONS, Event, Plan, Role, Session
 from tests.conftest import plan_fields
-from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
-    PROBLEM,
-    anonymous,
-    api,
-    fill_session,
-    full_session,
-    make_user,
-    outsider_api,
-    plans_by_status,
-    reader,
-    token_client,
-)
+from tests.sessions_app.api_fixtures import PROBLEM, fill_session, make_user, plans_by_status, token_client
 
 pytestmark = pytest.mark.django_db
 
@@ -150,7 +139,7 @@ def test_the_api_root_lists_every_endpoint_by_absolute_url(api, full_session):
     filled = {"name": full_session.name, "plan_id": _plan(full_session).id, "number": 1}
     for key, url in body.items():
         if key == "plan_review":
-            continue  # POST only (tests/sessions_app/test_api_review.py)
+            continue  # POST only (tests/sessions_app/api/test_review_views.py)
         assert url.startswith("http://testserver/api/"), key
         url = url.format(**filled)
         if key == "history":
@@ -490,6 +479,16 @@ def test_history_search_pages(api, session, complete_plan):
     assert [h["rank"] for page in (first, second, third) for h in page["results"]] == [1, 2, 3, 4, 5]
 
 
+# What both the history search and the event feed refuse alike: a session that is no
+# session name or no session, a page past 100 answers, and a second word for a page's size.
+BAD_ON_BOTH = [
+    ("session=..%2Fetc", 400, "VALIDATION_ERROR", "session"),
+    ("session=../../etc", 400, "VALIDATION_ERROR", "session"),
+    ("page_size=101", 400, "VALIDATION_ERROR", "page_size"),
+    ("limit=5", 400, "VALIDATION_ERROR", "limit"),
+    ("session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
+]
+
 # The reads that take query parameters, a bad query each, and the problem it gets: a 400
 # names the parameter, a 404 names none.
 BAD_QUERIES = [
@@ -497,19 +496,13 @@ BAD_QUERIES = [
     ("/api/history/", "q=", 400, "VALIDATION_ERROR", "q"),
     ("/api/history/", "q=%E2%80%83%C2%85", 400, "VALIDATION_ERROR", "q"),
     ("/api/history/", "q=a%00", 400, "VALIDATION_ERROR", "q"),
-    ("/api/history/", "q=x&session=..%2Fetc", 400, "VALIDATION_ERROR", "session"),
-    ("/api/history/", "q=x&page_size=101", 400, "VALIDATION_ERROR", "page_size"),
-    ("/api/history/", "q=x&limit=5", 400, "VALIDATION_ERROR", "limit"),
-    ("/api/history/", "q=x&session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
+    *[("/api/history/", f"q=x&{query}", *problem) for query, *problem in BAD_ON_BOTH],
     ("/api/events/", "page_size=0", 400, "VALIDATION_ERROR", "page_size"),
-    ("/api/events/", "page_size=101", 400, "VALIDATION_ERROR", "page_size"),
-    # The feed pages by its cursor: no page numbers, and no second word for a page's size.
+    # The feed pages by its cursor: no page numbers.
     ("/api/events/", "page=2", 400, "VALIDATION_ERROR", "page"),
-    ("/api/events/", "limit=5", 400, "VALIDATION_ERROR", "limit"),
-    ("/api/events/", "session=../../etc", 400, "VALIDATION_ERROR", "session"),
     ("/api/events/", "plan=ABCDE", 400, "VALIDATION_ERROR", "plan"),
-    ("/api/events/", "session=brave-amber-otter", 404, "SESSION_NOT_FOUND", None),
     ("/api/events/", "plan=zzzzz", 404, "PLAN_NOT_FOUND", None),
+    *[("/api/events/", query, *problem) for query, *problem in BAD_ON_BOTH],
 ]
 
 
