@@ -1,5 +1,5 @@
 """The HTTP transport's settings, tokens and token check, in-process (the served app is
-exercised through real server processes in test_http_server.py)."""
+exercised through real server processes in tests/proofs/test_http_server.py)."""
 
 from __future__ import annotations
 

@@ -15,14 +15,14 @@ from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
 from tests.sessions_app.stdio_server import StdioServer
-from tests.sessions_app.test_admin_browser import (  # noqa: F401  (fixture)
+from tests.proofs.test_admin_browser import (  # noqa: F401  (fixture)
     LAPTOP,
     PASSWORD,
     browser,
     follow,
     shot,
 )
-from tests.sessions_app.test_admin_browser_review import login
+from tests.proofs.test_admin_browser_review import login
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # The spec'd bound: a new event is on the page within 2 seconds, without a reload.

@@ -15,7 +15,7 @@ import pytest
 
 from mcp_bridge import stdio
 from tests.conftest import MANAGE, PYTHON, REPO
-from tests.mcp_bridge.test_stdio_e2e import server_env
+from tests.proofs.test_stdio_e2e import server_env
 
 
 def test_lines_arrive_whole_and_in_order_however_the_pipe_cuts_them():

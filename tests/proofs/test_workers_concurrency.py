@@ -13,7 +13,7 @@ import pytest
 from sessions_app import queries, services
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
-from tests.sessions_app.test_concurrency import assert_valid, op, start_workers  # noqa: F401 (a fixture)
+from tests.proofs.test_concurrency import assert_valid, op, start_workers  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 

@@ -1,19 +1,37 @@
-"""9plan_queue_add, 9plan_queue_add_batch and 9plan_queue_pull through the in-memory client."""
+"""The queue's tools (mcp_bridge/tools/queue.py) through the in-memory client: 9plan_queue_add,
+_add_batch, _pull and _renew; parallel work with workers named per call, dependencies queued
+in one batch, QUEUE_BLOCKED, leases renewed, LEASE_LOST with the late text shown to the next
+holder, a pulled plan carrying what its dependencies produced (docs/design.md, "The edges")."""
 
 from __future__ import annotations
 
-import pytest
+from datetime import timedelta
 
+import pytest
+from django.utils import timezone
+
+from sessions_app import clock
 from sessions_app.models import Plan
-from tests.mcp_bridge.helpers import body_of, error, in_thread, ok, plan_args, snapshot
+from tests.mcp_bridge.helpers import body_of, error, in_thread, new_session, ok, plan_args, snapshot, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 
-async def create(client) -> str:
-    return (await client.call_tool("9plan_session_create", {"task_description": "Port billing"})).structured_content[
-        "session_name"
-    ]
+async def create(client, **args) -> str:
+    """A new current session, for "Port billing" unless other arguments are given."""
+    return await new_session(client, **(args or {"task_description": "Port billing"}))
+
+
+async def two_parts_and_a_merge(client, name: str, first: str, second: str, merge: str) -> tuple[str, str, str]:
+    """Queues two plans and a third that depends on both, in one batch; their ids."""
+    batch = ok(
+        await client.call_tool(
+            "9plan_queue_add_batch",
+            {"plans": [plan_args(goal=first), plan_args(goal=second), plan_args(goal=merge, depends_on=[0, 1])]},
+        ),
+        name,
+    )
+    return tuple(p["plan_id"] for p in batch["plans"])
 
 
 def queue_ids(name: str) -> list[str]:
@@ -199,3 +217,101 @@ async def test_queue_add_to_an_unknown_session(client, sessions_dir):
     error(r, "VALIDATION_ERROR", mine, field="session_name")
     assert await in_thread(snapshot, sessions_dir) == before
     assert not (sessions_dir / "ghost-grey-owl").exists()
+
+
+async def test_a_lead_queues_parallel_parts_and_a_merge_that_waits_for_both(client, sessions_dir):
+    name = await create(client, task_description="parallel")
+    a, b, merge = await two_parts_and_a_merge(client, name, "Part A", "Part B", "Merge")
+
+    first = ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-1"}), name)
+    second = ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-2"}), name)
+    assert (first["plan_id"], first["worker"], first["attempt"]) == (a, "sub-1", 1)
+    assert second["plan_id"] == b and second["lease_until"]
+
+    before = await in_thread(snapshot, sessions_dir)
+    blocked = error(await client.call_tool("9plan_queue_pull", {"worker": "sub-3"}), "QUEUE_BLOCKED", name)
+    assert merge in blocked["message"] and "sub-1" in blocked["message"]
+    assert "9plan_queue_pull" in blocked["suggestion"]
+    assert await in_thread(snapshot, sessions_dir) == before
+
+    resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+    assert {w["worker"]: w["plan_id"] for w in resumed["workers"]} == {"sub-1": a, "sub-2": b}
+    assert resumed["active_plan"] is None  # the lead (the default worker) holds nothing
+    assert merge in resumed["blocked"][0]
+
+    ok(await client.call_tool("9plan_plan_note", {"worker": "sub-2", "text": "B's finding"}), name)
+    ok(await client.call_tool("9plan_plan_complete", {"worker": "sub-2", "outcome": "B done"}), name)
+    ok(await client.call_tool("9plan_plan_complete", {"worker": "sub-1", "outcome": "A done"}), name)
+    assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == merge
+    rows = await in_thread(lambda: {p.id: (p.worker, p.notes) for p in Plan.objects.filter(session_id=name)})
+    assert rows[b] == ("sub-2", "B's finding") and rows[a] == ("sub-1", "")
+
+
+async def test_a_bad_worker_name_is_a_validation_error(client, sessions_dir):
+    name = await create(client)
+    error(await client.call_tool("9plan_queue_pull", {"worker": "two words"}), "VALIDATION_ERROR", name, field="worker")
+    error(
+        await client.call_tool("9plan_queue_add", plan_args(depends_on=["zzzzz"])),
+        "VALIDATION_ERROR",
+        name,
+        field="depends_on[0]",
+    )
+
+
+async def test_renew_then_lease_lost_and_the_next_holder_sees_the_late_text(client, sessions_dir, monkeypatch):
+    name = await create(client, lease_seconds=60)
+    ok(await client.call_tool("9plan_queue_add", plan_args(goal="Long job")), name)
+    pulled = ok(await client.call_tool("9plan_queue_pull", {"worker": "slow"}), name)
+    renewed = ok(await client.call_tool("9plan_plan_renew", {"worker": "slow"}), name)
+    assert renewed["plan_id"] == pulled["plan_id"] and renewed["lease_until"] >= pulled["lease_until"]
+
+    later = timezone.now() + timedelta(seconds=120)
+    monkeypatch.setattr(clock, "now", lambda: later)
+    again = ok(await client.call_tool("9plan_queue_pull", {"worker": "fast"}), name)
+    assert again["plan_id"] == pulled["plan_id"] and again["attempt"] == 2
+    lost = error(await client.call_tool("9plan_plan_note", {"worker": "slow", "text": "my late finding"}), "LEASE_LOST", name)
+    assert pulled["plan_id"] in lost["message"] and "9plan_queue_pull" in lost["suggestion"]
+    error(await client.call_tool("9plan_plan_renew", {"worker": "slow"}), "LEASE_LOST", name)
+
+    # The next holder is shown the late text.
+    ok(await client.call_tool("9plan_plan_defer", {"worker": "fast", "reason": "handing over"}), name)
+    handed = ok(await client.call_tool("9plan_queue_pull", {"worker": "third"}), name)
+    assert [(w["worker"], w["text"]) for w in handed["late_writes"]] == [("slow", "my late finding")]
+
+
+async def test_completing_the_last_queued_plan_while_others_work_is_not_task_complete(client):
+    name = await create(client, task_description="two at once")
+    ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal="A"), plan_args(goal="B")]}), name)
+    ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-1"}), name)
+    ok(await client.call_tool("9plan_queue_pull", {"worker": "sub-2"}), name)
+
+    first = await client.call_tool("9plan_plan_complete", {"outcome": "A done", "worker": "sub-1"})
+    data = ok(first, name)
+    assert data["next"] is None and data["unfinished_count"] == 1
+    assert "task complete" not in first.content[0].text.lower()
+    assert "1 plan(s) are still active with other workers or await review" in first.content[0].text
+
+    last = await client.call_tool("9plan_plan_complete", {"outcome": "B done", "worker": "sub-2"})
+    assert "unfinished_count" not in ok(last, name)
+    assert "task complete! 🎉" in last.content[0].text
+
+
+async def test_a_pulled_plan_carries_its_dependencies_outcomes_bounded(client, sessions_dir):
+    name = await new_session(client)
+    long_outcome = "Invoice model in billing/models.py. " + "Detail. " * 400
+    schema, models, api = await two_parts_and_a_merge(client, name, "Schema", "Models", "API")
+    for outcome in (long_outcome, "Models done"):
+        ok(await client.call_tool("9plan_queue_pull", {}), name)
+        ok(await client.call_tool("9plan_plan_complete", {"outcome": outcome}), name)
+
+    pulled = await client.call_tool("9plan_queue_pull", {})
+
+    data = ok(pulled, name)
+    assert data["plan_id"] == api
+    deps = {d["id"]: d for d in data["dependencies"]}
+    assert set(deps) == {schema, models} and deps[models]["outcome"] == "Models done"
+    assert deps[schema]["goal"] == "Schema" and deps[schema]["outcome"].startswith("Invoice model in billing")
+    assert len(deps[schema]["outcome"].encode()) < 600 < len(long_outcome)
+    assert "9plan_plan_read" in text_of(pulled).split("\n")[0]
+    whole = await client.call_tool("9plan_plan_read", {"plan_id": schema})
+    assert long_outcome.strip() in body_of(whole)

@@ -2,7 +2,7 @@
 processes: several workers share the test's database (the SQLite file, or PostgreSQL) and
 sessions folder, are released together, and race the services.
 
-Each worker is a ``tests.sessions_app.race_worker`` subprocess that runs many rounds, so
+Each worker is a ``tests.proofs.race_worker`` subprocess that runs many rounds, so
 Django starts once per worker. The worker answers with the service's result or the error
 category, and every round checks that no worker ever saw a database error (none may be
 "database is locked": docs/design.md, "Speed targets")."""
@@ -34,7 +34,7 @@ class Worker:
         self.stderr_path = stderr
         self._stderr = stderr.open("w")
         self.proc = subprocess.Popen(
-            [PYTHON, "-m", "tests.sessions_app.race_worker"],
+            [PYTHON, "-m", "tests.proofs.race_worker"],
             cwd=REPO,
             env=env,
             stdin=subprocess.PIPE,

@@ -1,6 +1,6 @@
 """A separate OS process that runs 9plan services on command, for the concurrency tests.
 
-Run as ``python -m tests.sessions_app.race_worker`` with DATABASE_URL and
+Run as ``python -m tests.proofs.race_worker`` with DATABASE_URL and
 NINEPLAN_SESSIONS_PATH pointing at the test's database and sessions folder. It speaks
 JSON lines: stdin sends ``{"ops": [{"op": ..., "kwargs": {...}}, ...]}``, the worker
 answers ``{"armed": true}`` and then waits for a ``go`` line, so the test can release all

@@ -19,7 +19,7 @@ from sessions_app.models import Plan
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file
 from tests.sessions_app.stdio_server import StdioServer
-from tests.sessions_app.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
+from tests.proofs.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
