@@ -14,7 +14,6 @@ from django.core.management import call_command
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
-from tests.sessions_app.stdio_server import StdioServer
 from tests.proofs.test_admin_browser import (  # noqa: F401  (fixture)
     LAPTOP,
     PASSWORD,
@@ -23,6 +22,8 @@ from tests.proofs.test_admin_browser import (  # noqa: F401  (fixture)
     shot,
 )
 from tests.proofs.test_admin_browser_review import login
+from tests.sessions_app.conftest import rejected_once
+from tests.sessions_app.stdio_server import StdioServer
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 # The spec'd bound: a new event is on the page within 2 seconds, without a reload.
@@ -53,12 +54,19 @@ def call(server: StdioServer, tool: str, **arguments) -> dict:
     return result["structuredContent"]
 
 
-def test_a_completion_appears_on_the_open_home_and_is_approved_there_with_notes(browser, live_server, people, agent):
-    name = call(agent, "9plan_session_create", task_description="Reviewed work", review="required")["session_name"]
+def first_of_two_completed(agent, task: str, outcome: str) -> tuple[str, str, str]:
+    """A session that needs review, where the agent queued two plans and completed the
+    first: the session's name and the two plan ids."""
+    name = call(agent, "9plan_session_create", task_description=task, review="required")["session_name"]
     first = call(agent, "9plan_queue_add", **plan_fields(goal="Parse the config"))["plan_id"]
     second = call(agent, "9plan_queue_add", **plan_fields(goal="Write the docs"))["plan_id"]
     call(agent, "9plan_queue_pull")
-    call(agent, "9plan_plan_complete", outcome="Parser in `config.py`")
+    call(agent, "9plan_plan_complete", outcome=outcome)
+    return name, first, second
+
+
+def test_a_completion_appears_on_the_open_home_and_is_approved_there_with_notes(browser, live_server, people, agent):
+    name, first, second = first_of_two_completed(agent, "Reviewed work", "Parser in `config.py`")
 
     page = login(browser, live_server, "ada")
     assert page.inner_text("h1") == "Needs you"
@@ -95,10 +103,7 @@ def test_a_completion_appears_on_the_open_home_and_is_approved_there_with_notes(
 def test_the_inbox_lists_held_and_waiting_plans_and_acts_on_them(browser, live_server, people, settings):
     settings.NINEPLAN_MAX_REJECTIONS = 1
     session = services.session_create(review="required", max_attempts=1)
-    held = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Paginate by cursor")).plan
-    services.plan_pull(session_name=session.name)
-    services.plan_complete(session_name=session.name, outcome="Offsets")
-    services.plan_review(session_name=session.name, plan_id=held.id, decision="reject", notes="Cursor", actor="user:ada")
+    held = rejected_once(session.name, "Paginate by cursor", outcome="Offsets", notes="Cursor", actor="user:ada")
     waiting = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Seed the sandbox")).plan
     services.plan_pull(session_name=session.name, worker="gamma")
     services.plan_reclaim(session_name=session.name, plan_id=waiting.id, actor="user:sam")
@@ -159,11 +164,7 @@ def test_restoring_a_plan_a_worker_holds_asks_and_the_agent_is_told(browser, liv
 
 
 def test_the_session_page_and_the_inbox_show_new_events_and_keep_what_is_typed(browser, live_server, people, agent):
-    name = call(agent, "9plan_session_create", task_description="Watched work", review="required")["session_name"]
-    first = call(agent, "9plan_queue_add", **plan_fields(goal="Parse the config"))["plan_id"]
-    second = call(agent, "9plan_queue_add", **plan_fields(goal="Write the docs"))["plan_id"]
-    call(agent, "9plan_queue_pull")
-    call(agent, "9plan_plan_complete", outcome="Parser written")
+    name, first, second = first_of_two_completed(agent, "Watched work", "Parser written")
 
     page = login(browser, live_server, "ada")
     page.goto(f"{live_server.url}/admin/sessions_app/session/{name}/change/")

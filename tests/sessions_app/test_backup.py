@@ -218,14 +218,19 @@ def kill_when(proc: subprocess.Popen, ready, what: str) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-@pytest.mark.slow
-def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
-    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(50)])
-    # Many files to copy: the kill lands while the sessions folder is being copied.
+def many_files_to_copy(session, sessions_dir, *, plans: int) -> None:
+    """Queues ``plans`` plans and keeps 8,000 preserved files in the session's folder."""
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(plans)])
     extra = sessions_dir / session.name / "preserved"
     extra.mkdir()
     for i in range(8000):
         (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+
+
+@pytest.mark.slow
+def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
+    # Many files to copy: the kill lands while the sessions folder is being copied.
+    many_files_to_copy(session, sessions_dir, plans=50)
     output = tmp_path / "backups"
     backing_up = subprocess.Popen(
         [PYTHON, MANAGE, "nineplan_backup", "--output", str(output)], cwd=REPO, env=subprocess_env,
@@ -359,11 +364,7 @@ def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_datab
 
 @pytest.mark.slow
 def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
-    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(5)])
-    extra = sessions_dir / session.name / "preserved"
-    extra.mkdir()
-    for i in range(8000):
-        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+    many_files_to_copy(session, sessions_dir, plans=5)
     folder = backup.backup_create(destination=tmp_path / "backups")
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
     before = tree(sessions_dir)

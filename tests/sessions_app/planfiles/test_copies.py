@@ -311,7 +311,7 @@ def test_a_cleared_goal_in_the_file_keeps_the_database_goal(session, active, ses
 @pytest.mark.django_db
 @pytest.mark.parametrize("step", ["defer", "complete"])
 def test_a_file_that_is_not_utf8_is_kept_aside_byte_for_byte(session, make_plan, sessions_dir, step):
-    # More cases (NUL bytes, every step, the answer's wording): test_planfiles_hostile.py.
+    # More cases (NUL bytes, every step, the answer's wording): test_folders.py.
     plan = make_plan(session, inputs="schema.sql")
     services.plan_pull(session_name=session.name)
     services.plan_note(session_name=session.name, text="database notes")
