@@ -25,7 +25,7 @@ from mcp import Client, StdioServerParameters
 
 import nineplan
 from tests.conftest import REPO
-from tests.mcp_bridge.test_stdio_e2e import TEE, assert_only_json_rpc
+from tests.proofs.test_stdio_e2e import TEE, assert_only_json_rpc
 
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGE_ROOTS = ("nineplan", "sessions_app", "mcp_bridge")

@@ -105,3 +105,24 @@ def snapshot(sessions_dir: Path) -> dict[str, Any]:
 
 def plan_row(plan_id: str) -> Plan:
     return Plan.objects.get(id=plan_id)
+
+
+async def started(client, *goals: str) -> tuple[str, list[str]]:
+    """A current session with the given plans queued and the first one pulled."""
+    name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
+    ids = []
+    for goal in goals:
+        ids.append((await client.call_tool("9plan_queue_add", plan_args(goal=goal))).structured_content["plan_id"])
+    ok(await client.call_tool("9plan_queue_pull", {}), name)
+    return name, ids
+
+
+async def new_session(client, **args) -> str:
+    """A new current session made with these arguments; its name."""
+    result = await client.call_tool("9plan_session_create", args)
+    return result.structured_content["session_name"]
+
+
+async def add_plan(client, name: str, **fields) -> str:
+    """Queues a plan in the named session; its id."""
+    return ok(await client.call_tool("9plan_queue_add", {**plan_args(**fields), "session_name": name}), name)["plan_id"]

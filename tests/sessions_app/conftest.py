@@ -141,3 +141,14 @@ def now(monkeypatch) -> Clock:
     fake = Clock()
     monkeypatch.setattr(clock, "now", fake)
     return fake
+
+
+def rejected_once(session_name: str, goal: str, *, outcome: str, notes: str, actor: str) -> Plan:
+    """A plan queued, pulled, completed with ``outcome`` and rejected in review with ``notes``
+    (held, where the session allows one rejection)."""
+    plan = services.plan_enqueue(session_name=session_name, **plan_fields(goal=goal)).plan
+    services.plan_pull(session_name=session_name)
+    services.plan_complete(session_name=session_name, outcome=outcome)
+    services.plan_review(session_name=session_name, plan_id=plan.id, decision="reject", notes=notes, actor=actor)
+    return plan
+

@@ -218,25 +218,37 @@ def kill_when(proc: subprocess.Popen, ready, what: str) -> None:
     assert proc.returncode == -signal.SIGKILL
 
 
-@pytest.mark.slow
-def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
-    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(50)])
-    # Many files to copy: the kill lands while the sessions folder is being copied.
-    extra = sessions_dir / session.name / "preserved"
-    extra.mkdir()
-    for i in range(8000):
-        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
-    output = tmp_path / "backups"
-    backing_up = subprocess.Popen(
-        [PYTHON, MANAGE, "nineplan_backup", "--output", str(output)], cwd=REPO, env=subprocess_env,
+def kill_while_it_copies(subprocess_env, command: list[str], root, copies: str) -> None:
+    """Runs ``manage.py`` with ``command`` and SIGKILLs it once 200 files have arrived in the
+    first folder below ``root`` that matches the pattern ``copies``."""
+    proc = subprocess.Popen(
+        [PYTHON, MANAGE, *command], cwd=REPO, env=subprocess_env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
 
     def copying() -> bool:
-        copied = list(output.glob(f"*{backup.INCOMPLETE}/{backup.SESSIONS_DIR}/{session.name}/preserved"))
-        return bool(copied) and len(os.listdir(copied[0])) >= 200
+        found = list(root.glob(copies))
+        return bool(found) and len(os.listdir(found[0])) >= 200
 
-    kill_when(backing_up, copying, "it copied plan files")
+    kill_when(proc, copying, "it copied plan files")
+
+
+def many_files_to_copy(session, sessions_dir, *, plans: int) -> None:
+    """Queues ``plans`` plans and keeps 8,000 preserved files in the session's folder."""
+    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(plans)])
+    extra = sessions_dir / session.name / "preserved"
+    extra.mkdir()
+    for i in range(8000):
+        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+
+
+@pytest.mark.slow
+def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
+    # Many files to copy: the kill lands while the sessions folder is being copied.
+    many_files_to_copy(session, sessions_dir, plans=50)
+    output = tmp_path / "backups"
+    copies = f"*{backup.INCOMPLETE}/{backup.SESSIONS_DIR}/{session.name}/preserved"
+    kill_while_it_copies(subprocess_env, ["nineplan_backup", "--output", str(output)], output, copies)
     [left] = output.iterdir()
     # Its name says what it is; no folder has a finished backup's name.
     assert left.name.startswith("9plan-") and left.name.endswith(backup.INCOMPLETE)
@@ -359,24 +371,12 @@ def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_datab
 
 @pytest.mark.slow
 def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
-    services.plan_enqueue_many(session_name=session.name, plans=[plan_fields(goal=f"Plan {i}") for i in range(5)])
-    extra = sessions_dir / session.name / "preserved"
-    extra.mkdir()
-    for i in range(8000):
-        (extra / f"k{i:04d}-20260101T000000.txt").write_text(f"kept text {i}\n")
+    many_files_to_copy(session, sessions_dir, plans=5)
     folder = backup.backup_create(destination=tmp_path / "backups")
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
     before = tree(sessions_dir)
-    restoring = subprocess.Popen(
-        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-    )  # fmt: skip
-
-    def copying() -> bool:
-        staged = list(tmp_path.glob(f"sessions.restoring-*/{session.name}/preserved"))
-        return bool(staged) and len(os.listdir(staged[0])) >= 200
-
-    kill_when(restoring, copying, "it copied plan files")
+    staged = f"sessions.restoring-*/{session.name}/preserved"
+    kill_while_it_copies(subprocess_env, ["nineplan_restore", str(folder)], tmp_path, staged)
     # Only its copy aside is left: the plan files and the database are as they were.
     assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     [staged] = tmp_path.glob("sessions.restoring-*")

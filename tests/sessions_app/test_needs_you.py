@@ -8,6 +8,7 @@ import pytest
 from sessions_app import access, needs_you, services
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
+from tests.sessions_app.conftest import rejected_once
 
 pytestmark = pytest.mark.django_db
 
@@ -30,10 +31,7 @@ def test_since_pull_diffs_the_text_at_the_pull_with_the_text_now(session):
 def test_a_plan_behind_a_held_or_waiting_plan_is_listed_with_its_blocker(session, settings):
     settings.NINEPLAN_MAX_REJECTIONS = 1
     reviewed = services.session_create(review="required", max_attempts=1)
-    held = services.plan_enqueue(session_name=reviewed.name, **plan_fields(goal="Held one")).plan
-    services.plan_pull(session_name=reviewed.name)
-    services.plan_complete(session_name=reviewed.name, outcome="x")
-    services.plan_review(session_name=reviewed.name, plan_id=held.id, decision="reject", notes="no", actor="user:r")
+    held = rejected_once(reviewed.name, "Held one", outcome="x", notes="no", actor="user:r")
     behind = services.plan_enqueue_many(
         session_name=reviewed.name, plans=[{**plan_fields(goal="Behind it"), "depends_on": [held.id]}]
     )[0].plan

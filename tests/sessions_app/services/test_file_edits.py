@@ -1,0 +1,200 @@
+"""Plan files are a local copy: an agent's edit is applied as a change against the text the
+file was written from (its base), so text written since by anyone else (another server,
+another worker, a reviewer) is never overwritten by a stale copy; a section changed on both
+sides keeps both texts and says so; a reclaimed worker's file edits are fenced off."""
+
+from __future__ import annotations
+
+import pytest
+from django.test import override_settings
+
+from sessions_app import invariants, plan_text, planfiles, queries, repair, services
+from sessions_app.errors import LeaseLost
+from sessions_app.models import Event, Plan, Revision
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import plan_file
+
+pytestmark = pytest.mark.django_db
+
+
+def edit_notes(path, old: str, new: str) -> None:
+    text = path.read_text()
+    assert old in text
+    path.write_text(text.replace(old, new, 1))
+
+
+def notes_of(plan_id: str) -> str:
+    return Plan.objects.get(id=plan_id).notes
+
+
+def stale_copy_elsewhere(session, plan, note: str) -> str:
+    """A note written where this machine's file does not see it (another server with its own
+    folder): the database moves on, this file and its base stay as they were."""
+    path = plan_file(planfiles.sessions_root(), plan)
+    before = path.read_text(), planfiles.read_base(session.name, plan.file_stem)
+    services.plan_note(session_name=session.name, text=note)
+    path.write_text(before[0])
+    planfiles.write_base(session.name, plan.file_stem, before[1])
+    return before[0]
+
+
+def test_a_file_and_its_base_are_written_together_and_removed_together(session, make_plan, sessions_dir):
+    plan = make_plan(session)
+    path = plan_file(sessions_dir, plan)
+    assert planfiles.read_base(session.name, plan.id) == path.read_text() == planfiles.render(plan.sections())
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="Done.")
+    assert not path.exists() and planfiles.read_base(session.name, plan.id) is None
+
+
+def test_a_stale_copy_nobody_edited_is_never_taken_in(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    stale_copy_elsewhere(session, plan, "Written on the other server")
+
+    services.plan_note(session_name=session.name, text="Written here")
+
+    assert notes_of(plan.id) == "Written on the other server\n\nWritten here"
+    assert not Event.objects.filter(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT).exists()
+    # The copy is rewritten from the database with the write.
+    assert planfiles.parse(plan_file(sessions_dir, plan).read_text()).sections["notes"] == notes_of(plan.id)
+
+
+def test_an_edit_of_a_stale_copy_keeps_what_others_wrote_in_other_sections(session, make_plan, sessions_dir):
+    make_plan(session, approach="1. Read the schema")
+    plan = services.plan_pull(session_name=session.name)
+    stale_copy_elsewhere(session, plan, "A note from elsewhere")
+    path = plan_file(sessions_dir, plan)
+    edit_notes(path, "1. Read the schema", "1. Read the schema\n2. Write the models")
+
+    written = services.plan_complete(session_name=session.name, outcome="Done.")
+
+    stored = Plan.objects.get(id=plan.id)
+    assert stored.approach == "1. Read the schema\n2. Write the models"
+    assert stored.notes == "A note from elsewhere"  # not rolled back by the stale file
+    assert written.file_notice == ""
+    kept = Event.objects.get(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT)
+    assert kept.detail == {"sections": ["approach"]}
+
+
+def test_notes_appended_on_both_sides_are_both_kept_and_reported(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="First finding")
+    stale_copy_elsewhere(session, plan, "Second finding, on the other server")
+    path = plan_file(sessions_dir, plan)
+    edit_notes(path, "First finding", "First finding\n\nThird finding, in the file")
+
+    written = services.plan_note(session_name=session.name, text="Fourth finding")
+
+    assert notes_of(plan.id) == (
+        "First finding\n\nSecond finding, on the other server\n\nThird finding, in the file\n\nFourth finding"
+    )
+    assert "Notes changed both in the plan file and elsewhere" in written.file_notice
+    kept = Event.objects.get(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT)
+    assert kept.detail == {"sections": ["notes"], "both_changed": ["notes"]}
+    assert Revision.objects.filter(plan_id=plan.id, kind=Revision.Kind.FILE_EDIT).count() == 1
+
+
+def test_a_section_rewritten_on_both_sides_keeps_both_texts(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Draft")
+    path = plan_file(sessions_dir, plan)
+    copy, base = path.read_text(), planfiles.read_base(session.name, plan.id)
+    services.plan_note(session_name=session.name, text="Rewritten elsewhere", mode="replace")
+    path.write_text(copy.replace("Draft", "Rewritten in the file"))
+    planfiles.write_base(session.name, plan.id, base)
+
+    written = services.plan_defer(session_name=session.name, reason="later")
+
+    notes = notes_of(plan.id)
+    assert notes.startswith(f"Rewritten elsewhere\n\n{plan_text.BOTH_KEPT}\nRewritten in the file")
+    assert "both texts are kept" in written.file_notice
+
+
+def test_a_restore_is_not_undone_by_the_file(session, make_plan, sessions_dir):
+    """A reviewer's restore is text written since the file, like anyone's."""
+    make_plan(session, goal="Original goal")
+    plan = services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="v1 notes")
+    services.plan_note(session_name=session.name, text="v2 notes", mode="replace")
+    path = plan_file(sessions_dir, plan)
+    copy, base = path.read_text(), planfiles.read_base(session.name, plan.id)
+    first = Revision.objects.filter(plan_id=plan.id).order_by("number").first()
+    services.plan_restore(session_name=session.name, plan_id=plan.id, number=first.number, actor="staff/admin")
+    restored = notes_of(plan.id)
+    path.write_text(copy)  # this machine's copy, from before the restore
+    planfiles.write_base(session.name, plan.id, base)
+
+    services.plan_note(session_name=session.name, text="after the restore")
+
+    assert notes_of(plan.id) == f"{restored}\n\nafter the restore".lstrip()
+
+
+@override_settings(NINEPLAN_PLAN_FILES="off")
+def test_with_files_off_nothing_is_written_and_everything_works(db, sessions_dir):
+    session = services.session_create(task_description="Remote only")
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="First"))
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Second"))
+    plan = services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="A finding")
+    services.plan_defer(session_name=session.name, reason="later")
+    services.plan_pull(session_name=session.name)
+    services.plan_complete(session_name=session.name, outcome="Done.")
+    again = services.plan_pull(session_name=session.name)
+    assert again.id == plan.id and "A finding" in again.notes
+    assert not (sessions_dir / session.name).exists()
+    assert invariants.check_invariants(session.name).valid
+    assert queries.plan_file_text(again) == (planfiles.render(again.sections()), "")
+    assert repair.repair_all(apply=True) == []
+    assert not sessions_dir.exists() or list(sessions_dir.iterdir()) == []
+
+
+# --- fencing -------------------------------------------------------------------------------
+
+
+def test_a_reclaimed_workers_file_edits_are_a_late_write_not_the_next_holders(session, make_plan, sessions_dir, now):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name, worker="w1")
+    services.plan_note(session_name=session.name, worker="w1", text="w1's note")
+    old_path = plan_file(sessions_dir, plan)
+    edit_notes(old_path, "w1's note", "w1's note\n\nw1 edited the file before losing it")
+    now.advance(session.lease_seconds + 1)
+
+    again = services.plan_pull(session_name=session.name, worker="w2")
+
+    assert again.id == plan.id and again.file_stem == f"{plan.id}-1"
+    new_path = plan_file(sessions_dir, again)
+    assert new_path.name == f"{plan.id}-1.txt" and new_path != old_path
+    assert "w1 edited the file" not in notes_of(plan.id)
+    assert "w1 edited the file" not in new_path.read_text()
+    [late] = queries.late_writes(plan.id)
+    assert late.worker == "w1" and late.op == "file" and "w1 edited the file before losing it" in late.text
+    # Later edits to the old path are never read as w2's.
+    edit_notes(old_path, "w1's note", "w1's note\n\nstill typing after the reclaim")
+    services.plan_note(session_name=session.name, worker="w2", text="w2's note")
+    services.plan_complete(session_name=session.name, worker="w2", outcome="Done by w2.")
+    done = Plan.objects.get(id=plan.id)
+    assert "still typing" not in done.notes and "w2's note" in done.notes
+    assert not Event.objects.filter(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT).exists()
+    # The old path is reported (text never taken in) and the repair keeps it aside.
+    result = invariants.check_invariants(session.name)
+    assert any(f"{plan.id}.txt is the file of an earlier claim" in i or f"{plan.id}.txt belongs to no" in i
+               for i in result.issues), result.issues
+    actions = repair.repair_all(apply=True)
+    assert [(a.kind, a.target) for a in actions] == [("preserve", f"{plan.id}.txt")]
+    assert invariants.check_invariants(session.name).valid
+
+
+def test_an_earlier_claims_file_nobody_edited_is_no_fault(session, make_plan, sessions_dir, now):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name, worker="w1")
+    now.advance(session.lease_seconds + 1)
+    services.plan_pull(session_name=session.name, worker="w2")
+    assert plan_file(sessions_dir, plan).name == f"{plan.id}-1.txt"
+    assert (sessions_dir / session.name / "plans" / f"{plan.id}.txt").exists()
+    assert invariants.check_invariants(session.name).valid
+    with pytest.raises(LeaseLost):
+        services.plan_note(session_name=session.name, worker="w1", text="too late")
+    assert [(a.kind, a.target) for a in repair.repair_all(apply=True)] == [("delete_stale", f"{plan.id}.txt")]

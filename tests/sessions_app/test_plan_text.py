@@ -1,0 +1,24 @@
+"""A plan's text as a file (sessions_app/plan_text.py): a section edited in the file merged
+against the text the file was written from."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app import plan_text
+
+
+@pytest.mark.parametrize(
+    ("base", "current", "edited", "merged", "both"),
+    [
+        ("a", "a", "a b", "a b", False),  # only the file changed: it wins
+        ("a", "a c", "a", "a c", False),  # only the database changed: it stays
+        ("a", "a c", "a c", "a c", False),  # the same change on both sides
+        ("a", "a\n\nc", "a\n\nb", "a\n\nc\n\nb", True),  # an append on each side: both, in that order
+        ("x", "y", "z", f"y\n\n{plan_text.BOTH_KEPT}\nz", True),  # rewritten on both sides: both texts
+        ("", "", "new", "new", False),
+        ("", "mine", "theirs", "mine\n\ntheirs", True),  # an empty section filled on both sides
+    ],
+)
+def test_a_section_is_merged_against_its_base(base, current, edited, merged, both):
+    assert plan_text.merge_section(base, current, edited) == (merged, both)

@@ -1,0 +1,90 @@
+"""The statements the services run on every queue operation (sessions_app/statements.py), on
+the real database: each read gives what the ORM would, and a compare-and-set write changes a
+plan only while it still has the status it was read with."""
+
+from __future__ import annotations
+
+import pytest
+
+from sessions_app import clock, services, statements
+from sessions_app.models import Event, Plan
+from tests.conftest import plan_fields
+
+pytestmark = pytest.mark.django_db
+
+
+def queued(session, *goals: str) -> list[Plan]:
+    return [services.plan_enqueue(session_name=session.name, **plan_fields(goal=goal)).plan for goal in goals]
+
+
+def test_the_session_row_comes_back_with_its_counts_and_a_missing_one_as_none(session):
+    queued(session, "A", "B")
+    row = statements.session_for_write(session.name)
+    assert (row.name, row.count_queued, row.lease_seconds) == (session.name, 2, session.lease_seconds)
+    assert statements.session_for_write("no-such-session") is None
+
+
+def test_the_queue_reads_follow_the_queue_order(session):
+    a, b, c = queued(session, "A", "B", "C")
+    keys = dict(Plan.objects.filter(session=session).values_list("id", "sort_key"))
+    assert statements.first_ready(session.name).id == a.id
+    assert statements.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True).id == a.id
+    assert statements.end_of_queue(session.name, front=True) == keys[a.id]
+    assert statements.end_of_queue(session.name, front=False) == keys[c.id]
+    assert statements.active_plan_id(session.name) is None
+
+    services.plan_pull(session_name=session.name)
+    assert statements.active_plan_id(session.name) == a.id
+    assert statements.first_ready(session.name).id == b.id
+    assert statements.plan_in(session.name, Plan.Status.ACTIVE).id == a.id
+
+
+def test_an_empty_queue_has_no_ends_and_nothing_ready(session):
+    assert statements.first_ready(session.name) is None
+    assert statements.end_of_queue(session.name, front=True) is None
+    assert statements.plan_in(session.name, Plan.Status.QUEUED) is None
+
+
+def test_a_plan_waiting_for_another_is_not_ready(session):
+    first, later = (
+        written.plan
+        for written in services.plan_enqueue_many(
+            session_name=session.name, plans=[plan_fields(goal="First"), plan_fields(goal="Later", depends_on=[0])]
+        )
+    )
+    assert statements.first_ready(session.name).id == first.id
+    services.plan_pull(session_name=session.name)
+    assert statements.first_ready(session.name) is None
+    assert Plan.objects.get(id=later.id).status == Plan.Status.QUEUED
+
+
+def test_a_taken_plan_id_is_known(session):
+    plan = queued(session, "A")[0]
+    assert statements.plan_id_taken(plan.id)
+    assert not statements.plan_id_taken("zzzzz" if plan.id != "zzzzz" else "yyyyy")
+
+
+def test_an_update_writes_only_the_named_fields(session):
+    plan = queued(session, "A")[0]
+    plan.goal, plan.context = "Changed goal", "Not written"
+    assert statements.update_plan(plan, ("goal",)) == 1
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.goal, stored.context) == ("Changed goal", plan_fields()["context"])
+
+
+def test_a_compare_and_set_on_a_status_the_plan_no_longer_has_changes_nothing(session):
+    plan = queued(session, "A")[0]
+    before = Plan.objects.filter(id=plan.id).values().get()
+    plan.goal = "Too late"
+    assert statements.update_plan(plan, ("goal",), only_if_status=Plan.Status.ACTIVE) == 0
+    assert Plan.objects.filter(id=plan.id).values().get() == before
+    assert statements.update_plan(plan, ("goal",), only_if_status=Plan.Status.QUEUED) == 1
+    assert Plan.objects.get(id=plan.id).goal == "Too late"
+
+
+def test_an_event_is_written_as_given(session):
+    plan = queued(session, "A")[0]
+    at = clock.now()
+    statements.insert_event(session.name, Event.Kind.REPAIRED, "test", plan.id, {"why": "checked"}, at)
+    event = Event.objects.filter(session=session, kind=Event.Kind.REPAIRED).get()
+    assert (event.plan_id, event.actor, event.detail, event.created_at) == (plan.id, "test", {"why": "checked"}, at)
