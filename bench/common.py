@@ -13,6 +13,7 @@ import json
 import math
 import os
 import random
+import socket
 import subprocess
 import statistics
 import sys
@@ -84,6 +85,32 @@ def emit(result: dict) -> None:
 def progress(message: str) -> None:
     sys.stderr.write(f"  .. {message}\n")
     sys.stderr.flush()
+
+
+# --- servers and clients ---------------------------------------------------------------------
+
+# What a stateless streamable-HTTP client sends in every request's _meta.
+MCP_PROTOCOL = "2026-07-28"
+
+
+def mcp_meta(client: str) -> dict:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MCP_PROTOCOL,
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def skipped_without_postgres(bench: str, unit: str = "") -> dict:
+    """The result of a PostgreSQL benchmark when DATABASE_URL does not name PostgreSQL."""
+    return {"rows": [{"bench": bench, "figure": "skipped (DATABASE_URL does not name PostgreSQL)", "value": None,
+                      "baseline": None, "unit": unit, "ratio": None, "target": "(optional)", "met": None}]}
 
 
 # --- seeded text ----------------------------------------------------------------------------

@@ -32,14 +32,10 @@ from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, REPO, TextMaker, bench_env, median, percentile, progress
+from common import MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, percentile, progress
+from common import skipped_without_postgres
 
-PROTOCOL = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-    "io.modelcontextprotocol/clientInfo": {"name": "9plan-bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = mcp_meta("9plan-bench")
 OWN, RACERS, SERVERS = 8, 4, 2
 EXPECTED = {"PLAN_ALREADY_ACTIVE", "QUEUE_EMPTY"}  # what a racing pull may be told
 SESSION_RE = re.compile(r"\[Session: ([a-z]+-[a-z]+-[a-z]+)\]")
@@ -59,7 +55,7 @@ class Connection:
         body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                            "params": {"name": name, "arguments": arguments, "_meta": META}})
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                   "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call", "mcp-name": name}
+                   "mcp-protocol-version": MCP_PROTOCOL, "mcp-method": "tools/call", "mcp-name": name}
         self.conn.request("POST", "/mcp", body, headers)
         response = self.conn.getresponse()
         raw = response.read().decode()
@@ -113,12 +109,6 @@ def client(port: int, role: str, session: str, seconds: float) -> None:
     sys.stdout.flush()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -154,7 +144,7 @@ def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, se
     procs: list[subprocess.Popen] = []
     try:
         subprocess.run([PYTHON, manage, "migrate", "--verbosity", "0"], env=env, cwd=str(repo), check=True)
-        ports = [_free_port() for _ in range(servers)]
+        ports = [free_port() for _ in range(servers)]
         for port in ports:
             log = data_dir / f"server-{port}.log"
             procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
@@ -242,9 +232,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     """The benchmark as `bench/run.py --only teams-pg` runs it: this checkout alone."""
     url = params.get("postgres_url")
     if not url:
-        return {"rows": [{"bench": "teams (PostgreSQL)", "figure": "skipped (DATABASE_URL does not name PostgreSQL)",
-                          "value": None, "baseline": None, "unit": "", "ratio": None, "target": "(optional)",
-                          "met": None}]}
+        return skipped_without_postgres("teams (PostgreSQL)")
     progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {params['teams_seconds']} s")
     r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"])
 
