@@ -91,13 +91,7 @@ def session_resume(
             "queue": answers.queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
-            "active_plan": None
-            if active is None
-            else {
-                "id": active.id,
-                "goal": excerpts.fit_json(active.goal, 120),
-                **answers.file_path(local, active, "file_path"),
-            },
+            "active_plan": answers.active_plan(active, local, 120),
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)
