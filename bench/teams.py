@@ -28,12 +28,11 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, percentile, progress
-from common import skipped_without_postgres
+from common import pg_admin, scratch_database, skipped_without_postgres
 
 META = mcp_meta("9plan-bench")
 OWN, RACERS, SERVERS = 8, 4, 2
@@ -122,72 +121,61 @@ def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     raise RuntimeError("an HTTP server did not start listening")
 
 
-def _pg(url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql)
-
-
 def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, servers: int = SERVERS) -> dict:
     """One run of the workload against ``repo``'s code on a database of its own."""
-    parts = urlsplit(postgres_url)
     scratch = f"nineplan_bench_teams_{os.getpid()}_{int(time.time() * 1000) % 100000}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    db_url = urlunsplit(parts._replace(path="/" + scratch))
-    data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-"))
-    (data_dir / "sessions").mkdir()
-    env = bench_env(data_dir, db_url)
-    env.update(PYTHONPATH=str(repo), NINEPLAN_HTTP_STATELESS="1")
-    manage = str(repo / "manage.py")
-    _pg(admin_url, f'CREATE DATABASE "{scratch}"')
-    procs: list[subprocess.Popen] = []
-    try:
-        subprocess.run([PYTHON, manage, "migrate", "--verbosity", "0"], env=env, cwd=str(repo), check=True)
-        ports = [free_port() for _ in range(servers)]
-        for port in ports:
-            log = data_dir / f"server-{port}.log"
-            procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
-                                          env=env, cwd=str(repo), stdout=subprocess.DEVNULL,
-                                          stderr=log.open("w")))
-        for port, proc in zip(ports, procs):
-            _wait_listening(proc, port, data_dir / f"server-{port}.log")
-        setup = Connection(ports[0])
-        names = []
-        for i in range(OWN + 1):
-            _, answer, category = setup.call("9plan_session_create", {"task_description": f"team member {i}"})
-            if category:
-                raise RuntimeError(f"session_create failed: {answer}")
-            names.append(SESSION_RE.search(answer).group(1))
-        shared = names[-1]
-        text = TextMaker()
-        for start in range(0, racing_plans, 50):
-            plans = [{"context": text.chars(150), "goal": text.chars(60), "approach": text.chars(250),
-                      "success_criteria": text.chars(80)} for _ in range(min(50, racing_plans - start))]
-            _, answer, category = setup.call("9plan_queue_add_batch", {"plans": plans, "session_name": shared})
-            if category:
-                raise RuntimeError(f"queue_add_batch failed: {answer}")
-        setup.conn.close()
-        _pg(db_url, "ANALYZE")
-        assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
-        commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
-                    for i, (role, name) in enumerate(assignments)]
-        cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
-        from common import race
+    with scratch_database(postgres_url, scratch) as db_url:
+        data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-"))
+        (data_dir / "sessions").mkdir()
+        env = bench_env(data_dir, db_url)
+        env.update(PYTHONPATH=str(repo), NINEPLAN_HTTP_STATELESS="1")
+        manage = str(repo / "manage.py")
+        procs: list[subprocess.Popen] = []
+        try:
+            subprocess.run([PYTHON, manage, "migrate", "--verbosity", "0"], env=env, cwd=str(repo), check=True)
+            ports = [free_port() for _ in range(servers)]
+            for port in ports:
+                log = data_dir / f"server-{port}.log"
+                procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
+                                              env=env, cwd=str(repo), stdout=subprocess.DEVNULL,
+                                              stderr=log.open("w")))
+            for port, proc in zip(ports, procs):
+                _wait_listening(proc, port, data_dir / f"server-{port}.log")
+            setup = Connection(ports[0])
+            names = []
+            for i in range(OWN + 1):
+                _, answer, category = setup.call("9plan_session_create", {"task_description": f"team member {i}"})
+                if category:
+                    raise RuntimeError(f"session_create failed: {answer}")
+                names.append(SESSION_RE.search(answer).group(1))
+            shared = names[-1]
+            text = TextMaker()
+            for start in range(0, racing_plans, 50):
+                plans = [{"context": text.chars(150), "goal": text.chars(60), "approach": text.chars(250),
+                          "success_criteria": text.chars(80)} for _ in range(min(50, racing_plans - start))]
+                _, answer, category = setup.call("9plan_queue_add_batch", {"plans": plans, "session_name": shared})
+                if category:
+                    raise RuntimeError(f"queue_add_batch failed: {answer}")
+            setup.conn.close()
+            pg_admin(db_url, "ANALYZE")
+            assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
+            commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
+                        for i, (role, name) in enumerate(assignments)]
+            cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
+            from common import race
 
-        results = race(commands, env, "teams")
-        cpu = _cpu([p.pid for p in procs]) - cpu0
-        pg1 = _backends_cpu(scratch)
-        pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items())
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        _pg(admin_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+            results = race(commands, env, "teams")
+            cpu = _cpu([p.pid for p in procs]) - cpu0
+            pg1 = _backends_cpu(scratch)
+            pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items())
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
     latencies = [x * 1000 for r in results for x in r["latencies"]]
     elapsed = max(r["elapsed"] for r in results)
     errors = [e for r in results for e in r["errors"]]

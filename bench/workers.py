@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from common import PYTHON, TextMaker, race, take_turns, bench_env, bulk_insert, db_now, median, percentile, plan_ids
-from common import plan_row, PLAN_COLUMNS, progress, setup_django, skipped_without_postgres, write_plan_files
+from common import plan_row, PLAN_COLUMNS, progress, scratch_database, setup_django, skipped_without_postgres, write_plan_files
 
 STEPS = ("pull", "note", "complete")
 RATIO_TARGET, P99_TARGET_MS, FLOOR_TARGET = 0.8, 100.0, 0.5
@@ -282,20 +282,12 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     if not url:
         return skipped_without_postgres("workers (PostgreSQL)")
     import os
-    from urllib.parse import urlsplit, urlunsplit
 
-    from history import _pg_admin, _pg_drop
+    with scratch_database(url, f"nineplan_bench_workers_{os.getpid()}") as bench_url:
+        try:
+            setup_django(data_dir, database_url=bench_url)
+            return {"rows": _measure(data_dir, bench_url, params, "PostgreSQL")}
+        finally:
+            from django.db import connections
 
-    parts = urlsplit(url)
-    scratch = f"nineplan_bench_workers_{os.getpid()}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    bench_url = urlunsplit(parts._replace(path="/" + scratch))
-    _pg_admin(admin_url, f'CREATE DATABASE "{scratch}"')
-    try:
-        setup_django(data_dir, database_url=bench_url)
-        return {"rows": _measure(data_dir, bench_url, params, "PostgreSQL")}
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        _pg_drop(admin_url, scratch)
+            connections.close_all()
