@@ -27,9 +27,5 @@ SessionArg = optional(str, "Session name, e.g. 'brave-amber-otter'. Omit for thi
 PositionArg = one_of("'front' = blocking work, done next; 'back' = eventual work (default).", "front", "back")
 WorkerArg = optional(str, "Your worker name if agents share the session (1-64 of A-Za-z0-9._-).")
 DependsArg = optional(list[str], "Plan ids this plan waits for: it is pulled only once they are completed.")
-ReviewArg = optional(
-    bool, "true: when completed, the plan waits for a reviewer's approval before it counts as done."
-)
-RequestIdArg = optional(
-    str, "Retry key (1-64 of A-Za-z0-9._:-): a resend returns the first answer, changing nothing."
-)
+ReviewArg = optional(bool, "true: when completed, the plan waits for a reviewer's approval before it counts as done.")
+RequestIdArg = optional(str, "Retry key (1-64 of A-Za-z0-9._:-): a resend returns the first answer, changing nothing.")
