@@ -13,11 +13,15 @@ import json
 import math
 import os
 import random
+import socket
 import subprocess
 import statistics
 import sys
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
 
 REPO = Path(__file__).resolve().parent.parent
 MANAGE = str(REPO / "manage.py")
@@ -84,6 +88,79 @@ def emit(result: dict) -> None:
 def progress(message: str) -> None:
     sys.stderr.write(f"  .. {message}\n")
     sys.stderr.flush()
+
+
+# --- servers and clients ---------------------------------------------------------------------
+
+# What a stateless streamable-HTTP client sends in every request's _meta.
+MCP_PROTOCOL = "2026-07-28"
+
+
+def mcp_meta(client: str) -> dict:
+    return {
+        "io.modelcontextprotocol/protocolVersion": MCP_PROTOCOL,
+        "io.modelcontextprotocol/clientInfo": {"name": client, "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    }
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def skipped_without_postgres(bench: str, unit: str = "") -> dict:
+    """The result of a PostgreSQL benchmark when DATABASE_URL does not name PostgreSQL."""
+    return {"rows": [{"bench": bench, "figure": "skipped (DATABASE_URL does not name PostgreSQL)", "value": None,
+                      "baseline": None, "unit": unit, "ratio": None, "target": "(optional)", "met": None}]}
+
+
+# --- PostgreSQL scratch databases -----------------------------------------------------------
+
+
+@contextmanager
+def scratch_database(url: str, name: str) -> Iterator[str]:
+    """A throw-away database ``name`` on the PostgreSQL server ``url`` names, beside the
+    database it names: its URL while the block runs; dropped after, whatever happened."""
+    parts = urlsplit(url)
+    admin_url = urlunsplit(parts._replace(path="/postgres"))
+    pg_admin(admin_url, f'CREATE DATABASE "{name}"')
+    try:
+        yield urlunsplit(parts._replace(path="/" + name))
+    finally:
+        pg_drop(admin_url, name)
+
+
+def pg_drop(admin_url: str, name: str) -> None:
+    """Drop the scratch database, waiting for an autovacuum worker that may still be in it
+    (FORCE cannot end a superuser's process)."""
+    for attempt in range(30):
+        try:
+            pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+            return
+        except Exception as exc:
+            if attempt == 29:
+                raise
+            progress(f"waiting to drop {name} ({type(exc).__name__})")
+            time.sleep(1)
+
+
+def pg_admin(url: str, sql: str) -> None:
+    """One statement outside a transaction (CREATE and DROP DATABASE need that)."""
+    try:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as conn:
+            conn.execute(sql)
+    except ImportError:
+        import psycopg2
+
+        conn = psycopg2.connect(url)
+        conn.autocommit = True
+        with conn.cursor() as cur:
+            cur.execute(sql)
+        conn.close()
 
 
 # --- seeded text ----------------------------------------------------------------------------

@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from common import COMMON_WORDS, PLAN_COLUMNS, TextMaker, bulk_insert, db_now, median, percentile, plan_ids
-from common import plan_row, progress, setup_django
+from common import plan_row, progress, scratch_database, setup_django
 
 SELECTIVE = ("zircon", "quasar", "lantern", "zircon quasar", "velvet lantern")
 COMMON = (COMMON_WORDS[0], COMMON_WORDS[1], f"{COMMON_WORDS[0]} {COMMON_WORDS[1]}")
@@ -294,13 +294,14 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
             ]
         }
     import os
-    from urllib.parse import urlsplit, urlunsplit
 
-    parts = urlsplit(url)
-    scratch = f"nineplan_bench_{os.getpid()}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    bench_url = urlunsplit(parts._replace(path="/" + scratch))
-    _pg_admin(admin_url, f'CREATE DATABASE "{scratch}"')
+    with scratch_database(url, f"nineplan_bench_{os.getpid()}") as bench_url:
+        return {"rows": _postgres_rows(data_dir, params, bench_url)}
+
+
+def _postgres_rows(data_dir: Path, params: dict, bench_url: str) -> list[dict]:
+    """The figures on the scratch database at ``bench_url``; every connection to it is
+    closed after, so that it can be dropped."""
     hand = None
     try:
         setup_django(data_dir, database_url=bench_url)
@@ -326,35 +327,5 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
         if hand is not None:
             hand.db.close()
         connections.close_all()
-        _pg_drop(admin_url, scratch)
-    return {"rows": rows}
+    return rows
 
-
-def _pg_drop(admin_url: str, name: str) -> None:
-    """Drop the scratch database, waiting for an autovacuum worker that may still be in it
-    (FORCE cannot end a superuser's process)."""
-    for attempt in range(30):
-        try:
-            _pg_admin(admin_url, f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
-            return
-        except Exception as exc:
-            if attempt == 29:
-                raise
-            progress(f"history: waiting to drop {name} ({type(exc).__name__})")
-            time.sleep(1)
-
-
-def _pg_admin(url: str, sql: str) -> None:
-    try:
-        import psycopg
-
-        with psycopg.connect(url, autocommit=True) as conn:
-            conn.execute(sql)
-    except ImportError:
-        import psycopg2
-
-        conn = psycopg2.connect(url)
-        conn.autocommit = True
-        with conn.cursor() as cur:
-            cur.execute(sql)
-        conn.close()

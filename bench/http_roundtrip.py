@@ -17,23 +17,12 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import BARE_SERVER, MANAGE, PYTHON, REPO, TextMaker, bench_env, median, progress
+from common import BARE_SERVER, MANAGE, MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, progress
 
 OPS = ("add", "pull", "note", "complete")
 RATIO_TARGET = 1.3
-PROTOCOL = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-    "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = mcp_meta("bench")
 START_TIMEOUT = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 class HttpServer:
@@ -58,7 +47,7 @@ class HttpServer:
         self.next_id += 1
         payload = {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                    "params": {"name": tool, "arguments": arguments, "_meta": META}}  # fmt: skip
-        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": PROTOCOL,
+        headers = {"accept": "application/json, text/event-stream", "mcp-protocol-version": MCP_PROTOCOL,
                    "mcp-method": "tools/call", "mcp-name": tool}  # fmt: skip
         t0 = time.perf_counter()
         response = self.http.post("/mcp", json=payload, headers=headers)
@@ -124,7 +113,7 @@ def run(data_dir: Path, params: dict) -> dict:
     in_process = services.session_create(task_description="in-process bench", actor="bench").name
     services.plan_enqueue(session_name=in_process, **first)
     connections.close_all()
-    port, bare_port = _free_port(), _free_port()
+    port, bare_port = free_port(), free_port()
     nineplan = HttpServer([PYTHON, MANAGE, "mcp", "--transport", "http", "--port", str(port)], port, env)
     bare = HttpServer([PYTHON, BARE_SERVER, "--noop", "--http", str(bare_port)], bare_port, env)
     samples = {op: {"http": [], "noop": [], "service": [], "alone": []} for op in OPS}

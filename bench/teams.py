@@ -28,18 +28,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from urllib.parse import urlsplit, urlunsplit
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, REPO, TextMaker, bench_env, median, percentile, progress
+from common import MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, percentile, progress
+from common import pg_admin, scratch_database, skipped_without_postgres
 
-PROTOCOL = "2026-07-28"
-META = {
-    "io.modelcontextprotocol/protocolVersion": PROTOCOL,
-    "io.modelcontextprotocol/clientInfo": {"name": "9plan-bench", "version": "1"},
-    "io.modelcontextprotocol/clientCapabilities": {},
-}
+META = mcp_meta("9plan-bench")
 OWN, RACERS, SERVERS = 8, 4, 2
 EXPECTED = {"PLAN_ALREADY_ACTIVE", "QUEUE_EMPTY"}  # what a racing pull may be told
 SESSION_RE = re.compile(r"\[Session: ([a-z]+-[a-z]+-[a-z]+)\]")
@@ -59,7 +54,7 @@ class Connection:
         body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
                            "params": {"name": name, "arguments": arguments, "_meta": META}})
         headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                   "mcp-protocol-version": PROTOCOL, "mcp-method": "tools/call", "mcp-name": name}
+                   "mcp-protocol-version": MCP_PROTOCOL, "mcp-method": "tools/call", "mcp-name": name}
         self.conn.request("POST", "/mcp", body, headers)
         response = self.conn.getresponse()
         raw = response.read().decode()
@@ -113,12 +108,6 @@ def client(port: int, role: str, session: str, seconds: float) -> None:
     sys.stdout.flush()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -132,72 +121,61 @@ def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     raise RuntimeError("an HTTP server did not start listening")
 
 
-def _pg(url: str, sql: str) -> None:
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute(sql)
-
-
 def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, servers: int = SERVERS) -> dict:
     """One run of the workload against ``repo``'s code on a database of its own."""
-    parts = urlsplit(postgres_url)
     scratch = f"nineplan_bench_teams_{os.getpid()}_{int(time.time() * 1000) % 100000}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    db_url = urlunsplit(parts._replace(path="/" + scratch))
-    data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-"))
-    (data_dir / "sessions").mkdir()
-    env = bench_env(data_dir, db_url)
-    env.update(PYTHONPATH=str(repo), NINEPLAN_HTTP_STATELESS="1")
-    manage = str(repo / "manage.py")
-    _pg(admin_url, f'CREATE DATABASE "{scratch}"')
-    procs: list[subprocess.Popen] = []
-    try:
-        subprocess.run([PYTHON, manage, "migrate", "--verbosity", "0"], env=env, cwd=str(repo), check=True)
-        ports = [_free_port() for _ in range(servers)]
-        for port in ports:
-            log = data_dir / f"server-{port}.log"
-            procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
-                                          env=env, cwd=str(repo), stdout=subprocess.DEVNULL,
-                                          stderr=log.open("w")))
-        for port, proc in zip(ports, procs):
-            _wait_listening(proc, port, data_dir / f"server-{port}.log")
-        setup = Connection(ports[0])
-        names = []
-        for i in range(OWN + 1):
-            _, answer, category = setup.call("9plan_session_create", {"task_description": f"team member {i}"})
-            if category:
-                raise RuntimeError(f"session_create failed: {answer}")
-            names.append(SESSION_RE.search(answer).group(1))
-        shared = names[-1]
-        text = TextMaker()
-        for start in range(0, racing_plans, 50):
-            plans = [{"context": text.chars(150), "goal": text.chars(60), "approach": text.chars(250),
-                      "success_criteria": text.chars(80)} for _ in range(min(50, racing_plans - start))]
-            _, answer, category = setup.call("9plan_queue_add_batch", {"plans": plans, "session_name": shared})
-            if category:
-                raise RuntimeError(f"queue_add_batch failed: {answer}")
-        setup.conn.close()
-        _pg(db_url, "ANALYZE")
-        assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
-        commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
-                    for i, (role, name) in enumerate(assignments)]
-        cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
-        from common import race
+    with scratch_database(postgres_url, scratch) as db_url:
+        data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-"))
+        (data_dir / "sessions").mkdir()
+        env = bench_env(data_dir, db_url)
+        env.update(PYTHONPATH=str(repo), NINEPLAN_HTTP_STATELESS="1")
+        manage = str(repo / "manage.py")
+        procs: list[subprocess.Popen] = []
+        try:
+            subprocess.run([PYTHON, manage, "migrate", "--verbosity", "0"], env=env, cwd=str(repo), check=True)
+            ports = [free_port() for _ in range(servers)]
+            for port in ports:
+                log = data_dir / f"server-{port}.log"
+                procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
+                                              env=env, cwd=str(repo), stdout=subprocess.DEVNULL,
+                                              stderr=log.open("w")))
+            for port, proc in zip(ports, procs):
+                _wait_listening(proc, port, data_dir / f"server-{port}.log")
+            setup = Connection(ports[0])
+            names = []
+            for i in range(OWN + 1):
+                _, answer, category = setup.call("9plan_session_create", {"task_description": f"team member {i}"})
+                if category:
+                    raise RuntimeError(f"session_create failed: {answer}")
+                names.append(SESSION_RE.search(answer).group(1))
+            shared = names[-1]
+            text = TextMaker()
+            for start in range(0, racing_plans, 50):
+                plans = [{"context": text.chars(150), "goal": text.chars(60), "approach": text.chars(250),
+                          "success_criteria": text.chars(80)} for _ in range(min(50, racing_plans - start))]
+                _, answer, category = setup.call("9plan_queue_add_batch", {"plans": plans, "session_name": shared})
+                if category:
+                    raise RuntimeError(f"queue_add_batch failed: {answer}")
+            setup.conn.close()
+            pg_admin(db_url, "ANALYZE")
+            assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
+            commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
+                        for i, (role, name) in enumerate(assignments)]
+            cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
+            from common import race
 
-        results = race(commands, env, "teams")
-        cpu = _cpu([p.pid for p in procs]) - cpu0
-        pg1 = _backends_cpu(scratch)
-        pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items())
-    finally:
-        for proc in procs:
-            proc.terminate()
-        for proc in procs:
-            try:
-                proc.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-        _pg(admin_url, f'DROP DATABASE IF EXISTS "{scratch}" WITH (FORCE)')
+            results = race(commands, env, "teams")
+            cpu = _cpu([p.pid for p in procs]) - cpu0
+            pg1 = _backends_cpu(scratch)
+            pg_cpu = sum(used - pg0.get(pid, 0.0) for pid, used in pg1.items())
+        finally:
+            for proc in procs:
+                proc.terminate()
+            for proc in procs:
+                try:
+                    proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
     latencies = [x * 1000 for r in results for x in r["latencies"]]
     elapsed = max(r["elapsed"] for r in results)
     errors = [e for r in results for e in r["errors"]]
@@ -242,9 +220,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     """The benchmark as `bench/run.py --only teams-pg` runs it: this checkout alone."""
     url = params.get("postgres_url")
     if not url:
-        return {"rows": [{"bench": "teams (PostgreSQL)", "figure": "skipped (DATABASE_URL does not name PostgreSQL)",
-                          "value": None, "baseline": None, "unit": "", "ratio": None, "target": "(optional)",
-                          "met": None}]}
+        return skipped_without_postgres("teams (PostgreSQL)")
     progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {params['teams_seconds']} s")
     r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"])
 

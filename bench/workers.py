@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from common import PYTHON, TextMaker, race, take_turns, bench_env, bulk_insert, db_now, median, percentile, plan_ids
-from common import plan_row, PLAN_COLUMNS, progress, setup_django, write_plan_files
+from common import plan_row, PLAN_COLUMNS, progress, scratch_database, setup_django, skipped_without_postgres, write_plan_files
 
 STEPS = ("pull", "note", "complete")
 RATIO_TARGET, P99_TARGET_MS, FLOOR_TARGET = 0.8, 100.0, 0.5
@@ -37,16 +37,8 @@ def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds:
     from sessions_app.errors import NineplanError, QueueEmpty
 
     text = TextMaker(seed=sum(map(ord, worker)))
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    sys.stdin.readline()
-    latencies: dict[str, list[float]] = {step: [] for step in STEPS}
-    errors: list[str] = []
-    cycles = 0
-    cpu_start = time.process_time()
-    start = time.perf_counter()
-    end = start + seconds
-    while time.perf_counter() < end:
+    tally = _Tally(seconds)
+    while tally.running():
         try:
             t0 = time.perf_counter()
             services.plan_pull(session_name=session, worker=worker)
@@ -58,28 +50,44 @@ def drain(data_dir: Path, database_url: str, session: str, worker: str, seconds:
         except QueueEmpty:
             break
         except NineplanError as exc:
-            errors.append(f"{exc.category}: {exc.message}")
+            tally.errors.append(f"{exc.category}: {exc.message}")
             continue
-        _record(latencies, t0, t1, t2, t3)
-        cycles += 1
-    _report(latencies, cycles, start, cpu_start, errors)
+        tally.record(t0, t1, t2, t3)
+    tally.report()
 
 
-def _record(latencies: dict[str, list[float]], t0: float, t1: float, t2: float, t3: float) -> None:
-    """One cycle's pull, note and complete, timed between its four instants."""
-    latencies["pull"].append(t1 - t0)
-    latencies["note"].append(t2 - t1)
-    latencies["complete"].append(t3 - t2)
+class _Tally:
+    """A racing process's figures, as drain and floor both keep them: made once the process
+    is ready (it says so, then waits for the runner's "go" line), one record a cycle, and
+    one result line at the end."""
 
+    def __init__(self, seconds: float):
+        sys.stdout.write("ready\n")
+        sys.stdout.flush()
+        sys.stdin.readline()
+        self.latencies: dict[str, list[float]] = {step: [] for step in STEPS}
+        self.errors: list[str] = []
+        self.cycles = 0
+        self.cpu_start = time.process_time()
+        self.start = time.perf_counter()
+        self.end = self.start + seconds
 
-def _report(latencies: dict, cycles: int, start: float, cpu_start: float, errors: list[str]) -> None:
-    """A racing process's result line, as drain and floor both print it."""
-    elapsed = time.perf_counter() - start
-    cpu = time.process_time() - cpu_start
-    sys.stdout.write(
-        json.dumps({"latencies": latencies, "cycles": cycles, "elapsed": elapsed, "cpu": cpu, "errors": errors}) + "\n"
-    )
-    sys.stdout.flush()
+    def running(self) -> bool:
+        return time.perf_counter() < self.end
+
+    def record(self, t0: float, t1: float, t2: float, t3: float) -> None:
+        """One cycle's pull, note and complete, timed between its four instants."""
+        self.latencies["pull"].append(t1 - t0)
+        self.latencies["note"].append(t2 - t1)
+        self.latencies["complete"].append(t3 - t2)
+        self.cycles += 1
+
+    def report(self) -> None:
+        elapsed = time.perf_counter() - self.start
+        cpu = time.process_time() - self.cpu_start
+        figures = {"latencies": self.latencies, "cycles": self.cycles, "elapsed": elapsed, "cpu": cpu, "errors": self.errors}
+        sys.stdout.write(json.dumps(figures) + "\n")
+        sys.stdout.flush()
 
 
 def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
@@ -88,17 +96,9 @@ def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
 
     text = TextMaker(seed=sum(map(ord, worker)))
     conn = psycopg.connect(database_url)
-    sys.stdout.write("ready\n")
-    sys.stdout.flush()
-    sys.stdin.readline()
-    latencies: dict[str, list[float]] = {step: [] for step in STEPS}
-    errors: list[str] = []
-    cycles = 0
     event = "INSERT INTO sessions_app_event (session_name, plan_id, kind, actor, detail, created_at) VALUES (%s, %s, %s, %s, '{}', now())"
-    cpu_start = time.process_time()
-    start = time.perf_counter()
-    end = start + seconds
-    while time.perf_counter() < end:
+    tally = _Tally(seconds)
+    while tally.running():
         try:
             t0 = time.perf_counter()
             with conn.transaction(), conn.cursor() as cur:
@@ -132,11 +132,10 @@ def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
                 cur.execute(event, [session, plan_id, "completed", "bench"])
             t3 = time.perf_counter()
         except psycopg.Error as exc:
-            errors.append(f"{type(exc).__name__}: {exc}")
+            tally.errors.append(f"{type(exc).__name__}: {exc}")
             continue
-        _record(latencies, t0, t1, t2, t3)
-        cycles += 1
-    _report(latencies, cycles, start, cpu_start, errors)
+        tally.record(t0, t1, t2, t3)
+    tally.report()
     conn.close()
 
 
@@ -281,24 +280,14 @@ def run(data_dir: Path, params: dict) -> dict:
 def run_postgres(data_dir: Path, params: dict) -> dict:
     url = params.get("postgres_url")
     if not url:
-        return {"rows": [{"bench": "workers (PostgreSQL)", "figure": "skipped (DATABASE_URL does not name PostgreSQL)",
-                          "value": None, "baseline": None, "unit": "", "ratio": None, "target": "(optional)",
-                          "met": None}]}
+        return skipped_without_postgres("workers (PostgreSQL)")
     import os
-    from urllib.parse import urlsplit, urlunsplit
 
-    from history import _pg_admin, _pg_drop
+    with scratch_database(url, f"nineplan_bench_workers_{os.getpid()}") as bench_url:
+        try:
+            setup_django(data_dir, database_url=bench_url)
+            return {"rows": _measure(data_dir, bench_url, params, "PostgreSQL")}
+        finally:
+            from django.db import connections
 
-    parts = urlsplit(url)
-    scratch = f"nineplan_bench_workers_{os.getpid()}"
-    admin_url = urlunsplit(parts._replace(path="/postgres"))
-    bench_url = urlunsplit(parts._replace(path="/" + scratch))
-    _pg_admin(admin_url, f'CREATE DATABASE "{scratch}"')
-    try:
-        setup_django(data_dir, database_url=bench_url)
-        return {"rows": _measure(data_dir, bench_url, params, "PostgreSQL")}
-    finally:
-        from django.db import connections
-
-        connections.close_all()
-        _pg_drop(admin_url, scratch)
+            connections.close_all()

@@ -56,6 +56,18 @@ class _Diverted:
         os.dup2(self.private, self.fd)
 
 
+async def _ready(fd: int, *, reading: bool) -> None:
+    """Waits for the loop to report ``fd`` readable (or writable), without blocking it."""
+    loop = asyncio.get_running_loop()
+    ready = loop.create_future()
+    add, remove = (loop.add_reader, loop.remove_reader) if reading else (loop.add_writer, loop.remove_writer)
+    add(fd, lambda: ready.done() or ready.set_result(None))
+    try:
+        await ready
+    finally:
+        remove(fd)
+
+
 class LineReader:
     """``async for line in reader``: stdin's lines as text, read when the loop says so."""
 
@@ -75,7 +87,7 @@ class LineReader:
                     line, self.partial = self.partial, b""
                     return line.decode("utf-8", errors="replace")
                 raise StopAsyncIteration
-            await self._readable()
+            await _ready(self.fd, reading=True)
             chunk = os.read(self.fd, 1 << 16)
             if not chunk:
                 self.eof = True
@@ -84,15 +96,6 @@ class LineReader:
             self.lines = [line + b"\n" for line in complete]
             self.lines.reverse()
         return self.lines.pop().decode("utf-8", errors="replace")
-
-    async def _readable(self) -> None:
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_reader(self.fd, lambda: ready.done() or ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_reader(self.fd)
 
 
 class LineWriter:
@@ -117,16 +120,7 @@ class LineWriter:
             try:
                 data = data[os.write(self.fd, data) :]
             except BlockingIOError:
-                await self._writable()
-
-    async def _writable(self) -> None:
-        loop = asyncio.get_running_loop()
-        ready = loop.create_future()
-        loop.add_writer(self.fd, lambda: ready.done() or ready.set_result(None))
-        try:
-            await ready
-        finally:
-            loop.remove_writer(self.fd)
+                await _ready(self.fd, reading=False)
 
     async def flush(self) -> None:
         return None

@@ -94,6 +94,14 @@ def file_path(local: bool, plan: Plan, key: str = "plan_path") -> dict[str, str]
     return {key: queries.plan_path(plan)} if local else {}
 
 
+def active_plan(plan: Plan | None, local: bool, goal_chars: int) -> dict[str, str] | None:
+    """A session's active plan as its state shows it: id, goal (cut to ``goal_chars``), and
+    for a local agent its file's path; None when no plan is active."""
+    if plan is None:
+        return None
+    return {"id": plan.id, "goal": excerpts.fit_json(plan.goal, goal_chars), **file_path(local, plan, "file_path")}
+
+
 def plan_text(local: bool, plan: Plan) -> tuple[str, str]:
     """The plan's text as its agent should read it, and a notice about the file ("" if
     none): the file for an agent that reads this server's files, else the database's text."""

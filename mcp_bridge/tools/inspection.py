@@ -66,18 +66,11 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
         state = queries.session_state(name, limit=answers.LIST_CAP)
         files = planfiles.list_plan_files(name)
         validation_result = invariants.check_invariants(name)
-        active = state.active
         data = {
             "task_description": excerpts.fit_json(state.session.task_description, 150),
             "queue": answers.queue_entries(state.queue, key="position"),
             "queue_length": state.queue_length,
-            "active_plan": None
-            if active is None
-            else {
-                "id": active.id,
-                "goal": excerpts.fit_json(active.goal, 100),
-                **answers.file_path(calls.files_for(ctx), active, "file_path"),
-            },
+            "active_plan": answers.active_plan(state.active, calls.files_for(ctx), 100),
             "completed_count": state.completed_count,
             "plan_files": files[: answers.LIST_CAP],
             "plan_files_count": len(files),

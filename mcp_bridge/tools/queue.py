@@ -17,6 +17,7 @@ from mcp_bridge.tools.arguments import (
     ReviewArg,
     SessionArg,
     WorkerArg,
+    optional,
 )
 from sessions_app import excerpts, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER
@@ -28,14 +29,10 @@ def queue_add(
     goal: Annotated[str, Field(description="What this plan accomplishes, specific and checkable.")],
     approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
     success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
-    inputs: Annotated[
-        str | None,
-        Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'."),
-    ] = None,
-    outputs: Annotated[
-        str | None,
-        Field(description="What it produces, specific enough to search for later."),
-    ] = None,
+    inputs: optional(
+        str, "What it needs from other plans, described (not by id): '- schema: from the models plan'."
+    ) = None,
+    outputs: optional(str, "What it produces, specific enough to search for later.") = None,
     position: PositionArg = None,
     review: ReviewArg = None,
     depends_on: DependsArg = None,

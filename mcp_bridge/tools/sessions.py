@@ -10,35 +10,24 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import RequestIdArg
+from mcp_bridge.tools.arguments import RequestIdArg, one_of, optional
 from sessions_app import excerpts, interventions, queries, services
 
 
 def session_create(
     ctx: Context,
-    task_description: Annotated[
-        str | None,
-        Field(description="The whole task in a sentence or two; shown when the session is resumed."),
-    ] = None,
-    review: Annotated[
-        str | None,
-        Field(
-            description="'none' (default): a completed plan is done at once; 'required': every completed plan "
-            "waits for a reviewer's approval.",
-            json_schema_extra={"enum": ["none", "required"]},
-        ),
-    ] = None,
-    lease_seconds: Annotated[
-        int | None, Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800).")
-    ] = None,
-    max_attempts: Annotated[
-        int | None,
-        Field(description="Expired claims before a plan waits for a person (3)."),
-    ] = None,
-    project: Annotated[
-        str | None,
-        Field(description="The project it belongs to; needed only if your token has several."),
-    ] = None,
+    task_description: optional(str, "The whole task in a sentence or two; shown when the session is resumed.") = None,
+    review: one_of(
+        "'none' (default): a completed plan is done at once; 'required': every completed plan waits for a "
+        "reviewer's approval.",
+        "none",
+        "required",
+    ) = None,
+    lease_seconds: optional(
+        int, "A claim's lease without a write; past it, another worker's pull may take it (1800)."
+    ) = None,
+    max_attempts: optional(int, "Expired claims before a plan waits for a person (3).") = None,
+    project: optional(str, "The project it belongs to; needed only if your token has several.") = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
@@ -91,13 +80,7 @@ def session_resume(
             "queue": answers.queue_entries(state.queue),
             "queue_length": state.queue_length,
             "queue_more": state.queue_length - len(state.queue),
-            "active_plan": None
-            if active is None
-            else {
-                "id": active.id,
-                "goal": excerpts.fit_json(active.goal, 120),
-                **answers.file_path(local, active, "file_path"),
-            },
+            "active_plan": answers.active_plan(active, local, 120),
             "completed_count": state.completed_count,
         }
         answers.add_in_review(data, state.session.name)

@@ -9,7 +9,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg
+from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of
 from sessions_app import excerpts, queries, services
 from sessions_app.models import Plan
 
@@ -141,14 +141,12 @@ def plan_discard(
 def plan_note(
     ctx: Context,
     text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
-    mode: Annotated[
-        str | None,
-        Field(
-            description="'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. "
-            "Exactly 'append' or 'replace', lowercase.",
-            json_schema_extra={"enum": ["append", "replace"]},
-        ),
-    ] = None,
+    mode: one_of(
+        "'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. Exactly 'append' "
+        "or 'replace', lowercase.",
+        "append",
+        "replace",
+    ) = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,

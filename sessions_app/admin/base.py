@@ -33,6 +33,16 @@ def redirect_back(request, fallback: str) -> HttpResponseRedirect:
     return HttpResponseRedirect(target)
 
 
+def annotated_column(field: str, description: str):
+    """A list column showing a value the list's queryset annotates each row with, sortable by it."""
+
+    @admin.display(description=description, ordering=field)
+    def column(self, obj):
+        return getattr(obj, field)
+
+    return column
+
+
 class NineplanAdmin(admin.ModelAdmin):
     """Read-only generic admin; the only writes are the service-backed staff actions. Every
     list shows only the projects the user is a member of (``project_field`` leads from the

@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from sessions_app import access, services
-from sessions_app.admin.base import NineplanAdmin, redirect_back
+from sessions_app.admin.base import NineplanAdmin, annotated_column, redirect_back
 from sessions_app.admin.roles import can_intervene
 from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_project_name
@@ -43,13 +43,8 @@ class ProjectAdmin(NineplanAdmin):
             session_count=Count("sessions", distinct=True), member_count=Count("memberships", distinct=True)
         )
 
-    @admin.display(description="sessions", ordering="session_count")
-    def session_count(self, obj):
-        return obj.session_count
-
-    @admin.display(description="members", ordering="member_count")
-    def member_count(self, obj):
-        return obj.member_count
+    session_count = annotated_column("session_count", "sessions")
+    member_count = annotated_column("member_count", "members")
 
     def get_urls(self):
         wrap = self.admin_site.admin_view

@@ -11,7 +11,7 @@ from django.utils.html import format_html, format_html_join
 from sessions_app import excerpts, needs_you
 from sessions_app.admin import history_search, render, review_pages
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin.base import NineplanAdmin, plan_url
+from sessions_app.admin.base import NineplanAdmin, annotated_column, plan_url
 from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
 from sessions_app.admin.roles import can_intervene
 from sessions_app.identifiers import is_session_name
@@ -96,13 +96,8 @@ class SessionAdmin(NineplanAdmin):
             "{}{}", obj.completed_count, format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting))
         )
 
-    @admin.display(description="discarded", ordering="discarded_count")
-    def discarded_count(self, obj):
-        return obj.discarded_count
-
-    @admin.display(description="last activity", ordering="last_activity")
-    def last_activity(self, obj):
-        return obj.last_activity
+    discarded_count = annotated_column("discarded_count", "discarded")
+    last_activity = annotated_column("last_activity", "last activity")
 
     def get_urls(self):
         return [*history_search.urls(self), *super().get_urls()]

@@ -21,6 +21,22 @@ def _url(context: dict, route: str, **kwargs) -> str:
     return request.build_absolute_uri(path) if request is not None else path
 
 
+def plan_times(of: str = "") -> tuple[serializers.DateTimeField, ...]:
+    """A plan's four timestamps (created, updated, completed, discarded), for a serializer to
+    declare in that order where it shows them: ``of`` names the plan's attribute when the
+    object shown is not the plan itself."""
+
+    def stamp(name: str, **options) -> serializers.DateTimeField:
+        return serializers.DateTimeField(**({"source": f"{of}.{name}"} if of else {}), **options)
+
+    return (
+        stamp("created_at"),
+        stamp("updated_at"),
+        stamp("completed_at", allow_null=True),
+        stamp("discarded_at", allow_null=True),
+    )
+
+
 class ApiRootSerializer(serializers.Serializer):
     """Where each endpoint is. A part in braces, like {name}, is filled in (RFC 6570)."""
 
@@ -88,10 +104,7 @@ class PlanSummarySerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
     goal = serializers.CharField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    completed_at = serializers.DateTimeField(allow_null=True)
-    discarded_at = serializers.DateTimeField(allow_null=True)
+    created_at, updated_at, completed_at, discarded_at = plan_times()
     worker = serializers.CharField(
         allow_null=True, help_text="The worker holding it (active), or that finished it (completed, discarded)."
     )
@@ -215,10 +228,7 @@ class PlanDetailSerializer(serializers.Serializer):
     outcome = serializers.CharField(source="plan.outcome", allow_blank=True)
     discard_reason = serializers.CharField(source="plan.discard_reason", allow_blank=True)
     version = serializers.IntegerField(source="plan.version", help_text="Grows by one with every change to the plan's text.")
-    created_at = serializers.DateTimeField(source="plan.created_at")
-    updated_at = serializers.DateTimeField(source="plan.updated_at")
-    completed_at = serializers.DateTimeField(source="plan.completed_at", allow_null=True)
-    discarded_at = serializers.DateTimeField(source="plan.discarded_at", allow_null=True)
+    created_at, updated_at, completed_at, discarded_at = plan_times(of="plan")
     worker = serializers.CharField(
         source="plan.worker", allow_null=True, help_text="The worker holding it (active), or that finished it."
     )
@@ -365,10 +375,7 @@ class ExportPlanSerializer(serializers.Serializer):
     outcome = serializers.CharField(allow_blank=True)
     discard_reason = serializers.CharField(allow_blank=True)
     version = serializers.IntegerField()
-    created_at = serializers.DateTimeField()
-    updated_at = serializers.DateTimeField()
-    completed_at = serializers.DateTimeField(allow_null=True)
-    discarded_at = serializers.DateTimeField(allow_null=True)
+    created_at, updated_at, completed_at, discarded_at = plan_times()
     file_text = serializers.CharField(
         allow_null=True, allow_blank=True, help_text="The plan file as the agent left it (queued and active plans)."
     )
