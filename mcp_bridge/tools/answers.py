@@ -74,11 +74,13 @@ def plan_written(
     summary: str,
     *,
     local: bool = True,
+    with_path: bool = False,
     **data: Any,
 ) -> CallToolResult:
-    """The answer to a write of the worker's plan: its id, then ``data``, and the service's
-    notice about the plan file when it has one."""
-    data = {"plan_id": written.plan.id, **data}
+    """The answer to a write of the worker's plan: its id, then ``data`` (and, ``with_path``,
+    its file's path for an agent that reads this server's files), and the service's notice
+    about the plan file when it has one."""
+    data = {"plan_id": written.plan.id, **data, **(file_path(local, written.plan) if with_path else {})}
     if written.told:
         # A person changed the plan while this worker held it (restored a revision): the
         # worker must not go on from the text it had in mind.

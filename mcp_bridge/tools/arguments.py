@@ -1,6 +1,6 @@
 """The argument types several tools share, described for the model (docs/design.md, "The
-edges"), and the two shapes every optional argument takes: ``optional`` (None when left
-out) and ``one_of`` (one of a few words).
+edges"), the shape of a required one (``required``) and the two shapes every optional
+argument takes: ``optional`` (None when left out) and ``one_of`` (one of a few words).
 
 A tool's signature is its input schema (the SDK reads it), so each tool still names every
 argument; what is said of it is written once, here or in that signature."""
@@ -10,6 +10,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from pydantic import Field
+
+
+def required(kind: Any, description: str) -> Any:
+    """An argument of ``kind`` the model must give, described for it."""
+    return Annotated[kind, Field(description=description)]
 
 
 def optional(kind: Any, description: str, **schema: Any) -> Any:

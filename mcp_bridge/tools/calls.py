@@ -144,6 +144,12 @@ def asked(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
+def passed(call: dict[str, Any], **resolved: Any) -> dict[str, Any]:
+    """A tool's arguments as its service takes them: the call's (``asked``), with what the
+    edge resolved (the session's name) in place of what was sent."""
+    return {**{k: v for k, v in call.items() if k != "tool"}, **resolved}
+
+
 def _once(
     request_id: str,
     call: dict[str, Any],

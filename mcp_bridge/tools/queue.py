@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
@@ -18,6 +16,7 @@ from mcp_bridge.tools.arguments import (
     SessionArg,
     WorkerArg,
     optional,
+    required,
 )
 from sessions_app import excerpts, planfiles, queries, services
 from sessions_app.models import DEFAULT_WORKER
@@ -25,10 +24,10 @@ from sessions_app.models import DEFAULT_WORKER
 
 def queue_add(
     ctx: Context,
-    context: Annotated[str, Field(description="Where this plan fits in the overall task.")],
-    goal: Annotated[str, Field(description="What this plan accomplishes, specific and checkable.")],
-    approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
-    success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
+    context: required(str, "Where this plan fits in the overall task."),
+    goal: required(str, "What this plan accomplishes, specific and checkable."),
+    approach: required(str, "Concrete steps to reach the goal."),
+    success_criteria: required(str, "Observable conditions that mean it is done."),
     inputs: optional(
         str, "What it needs from other plans, described (not by id): '- schema: from the models plan'."
     ) = None,
@@ -47,15 +46,7 @@ def queue_add(
     call = calls.asked("queue_add", locals())
 
     def body(name: str | None) -> CallToolResult:
-        fields = dict(
-            context=context,
-            goal=goal,
-            approach=approach,
-            success_criteria=success_criteria,
-            inputs=inputs,
-            outputs=outputs,
-            depends_on=depends_on,
-        )
+        fields = {key: call[key] for key in PlanSpec.model_fields}  # the plan as one of a batch
         placed = services.plan_enqueue_many(
             session_name=name,
             plans=[fields],
@@ -90,10 +81,7 @@ class PlanSpec(BaseModel):
 
 def queue_add_batch(
     ctx: Context,
-    plans: Annotated[
-        list[PlanSpec],
-        Field(description="Plans in the order they should be worked (1 to 50)."),
-    ],
+    plans: required(list[PlanSpec], "Plans in the order they should be worked (1 to 50)."),
     position: PositionArg = None,
     review: ReviewArg = None,
     session_name: SessionArg = None,
@@ -139,7 +127,7 @@ def queue_pull(
     call = calls.asked("queue_pull", locals())
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(session_name=name, worker=worker, actor=calls.actor(ctx))
+        plan = services.plan_pull(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
         remaining = queries.queue_length(name)
         local = calls.files_for(ctx)
         data = {
@@ -198,7 +186,7 @@ def plan_renew(
     call = calls.asked("plan_renew", locals())
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_renew(session_name=name, worker=worker, actor=calls.actor(ctx))
+        plan = services.plan_renew(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
         return responses.ok(
             name,
             "Lease renewed.",

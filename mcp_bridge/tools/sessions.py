@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
-from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import RequestIdArg, one_of, optional
+from mcp_bridge.tools.arguments import RequestIdArg, one_of, optional, required
 from sessions_app import excerpts, interventions, queries, services
 
 
@@ -37,14 +34,7 @@ def session_create(
     call = calls.asked("session_create", locals())
 
     def body(_: str | None) -> CallToolResult:
-        session = services.session_create(
-            task_description=task_description,
-            lease_seconds=lease_seconds,
-            max_attempts=max_attempts,
-            review=review,
-            project=project,
-            actor=calls.actor(ctx),
-        )
+        session = services.session_create(**calls.passed(call), actor=calls.actor(ctx))
         calls.connection_state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not calls.connection_state(ctx).remembers(ctx):
@@ -59,10 +49,7 @@ def session_create(
 
 def session_resume(
     ctx: Context,
-    session_name: Annotated[
-        str,
-        Field(description="The session's three-word name, e.g. 'brave-amber-otter'."),
-    ],
+    session_name: required(str, "The session's three-word name, e.g. 'brave-amber-otter'."),
 ) -> CallToolResult:
     """Resume a session after a restart or context compaction: makes it current and returns
     its whole state (task, queue in order, active plan, completed count). If a plan is

@@ -2,24 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
-from pydantic import Field
 
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of
+from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of, required
 from sessions_app import excerpts, queries, services
 from sessions_app.models import Plan
 
 
 def plan_defer(
     ctx: Context,
-    reason: Annotated[
-        str,
-        Field(description="Why it is put back; appended to Notes with a timestamp."),
-    ],
+    reason: required(str, "Why it is put back; appended to Notes with a timestamp."),
     position: PositionArg = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
@@ -33,21 +27,9 @@ def plan_defer(
     call = calls.asked("plan_defer", locals())
 
     def body(name: str | None) -> CallToolResult:
-        placed = services.plan_defer(
-            session_name=name,
-            reason=reason,
-            position=position,
-            worker=worker,
-            actor=calls.actor(ctx),
-        )
-        local = calls.files_for(ctx)
+        placed = services.plan_defer(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
         return answers.plan_written(
-            name,
-            placed,
-            "Plan deferred.",
-            local=local,
-            **answers.file_path(local, placed.plan),
-            queue_position=placed.place,
+            name, placed, "Plan deferred.", local=calls.files_for(ctx), with_path=True, queue_position=placed.place
         )
 
     return calls.run(ctx, session_name, body, request_id=request_id, call=call)
@@ -55,12 +37,9 @@ def plan_defer(
 
 def plan_complete(
     ctx: Context,
-    outcome: Annotated[
-        str,
-        Field(
-            description="What was done and what it produced (files, names, decisions): later plans find it by search."
-        ),
-    ],
+    outcome: required(
+        str, "What was done and what it produced (files, names, decisions): later plans find it by search."
+    ),
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
@@ -72,7 +51,7 @@ def plan_complete(
     call = calls.asked("plan_complete", locals())
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_complete(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
         data = {
@@ -111,10 +90,7 @@ def plan_complete(
 
 def plan_discard(
     ctx: Context,
-    reason: Annotated[
-        str,
-        Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived)."),
-    ],
+    reason: required(str, "Why the plan is dropped (obsolete, unnecessary, misconceived)."),
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
@@ -126,7 +102,7 @@ def plan_discard(
     call = calls.asked("plan_discard", locals())
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_discard(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
         return answers.plan_written(
             name,
             written,
@@ -140,7 +116,7 @@ def plan_discard(
 
 def plan_note(
     ctx: Context,
-    text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
+    text: required(str, "The note to write (Markdown is fine)."),
     mode: one_of(
         "'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. Exactly 'append' "
         "or 'replace', lowercase.",
@@ -158,22 +134,8 @@ def plan_note(
     call = calls.asked("plan_note", locals())
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(
-            session_name=name,
-            text=text,
-            mode=mode,
-            worker=worker,
-            actor=calls.actor(ctx),
-        )
-        local = calls.files_for(ctx)
-        return answers.plan_written(
-            name,
-            written,
-            "Notes written.",
-            local=local,
-            mode=mode or "append",
-            notes_chars=len(written.plan.notes),
-            **answers.file_path(local, written.plan),
-        )
+        written = services.plan_note(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        done = {"mode": mode or "append", "notes_chars": len(written.plan.notes)}
+        return answers.plan_written(name, written, "Notes written.", local=calls.files_for(ctx), with_path=True, **done)
 
     return calls.run(ctx, session_name, body, request_id=request_id, call=call)
