@@ -44,6 +44,8 @@ class NotPermitted(NineplanError):
 
 
 class NoSessionSelected(NineplanError):
+    """A call that needs a session named none, and the connection has no current one."""
+
     category = "NO_SESSION_SELECTED"
 
 
@@ -56,14 +58,22 @@ class PlanNotFound(NineplanError):
 
 
 class NoActivePlan(NineplanError):
+    """A write to the worker's plan when the worker holds none (it never pulled, or its plan was
+    completed, discarded or taken back since)."""
+
     category = "NO_ACTIVE_PLAN"
 
 
 class PlanAlreadyActive(NineplanError):
+    """A pull by a worker that already holds a plan (a worker works one plan at a time), or one
+    that lost the plan it found to another caller."""
+
     category = "PLAN_ALREADY_ACTIVE"
 
 
 class QueueEmpty(NineplanError):
+    """A pull when nothing is queued, active, in review or held: the task is done."""
+
     category = "QUEUE_EMPTY"
 
 
@@ -81,14 +91,22 @@ class LeaseLost(NineplanError):
 
 
 class ValidationFailed(NineplanError):
+    """An argument 9plan does not accept (its ``field`` names which), or a limit it would break;
+    nothing was changed."""
+
     category = "VALIDATION_ERROR"
 
 
 class FileSystemFailed(NineplanError):
+    """A plan file or folder that could not be read or written, or that 9plan refuses to touch
+    (a link, a device, a file with other names)."""
+
     category = "FILE_SYSTEM_ERROR"
 
 
 class DatabaseFailed(NineplanError):
+    """The database refused or failed the write, which was rolled back."""
+
     category = "DATABASE_ERROR"
 
 

@@ -51,14 +51,8 @@ def session_create(
             log.warning("session name collision; drawing another", extra={"session": name})
         else:
             raise DatabaseFailed("Could not find a free session name after several attempts.")
-        session = Session.objects.create(
-            name=name,
-            project_id=project,
-            task_description=task_description,
-            lease_seconds=lease_seconds,
-            max_attempts=max_attempts,
-            review=review,
-        )
+        options = {"lease_seconds": lease_seconds, "max_attempts": max_attempts, "review": review}
+        session = Session.objects.create(name=name, project_id=project, task_description=task_description, **options)
         planfiles.ensure_session_dir(name)
         detail = {"task_description": task_description, "review": review, "project": project}
         if (lease_seconds, max_attempts) != (LEASE_SECONDS, MAX_ATTEMPTS):
