@@ -12,15 +12,10 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
-import errno
 import os
 import sys
 
 RENAME_EXCHANGE = 2
-# Where the swap is not to be had, the caller replaces the file as before: a file system
-# without it (EINVAL, ENOTSUP), a kernel without the call (ENOSYS), or the old file gone
-# since it was looked at (ENOENT).
-_FALL_BACK = {errno.EINVAL, errno.ENOSYS, errno.ENOENT, errno.EXDEV, getattr(errno, "ENOTSUP", errno.EINVAL)}
 
 
 def _renameat2():
@@ -41,13 +36,10 @@ _call = _renameat2()
 
 def swap_in(folder: int, new: str, old: str) -> bool:
     """Swaps the names ``new`` and ``old`` inside ``folder`` (a descriptor); True if done, so
-    that ``new`` now names the old file. False where the swap is not to be had: nothing
-    moved, and the caller replaces ``old`` instead. Any other failure raises OSError."""
+    that ``new`` now names the old file. False if not, and then nothing moved (the call
+    either swaps both names or neither): a file system without the swap, a kernel without
+    the call, the old file gone since it was looked at, or any other failure, which the
+    caller's plain replace then meets and reports in its own words."""
     if _call is None:
         return False
-    if _call(folder, os.fsencode(new), folder, os.fsencode(old), RENAME_EXCHANGE) == 0:
-        return True
-    code = ctypes.get_errno()
-    if code in _FALL_BACK:
-        return False
-    raise OSError(code, os.strerror(code), old)
+    return _call(folder, os.fsencode(new), folder, os.fsencode(old), RENAME_EXCHANGE) == 0
