@@ -11,7 +11,6 @@ moves to the temporary name and is unlinked (docs/design.md, "Plan files").
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 import sys
 
@@ -22,8 +21,9 @@ def _renameat2():
     if not sys.platform.startswith("linux"):
         return None
     try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
-        call = libc.renameat2
+        # The interpreter's own symbols, libc's among them: no library search (which would
+        # start a process) at import.
+        call = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
         return None
     call.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
