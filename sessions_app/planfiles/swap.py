@@ -10,16 +10,20 @@ moves to the temporary name and is unlinked (docs/design.md, "Plan files").
 
 from __future__ import annotations
 
-import ctypes
 import os
 import sys
+from functools import cache
 
 RENAME_EXCHANGE = 2
 
 
+@cache
 def _renameat2():
+    """libc's renameat2, found on the first write (ctypes costs a server's start 5-10 ms)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes
+
     try:
         # The interpreter's own symbols, libc's among them: no library search (which would
         # start a process) at import.
@@ -31,15 +35,13 @@ def _renameat2():
     return call
 
 
-_call = _renameat2()
-
-
 def swap_in(folder: int, new: str, old: str) -> bool:
     """Swaps the names ``new`` and ``old`` inside ``folder`` (a descriptor); True if done, so
     that ``new`` now names the old file. False if not, and then nothing moved (the call
     either swaps both names or neither): a file system without the swap, a kernel without
     the call, the old file gone since it was looked at, or any other failure, which the
     caller's plain replace then meets and reports in its own words."""
-    if _call is None:
+    call = _renameat2()
+    if call is None:
         return False
-    return _call(folder, os.fsencode(new), folder, os.fsencode(old), RENAME_EXCHANGE) == 0
+    return call(folder, os.fsencode(new), folder, os.fsencode(old), RENAME_EXCHANGE) == 0
