@@ -27,21 +27,11 @@ def test_anything_else_is_not_a_session_name(name):
     assert not identifiers.is_session_name(name)
 
 
-@pytest.mark.parametrize(
-    ("value", "plan", "project"),
-    [
-        ("ab12z", True, True),
-        ("AB12Z", False, False),
-        ("ab12", False, True),
-        ("ab12zz", False, True),
-        ("ab-12", False, True),
-        ("-abcd", False, False),
-        ("a" * 63, False, True),
-        ("a" * 64, False, False),
-        ("", False, False),
-        (None, False, False),
-    ],
-)
-def test_plan_ids_and_project_names(value, plan, project):
-    assert identifiers.is_plan_id(value) is plan
-    assert identifiers.is_project_name(value) is project
+def test_a_plan_id_is_five_of_a_to_z_and_0_to_9():
+    assert identifiers.is_plan_id("ab12z") and identifiers.is_plan_id("00000")
+    assert not any(identifiers.is_plan_id(bad) for bad in ("AB12Z", "ab12", "ab12zz", "ab-12", "", None))
+
+
+def test_a_project_name_is_up_to_63_of_a_to_z_0_to_9_and_hyphens_not_first():
+    assert all(identifiers.is_project_name(good) for good in ("default", "ab-12", "b", "a" * 63))
+    assert not any(identifiers.is_project_name(bad) for bad in ("Billing", "-abcd", "a" * 64, "a b", "", None))
