@@ -142,3 +142,28 @@ def approver(db, monkeypatch, settings):
     monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
     call_command("create_reviewer", "ada", "--can-approve", stdout=io.StringIO())
     return get_user_model().objects.get(username="ada")
+
+
+@pytest.fixture
+def demo(sessions_dir) -> Session:
+    """The demo's reviewed session: a plan in each state a person decides or watches."""
+    call_command("nineplan_demo", stdout=io.StringIO())
+    return Session.objects.get(review="required")
+
+
+def one(status: str, **fields) -> Plan:
+    return Plan.objects.get(status=status, **fields)
+
+
+@pytest.fixture
+def team(db):
+    """Two workers holding a plan each; a merge step that waits for both."""
+    session = services.session_create(task_description="parallel", lease_seconds=60, max_attempts=1)
+    created = services.plan_enqueue_many(
+        session_name=session.name,
+        plans=[plan_fields(goal="Part A"), plan_fields(goal="Part B"), plan_fields(goal="Merge", depends_on=[0, 1])],
+    )
+    a, b, merge = (w.plan for w in created)
+    services.plan_pull(session_name=session.name, worker="alice")
+    services.plan_pull(session_name=session.name, worker="bob")
+    return {"session": session, "a": a, "b": b, "merge": merge}

@@ -8,6 +8,7 @@ import pytest
 from sessions_app import access, needs_you, services
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
+from tests.sessions_app.admin_fixtures import demo  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import rejected_once
 
 pytestmark = pytest.mark.django_db
@@ -62,3 +63,7 @@ def test_every_read_keeps_to_the_callers_projects(session):
     home = needs_you.home()
     assert [t.event.kind for t in home.trouble] == ["plan_reclaimed"] and home.trouble[0].worker == "w1"
     assert needs_you.latest_event_id(session.name) > 0
+
+
+def test_counts_read_only_visible_plans(demo):
+    assert needs_you.counts() == needs_you.Counts(in_review=1, held=1, waiting=1)

@@ -1,5 +1,5 @@
-"""9plan_session_create, 9plan_session_resume, 9plan_admin_sessions, the bootstrap prompt
-and the server instructions, through the SDK's in-memory client."""
+"""9plan_session_create, 9plan_session_resume and 9plan_admin_sessions, through the SDK's
+in-memory client. The bootstrap prompt and the server instructions are in test_prompts.py."""
 
 from __future__ import annotations
 
@@ -160,47 +160,3 @@ async def test_admin_sessions_caps_the_list_and_counts_the_rest(client, transact
     data = ok(await client.call_tool("9plan_admin_sessions", {}), None)
     assert len(data["sessions"]) == 8
     assert data["total"] == 13 and data["more"] == 5
-
-
-async def test_instructions_describe_the_loop_and_recovery(client):
-    text = client.instructions
-    for needle in [
-        "9plan_session_create",
-        "9plan_session_resume",
-        "9plan_queue_add_batch",
-        "9plan_queue_pull",
-        "9plan_plan_complete",
-        "9plan_plan_defer",
-        "9plan_plan_note",
-        "9plan_history_search",
-        "QUEUE_EMPTY",
-        "[Session: name]",
-        "'front'",
-        "# Notes",
-    ]:
-        assert needle in text, needle
-
-
-async def test_bootstrap_prompt_is_listed_with_an_optional_task(client):
-    prompts = (await client.list_prompts()).prompts
-    assert [p.name for p in prompts] == ["bootstrap"]
-    (argument,) = prompts[0].arguments
-    assert argument.name == "task" and not argument.required
-    assert prompts[0].description
-
-
-async def test_bootstrap_prompt_with_a_task(client):
-    result = await client.get_prompt("bootstrap", {"task": "Port the billing service"})
-    (message,) = result.messages
-    assert message.role == "user"
-    text = message.content.text
-    assert text.startswith("You are setting up a 9plan session for a complex task: Port the billing service.")
-    for needle in ["9plan_session_create", "9plan_queue_add_batch", "9plan_queue_pull", "9plan_plan_complete"]:
-        assert needle in text
-
-
-async def test_bootstrap_prompt_without_a_task(client):
-    for args in ({}, {"task": "   "}):
-        text = (await client.get_prompt("bootstrap", args)).messages[0].content.text
-        assert text.startswith("You are setting up a 9plan session for a complex task.\n")
-        assert "{task_clause}" not in text

@@ -1,22 +1,21 @@
-"""The admin's home ("Needs you"), the navigation's counts, the inbox deciding everything
-that waits for a person, and the live endpoint the pages poll (Django's test client)."""
+"""The admin's home ("Needs you"), the navigation's counts and the inbox deciding everything
+that waits for a person (Django's test client). The live endpoint the pages poll has its
+tests in test_live.py."""
 
 from __future__ import annotations
 
-import io
 import re
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import call_command
-from django.utils import timezone
 
-from sessions_app import clock, needs_you, services
-from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app import services
+from sessions_app.models import Event, Plan, Revision
 from tests.sessions_app.admin_fixtures import (  # noqa: F401  (fixtures)
     PASSWORD,
     client_for,
-    outsider,
+    demo,
+    one,
     reviewer,
     reviewer_client,
     staff,
@@ -27,17 +26,6 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401  (fixtures)
 pytestmark = pytest.mark.django_db
 INBOX = "/admin/sessions_app/plan/review/"
 LIVE = "/admin/live/"
-
-
-@pytest.fixture
-def demo(sessions_dir) -> Session:
-    """The demo's reviewed session: a plan in each state a person decides or watches."""
-    call_command("nineplan_demo", stdout=io.StringIO())
-    return Session.objects.get(review="required")
-
-
-def one(status: str, **fields) -> Plan:
-    return Plan.objects.get(status=status, **fields)
 
 
 def test_the_home_lists_what_needs_a_person_each_item_linking_to_its_decision(staff_client, demo):
@@ -134,47 +122,3 @@ def test_a_reviewer_sees_held_and_waiting_plans_without_their_buttons(reviewer_c
     held = one("held")
     assert f'id="np-held-{held.id}"' in html
     assert "np-release" not in html and "np-requeue" not in html and "np-discard-button" not in html
-
-
-# --- the live endpoint ------------------------------------------------------------------------
-
-
-def test_the_live_answer_is_a_304_until_an_event_then_the_parts_with_it(staff_client, demo, monkeypatch):
-    # The tag holds the minute: the clock stands still, so it cannot turn between two requests.
-    still = timezone.now()
-    monkeypatch.setattr(clock, "now", lambda: still)
-    url = f"{LIVE}?view=session&session={demo.name}"
-    first = staff_client.get(url)
-    assert first.status_code == 200 and "private" in first["Cache-Control"]
-    parts = first.json()["parts"]
-    assert set(parts) == {"session-workers", "session-awaiting", "session-queue", "session-timeline"}
-    tag = first["ETag"]
-    assert staff_client.get(url, HTTP_IF_NONE_MATCH=tag).status_code == 304
-
-    services.plan_note(session_name=demo.name, worker="alpha", text="Five of five examples done.")
-    changed = staff_client.get(url, HTTP_IF_NONE_MATCH=tag)
-    assert changed.status_code == 200 and changed["ETag"] != tag
-    assert '<tr class="np-event" data-kind="plan_note">' in changed.json()["parts"]["session-timeline"]
-    assert "Five of five" not in first.json()["parts"]["session-workers"]
-    assert changed.json()["counts"]["events"] == Event.objects.filter(session=demo).count()
-
-
-def test_the_live_home_and_inbox_carry_their_parts_and_the_counts(staff_client, demo):
-    home = staff_client.get(f"{LIVE}?view=home").json()
-    assert home["counts"] == {"inbox": 3, "in_review": 1, "held": 1, "waiting": 1}
-    assert one("in_review").id in home["parts"]["home-review"]
-    inbox = staff_client.get(f"{LIVE}?view=inbox").json()
-    assert set(inbox["parts"]) == {"inbox-review", "inbox-held", "inbox-waiting"}
-    assert one("held").id in inbox["parts"]["inbox-held"]
-
-
-def test_the_live_endpoint_refuses_what_it_does_not_serve(staff_client, outsider, demo):
-    assert staff_client.get(f"{LIVE}?view=plans").status_code == 404
-    assert staff_client.get(f"{LIVE}?view=session&session=../etc").status_code == 404
-    assert staff_client.get(f"{LIVE}?view=session&session=no-such-session").status_code == 404
-    assert staff_client.post(f"{LIVE}?view=home").status_code == 405
-    assert client_for(outsider).get(f"{LIVE}?view=home").status_code == 403
-
-
-def test_counts_read_only_visible_plans(demo):
-    assert needs_you.counts() == needs_you.Counts(in_review=1, held=1, waiting=1)

@@ -1,8 +1,8 @@
 """A plan's page in the admin (admin/plans.py): every section as sanitised Markdown, its
-place in the queue, the file check, and agent text that never becomes markup; and what a
-reviewer sees of parallel work and what staff can do about it (each worker's plan, claim,
-lease and attempt, a reclaim that fences the worker off, dependencies both ways and late
-writes). Who may take the staff actions is in test_roles.py."""
+place in the queue, the file check, and agent text that never becomes markup; and what it
+shows of parallel work (an expired lease, dependencies both ways and late writes). The
+session page's view of the workers and a reclaim are in test_sessions.py; who may take the
+staff actions is in test_roles.py."""
 
 from __future__ import annotations
 
@@ -14,19 +14,17 @@ from django.utils import timezone
 
 from sessions_app import clock, services
 from sessions_app.admin import render
-from sessions_app.models import Event, Plan
+from sessions_app.models import Plan
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     HOSTILE,
-    act_url,
     busy,
     enqueue,
     plan_url,
     reviewer,
     reviewer_client,
     session_url,
-    staff,
-    staff_client,
+    team,
     text_of,
 )
 from tests.sessions_app.conftest import plan_file, revised_plan
@@ -170,54 +168,6 @@ def test_the_version_and_the_revisions_are_told_apart(session, reviewer_client):
         f"version {plan.version}: one per change to the plan, its status included; {count} of them changed its text"
         in html
     )
-
-
-@pytest.fixture
-def team(db):
-    """Two workers holding a plan each; a merge step that waits for both."""
-    session = services.session_create(task_description="parallel", lease_seconds=60, max_attempts=1)
-    created = services.plan_enqueue_many(
-        session_name=session.name,
-        plans=[plan_fields(goal="Part A"), plan_fields(goal="Part B"), plan_fields(goal="Merge", depends_on=[0, 1])],
-    )
-    a, b, merge = (w.plan for w in created)
-    services.plan_pull(session_name=session.name, worker="alice")
-    services.plan_pull(session_name=session.name, worker="bob")
-    return {"session": session, "a": a, "b": b, "merge": merge}
-
-
-def test_the_session_page_lists_each_worker_and_what_the_merge_waits_for(team, reviewer_client):
-    page = reviewer_client.get(session_url(team["session"].name)).content.decode()
-    assert 'data-worker="alice"' in page and 'data-worker="bob"' in page
-    assert team["a"].id in page and "1 of 1" in page
-    blocked = page[page.index('id="np-blocked"'):]
-    assert team["merge"].id in blocked and "worker <code>alice</code>" in blocked
-    # A reviewer may look, not act.
-    assert act_url(team["a"].id, "reclaim") not in page
-
-
-def test_staff_reclaim_a_claim_and_the_worker_is_fenced_off(team, staff_client):
-    name, a = team["session"].name, team["a"]
-    page = staff_client.get(session_url(name)).content.decode()
-    assert act_url(a.id, "reclaim") in page
-    response = staff_client.post(act_url(a.id, "reclaim"), {"next": session_url(name)})
-    assert response.status_code == 302
-    plan = Plan.objects.get(id=a.id)
-    assert plan.status == Plan.Status.QUEUED and plan.attempts == 1 and plan.waiting_for_person
-    event = Event.objects.get(plan_id=a.id, kind=Event.Kind.PLAN_RECLAIMED)
-    assert event.actor.startswith("user:") and event.detail["worker"] == "alice"
-    with pytest.raises(Exception) as info:
-        services.plan_note(session_name=name, worker="alice", text="late")
-    assert getattr(info.value, "category", "") == "LEASE_LOST"
-
-    # With max_attempts 1 it now waits for a person: listed, and requeued from the page.
-    page = staff_client.get(session_url(name)).content.decode()
-    waiting = page[page.index('id="np-waiting"'):]
-    assert f'data-plan="{a.id}"' in waiting
-    staff_client.post(act_url(a.id, "requeue"), {"position": "front", "next": session_url(name)})
-    plan = Plan.objects.get(id=a.id)
-    assert not plan.waiting_for_person and plan.attempts == 0
-    assert services.plan_pull(session_name=name, worker="carol").id == a.id
 
 
 def test_an_expired_lease_is_flagged_as_still_held(team, reviewer_client, monkeypatch):

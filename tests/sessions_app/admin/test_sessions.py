@@ -1,6 +1,6 @@
 """The sessions in the admin (admin/sessions.py): the list with its counts, filters and
 sorting, and a session's page (queue, active plan, history, timeline, invariant check,
-chart)."""
+chart, each worker's plan and a staff reclaim that fences the worker off)."""
 
 from __future__ import annotations
 
@@ -19,7 +19,21 @@ from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import plan_fields
-from tests.sessions_app.admin_fixtures import HOSTILE, busy, enqueue, plan_url, quiet, reviewer, reviewer_client, session_url, text_of  # noqa: F401 - fixtures
+from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
+    HOSTILE,
+    act_url,
+    busy,
+    enqueue,
+    plan_url,
+    quiet,
+    reviewer,
+    reviewer_client,
+    session_url,
+    staff,
+    staff_client,
+    team,
+    text_of,
+)
 from tests.sessions_app.conftest import plan_file
 
 pytestmark = pytest.mark.django_db
@@ -377,3 +391,37 @@ def test_what_awaits_a_decision_comes_first_on_a_session_page(admin_client):
     html = admin_client.get(reverse("admin:sessions_app_session_change", args=[gated.name])).content.decode()
     assert html.index('id="np-awaiting"') < html.index('id="np-invariants"') < html.index('id="np-chart"')
     assert reverse("admin:sessions_app_plan_review_inbox") in html[html.index('id="np-awaiting"') :]
+
+
+def test_the_session_page_lists_each_worker_and_what_the_merge_waits_for(team, reviewer_client):
+    page = reviewer_client.get(session_url(team["session"].name)).content.decode()
+    assert 'data-worker="alice"' in page and 'data-worker="bob"' in page
+    assert team["a"].id in page and "1 of 1" in page
+    blocked = page[page.index('id="np-blocked"'):]
+    assert team["merge"].id in blocked and "worker <code>alice</code>" in blocked
+    # A reviewer may look, not act.
+    assert act_url(team["a"].id, "reclaim") not in page
+
+
+def test_staff_reclaim_a_claim_and_the_worker_is_fenced_off(team, staff_client):
+    name, a = team["session"].name, team["a"]
+    page = staff_client.get(session_url(name)).content.decode()
+    assert act_url(a.id, "reclaim") in page
+    response = staff_client.post(act_url(a.id, "reclaim"), {"next": session_url(name)})
+    assert response.status_code == 302
+    plan = Plan.objects.get(id=a.id)
+    assert plan.status == Plan.Status.QUEUED and plan.attempts == 1 and plan.waiting_for_person
+    event = Event.objects.get(plan_id=a.id, kind=Event.Kind.PLAN_RECLAIMED)
+    assert event.actor.startswith("user:") and event.detail["worker"] == "alice"
+    with pytest.raises(Exception) as info:
+        services.plan_note(session_name=name, worker="alice", text="late")
+    assert getattr(info.value, "category", "") == "LEASE_LOST"
+
+    # With max_attempts 1 it now waits for a person: listed, and requeued from the page.
+    page = staff_client.get(session_url(name)).content.decode()
+    waiting = page[page.index('id="np-waiting"'):]
+    assert f'data-plan="{a.id}"' in waiting
+    staff_client.post(act_url(a.id, "requeue"), {"position": "front", "next": session_url(name)})
+    plan = Plan.objects.get(id=a.id)
+    assert not plan.waiting_for_person and plan.attempts == 0
+    assert services.plan_pull(session_name=name, worker="carol").id == a.id
