@@ -413,26 +413,29 @@ def test_a_small_session_is_searched_in_an_index_of_its_own(session, corpus, com
 
     # Past SMALL_SESSION completed plans, the shared index is searched, with the same hits.
     monkeypatch.setattr(search, "SMALL_SESSION", 1)
+    assert [h.plan.id for h in in_the_shared_index("sqlite", session)] == [h.plan.id for h in hits]
+
+
+def in_the_shared_index(query: str, session) -> list:
+    """The session's hits for ``query``, found in the shared index and not in a small
+    session's own."""
+    from django.test.utils import CaptureQueriesContext
+
     with CaptureQueriesContext(connection) as captured:
-        shared = queries.history_search("sqlite", session_name=session.name)
-    assert [h.plan.id for h in shared] == [h.plan.id for h in hits]
+        hits = queries.history_search(query, session_name=session.name)
     assert FTS_TABLE in captured.captured_queries[-1]["sql"]
     assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
+    return hits
 
 
 @on_both_sqlite_paths
 @pytest.mark.django_db
 @sqlite_only
 def test_a_session_with_much_text_is_searched_in_the_shared_index(session, corpus, complete_plan, monkeypatch):
-    from django.test.utils import CaptureQueriesContext
-
     monkeypatch.setattr(search, "SMALL_SESSION", 64)
     monkeypatch.setattr(search, "SMALL_SESSION_CHARS", 100)
-    with CaptureQueriesContext(connection) as captured:
-        hits = queries.history_search("sqlite", session_name=session.name)
+    hits = in_the_shared_index("sqlite", session)
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
-    assert FTS_TABLE in captured.captured_queries[-1]["sql"]
-    assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
 
 
 @on_both_sqlite_paths
