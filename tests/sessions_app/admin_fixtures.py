@@ -123,6 +123,13 @@ def quiet(db):
     return services.session_create(task_description="Write the release notes")
 
 
+def sessions_listed(client, query: str = "") -> dict[str, Session]:
+    """The sessions list as ``client`` sees it with ``query``, by name."""
+    response = client.get(reverse("admin:sessions_app_session_changelist") + query)
+    assert response.status_code == 200
+    return {s.name: s for s in response.context["cl"].result_list}
+
+
 def session_url(name: str) -> str:
     return reverse("admin:sessions_app_session_change", args=[name])
 
