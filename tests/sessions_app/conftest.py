@@ -57,6 +57,13 @@ def db_rows() -> dict[str, list]:
     return rows
 
 
+def queue_ids(session: Session) -> list[str]:
+    """The ids of the session's queued plans, front first."""
+    return list(
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
+    )
+
+
 def events(plan: Plan) -> list[tuple[str, str]]:
     return list(Event.objects.filter(plan_id=plan.id).order_by("id").values_list("kind", "actor"))
 

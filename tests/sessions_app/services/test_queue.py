@@ -1,4 +1,5 @@
-"""Adding, ordering and pulling plans, and the staff actions on the queue."""
+"""Adding, ordering and pulling plans, and moving a queued plan (services/queue.py); the other
+staff actions are in test_staff.py."""
 
 from __future__ import annotations
 
@@ -9,13 +10,7 @@ from sessions_app import errors, planfiles, services
 from sessions_app.identifiers import PLAN_ID_RE
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder, plan_fields
-from tests.sessions_app.conftest import events, plan_file
-
-
-def queue_ids(session) -> list[str]:
-    return list(
-        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
-    )
+from tests.sessions_app.conftest import events, plan_file, queue_ids
 
 
 def positions(session) -> list[int]:
@@ -271,7 +266,7 @@ def test_pull_that_cannot_restore_the_file_changes_nothing(session, make_plan, s
         services.plan_pull(session_name=session.name)
 
 
-# --- staff actions ----------------------------------------------------------------------
+# --- moving a queued plan (staff) -----------------------------------------------------
 
 
 @pytest.mark.django_db
@@ -306,55 +301,3 @@ def test_a_plan_of_another_session_is_not_found(session, make_plan, rejects):
     theirs = make_plan(other)
     with rejects("PLAN_NOT_FOUND"):
         services.plan_move(session_name=session.name, plan_id=theirs.id, position="front", actor="staff:ann")
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("position, expected", [("front", 0), ("back", 2)])
-def test_requeue_returns_the_active_plan_to_the_queue(session, make_plan, sessions_dir, position, expected):
-    for g in "ABC":
-        make_plan(session, goal=g)
-    pulled = services.plan_pull(session_name=session.name)
-    edited = plan_file(sessions_dir, pulled).read_text().replace("# Notes\n", "# Notes\nhalf done\n")
-    plan_file(sessions_dir, pulled).write_text(edited)
-
-    services.plan_requeue(session_name=session.name, plan_id=pulled.id, position=position, actor="staff:ann")
-
-    stored = Plan.objects.get(id=pulled.id)
-    assert stored.status == "queued"
-    assert queue_ids(session).index(pulled.id) == expected
-    assert stored.notes == "half done"
-    assert "half done" in plan_file(sessions_dir, pulled).read_text()
-    assert events(pulled)[-2:] == [("file_edits_kept", "staff:ann"), ("plan_requeued", "staff:ann")]
-
-
-@pytest.mark.django_db
-def test_requeue_of_a_queued_plan_is_rejected(session, make_plan, rejects):
-    plan = make_plan(session)
-    with rejects("VALIDATION_ERROR", field="plan_id", match="only the active plan"):
-        services.plan_requeue(session_name=session.name, plan_id=plan.id, actor="staff:ann")
-
-
-@pytest.mark.django_db
-@pytest.mark.parametrize("pull", [False, True])
-def test_discard_any_discards_a_queued_or_active_plan(session, make_plan, sessions_dir, pull):
-    plan = make_plan(session)
-    keep = make_plan(session)
-    if pull:
-        services.plan_pull(session_name=session.name)
-
-    services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="duplicate", actor="staff:ann")
-
-    stored = Plan.objects.get(id=plan.id)
-    assert (stored.status, stored.sort_key, stored.discard_reason) == ("discarded", None, "duplicate")
-    assert stored.discarded_at is not None
-    assert not plan_file(sessions_dir, plan).exists()
-    assert plan_file(sessions_dir, keep).exists()
-    assert events(plan)[-1] == ("plan_discarded", "staff:ann")
-    assert Event.objects.filter(plan=plan, kind="plan_discarded").get().detail == {"reason": "duplicate"}
-
-
-@pytest.mark.django_db
-def test_discard_any_of_a_finished_plan_is_rejected(session, complete_plan, rejects):
-    done = complete_plan(session)
-    with rejects("VALIDATION_ERROR", field="plan_id", match="already completed"):
-        services.plan_discard_any(session_name=session.name, plan_id=done.id, reason="x", actor="staff:ann")

@@ -10,15 +10,9 @@ import pytest
 from sessions_app import planfiles, queries, services
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder
-from tests.sessions_app.conftest import events, plan_file
+from tests.sessions_app.conftest import events, plan_file, queue_ids
 
 STAMP = r"Deferred \d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC: "
-
-
-def queue_ids(session) -> list[str]:
-    return list(
-        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
-    )
 
 
 # --- defer ------------------------------------------------------------------------------
