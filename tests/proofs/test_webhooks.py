@@ -19,70 +19,11 @@ from standardwebhooks import Webhook
 
 from sessions_app import services
 from sessions_app.models import WebhookDelivery, WebhookSubscription
-from tests.conftest import MANAGE, PYTHON, plan_fields
+from tests.conftest import MANAGE, PYTHON, plan_fields  # the receivers fixture is there too
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 WAIT = 60  # seconds a proof waits for something before it fails
-
-
-class Receiver:
-    """An HTTP server on loopback that records every POST and answers from a script: each
-    answer a status, or "stall" (hold the request until ``release`` is set, then 200)."""
-
-    def __init__(self, answers: list) -> None:
-        self.answers = list(answers)
-        self.got: list[tuple[dict, bytes]] = []
-        self.arrived = threading.Condition()
-        self.release = threading.Event()
-        receiver = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self):
-                body = self.rfile.read(int(self.headers["content-length"]))
-                with receiver.arrived:
-                    receiver.got.append(({k.lower(): v for k, v in self.headers.items()}, body))
-                    answer = receiver.answers.pop(0) if receiver.answers else 200
-                    receiver.arrived.notify_all()
-                if answer == "stall":
-                    receiver.release.wait(WAIT)
-                    answer = 200
-                self.send_response(answer)
-                self.send_header("content-length", "0")
-                self.end_headers()
-
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = f"http://127.0.0.1:{self.server.server_port}/hooks/9plan"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def wait_for(self, count: int) -> None:
-        with self.arrived:
-            assert self.arrived.wait_for(lambda: len(self.got) >= count, WAIT), f"only {len(self.got)} arrived"
-
-    def ids(self) -> list[str]:
-        return [headers["webhook-id"] for headers, _ in self.got]
-
-    def close(self) -> None:
-        self.release.set()
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def receivers():
-    made = []
-
-    def make(*answers) -> Receiver:
-        made.append(Receiver(list(answers)))
-        return made[-1]
-
-    yield make
-    for receiver in made:
-        receiver.close()
 
 
 @pytest.fixture

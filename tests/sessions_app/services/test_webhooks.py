@@ -337,34 +337,3 @@ def test_removing_a_subscription_removes_its_messages_and_an_orphan_is_never_sen
     with connection.cursor() as cur:
         cur.execute(f"DELETE FROM {WebhookSubscription._meta.db_table} WHERE id = %s", [again.subscription_id])
     assert services.deliveries_claim(limit=10) == []
-
-
-def test_a_message_carries_the_event_and_clips_a_long_late_write(session):
-    from sessions_app import webhook_sender
-
-    subscribe("late_write.kept")
-    plan = add(session)
-    with transaction.atomic():
-        statements.insert_event(
-            session.name,
-            Event.Kind.LATE_WRITE_KEPT,
-            "agent/w1",
-            plan.id,
-            {"op": "note", "text": "x" * 9000},
-            clock.now(),
-        )
-    import json
-
-    body = json.loads(webhook_sender.payload(WebhookDelivery.objects.select_related("event__session").get()))
-    event = Event.objects.get(kind=Event.Kind.LATE_WRITE_KEPT)
-    assert body["type"] == "late_write.kept" and body["timestamp"].startswith(str(event.created_at.year))
-    data = body["data"]
-    assert (data["event_id"], data["kind"], data["project"], data["session"], data["plan"], data["actor"]) == (
-        event.id,
-        "late_write_kept",
-        "default",
-        session.name,
-        plan.id,
-        "agent/w1",
-    )
-    assert data["detail"] == {"op": "note", "text": "x" * webhook_sender.MAX_DETAIL_TEXT} and data["detail_clipped"]
