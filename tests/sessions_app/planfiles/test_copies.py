@@ -102,17 +102,6 @@ def test_paths_are_never_built_from_unchecked_names(session_name, plan_id):
 
 
 @pytest.mark.django_db
-def test_listing_ignores_temporary_and_foreign_files(session, make_plan, sessions_dir):
-    plan = make_plan(session)
-    plans = sessions_dir / session.name / "plans"
-    (plans / ".tmp-abc.txt").write_text("half written")
-    (plans / "README.md").write_text("not a plan")
-
-    assert planfiles.list_plan_files(session.name) == [plan.id]
-    assert [p.name for p in planfiles.list_temp_files(session.name)] == [".tmp-abc.txt"]
-
-
-@pytest.mark.django_db
 def test_no_temporary_file_is_left_after_a_whole_plan_life(session, make_plan, sessions_dir):
     make_plan(session)
     services.plan_pull(session_name=session.name)
