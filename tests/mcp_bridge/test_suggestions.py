@@ -28,23 +28,6 @@ def test_the_mcp_answer_carries_the_agent_suggestion():
     assert result.content[0].text.endswith("Suggested action: Pull the next plan with 9plan_queue_pull first.")
 
 
-@pytest.mark.parametrize(
-    "error",
-    [
-        errors.SessionNotFound.named("brave-amber-otter"),
-        errors.PlanNotFound("Plan k3x9q is queued, not completed.", reason=errors.NOT_COMPLETED),
-        errors.DatabaseFailed("collided", reason=errors.COLLIDED),
-        errors.ValidationFailed("plans[0].id: bad", field="plans[0].id", reason=errors.BAD_DOCUMENT),
-        errors.NoActivePlan("none"),
-        errors.QueueBlocked("1 plan(s) await review", reason=errors.AWAITING_REVIEW),
-    ],
-)
-def test_the_rest_answer_names_endpoints_never_mcp_tools(error):
-    _, body, _ = _translate(error)
-    assert body["category"] == error.category and body["detail"] == error.message
-    assert body["suggestion"] and "9plan_" not in body["suggestion"]
-
-
 def test_plans_awaiting_review_are_worded_for_each_edge():
     waiting = errors.QueueBlocked("1 plan(s) await review (k3x9q)", reason=errors.AWAITING_REVIEW)
     assert "reviewer" in suggestions.for_error(waiting) and "9plan_queue_pull" in suggestions.for_error(waiting)
