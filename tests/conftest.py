@@ -139,6 +139,18 @@ PYTHON = sys.executable
 MANAGE = str(REPO / "manage.py")
 
 
+def manage(command: str, *args, **options) -> tuple[str, str]:
+    """Runs a management command in this process, on this test's database and sessions
+    folder; returns what it wrote on stdout and on stderr."""
+    import io
+
+    from django.core.management import call_command
+
+    out, err = io.StringIO(), io.StringIO()
+    call_command(command, *args, stdout=out, stderr=err, **options)
+    return out.getvalue(), err.getvalue()
+
+
 # --- webhook receivers ---------------------------------------------------------------------
 
 RECEIVER_WAIT = 60  # seconds a receiver waits for a POST, or holds a stalled one

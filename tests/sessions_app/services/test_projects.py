@@ -1,14 +1,10 @@
 """Projects and their members (services/projects.py), the caller's project for a new
-session (services/sessions.py), the `nineplan_project` command, and tokens narrowed to
-some of their user's projects."""
+session (services/sessions.py), and tokens narrowed to some of their user's projects."""
 
 from __future__ import annotations
 
-import io
-
 import pytest
 from django.contrib.auth import get_user_model
-from django.core.management import CommandError, call_command
 
 from mcp_bridge import auth
 from sessions_app import access, services
@@ -18,49 +14,8 @@ from sessions_app.models import Membership, Project, Session
 pytestmark = pytest.mark.django_db
 
 
-def run(*args) -> tuple[str, str]:
-    out, err = io.StringIO(), io.StringIO()
-    call_command("nineplan_project", *args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
-
-
 def caller_of(username: str) -> access.Caller:
     return access.caller_for_user(get_user_model().objects.get(username=username))
-
-
-def test_the_command_creates_grants_lists_and_revokes():
-    _, said = run("create", "billing", "--title", "Billing team")
-    assert said.strip() == "Created project 'billing'."
-    assert Project.objects.get(name="billing").title == "Billing team"
-    _, said = run("grant", "billing", "alice", "agent")
-    assert "Created user 'alice' without a password" in said and "'alice' is now agent in 'billing'" in said
-    alice = get_user_model().objects.get(username="alice")
-    assert not alice.has_usable_password() and alice.is_staff
-    _, said = run("grant", "billing", "alice", "manager")
-    assert "now manager in 'billing' (was agent)" in said and "Created user" not in said
-    services.session_create(project="billing")
-    listing, _ = run("list")
-    assert "billing  Billing team\n  sessions: 1\n  members: alice (manager)" in listing
-    run("revoke", "billing", "alice")
-    assert not Membership.objects.filter(user=alice).exists()
-
-
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (("create", "Billing"), "not a project name"),
-        (("create", "bil_ling"), "not a project name"),
-        (("create", "b" * 64), "not a project name"),
-        (("grant", "nowhere", "alice", "agent"), "no project named 'nowhere'"),
-        (("grant", "default", "alice", "owner"), "role"),
-        (("revoke", "default", "nobody"), "'nobody' is not a member"),
-    ],
-)
-def test_the_command_refuses_bad_input_and_changes_nothing(args, message):
-    users, projects = get_user_model().objects.count(), Project.objects.count()
-    with pytest.raises(CommandError, match=message):
-        run(*args)
-    assert (get_user_model().objects.count(), Project.objects.count()) == (users, projects)
 
 
 def test_a_project_is_created_once():

@@ -271,60 +271,6 @@ def test_only_the_server_claims_and_records(session, rejects):
             services.deliveries_claim(limit=10)
 
 
-# --- the commands ------------------------------------------------------------------------------
-
-
-def run(*args) -> tuple[str, str]:
-    import io
-
-    from django.core.management import call_command
-
-    out, err = io.StringIO(), io.StringIO()
-    call_command(*args, stdout=out, stderr=err)
-    return out.getvalue(), err.getvalue()
-
-
-def test_the_command_adds_lists_and_removes(db):
-    out, err = run("nineplan_webhook", "add", "default", HOOK, "--events", "plan.in_review,plan.held")
-    sub = WebhookSubscription.objects.get()
-    # The secret alone on stdout, shown this once.
-    assert out == sub.secret + "\n" and sub.secret not in err
-    assert f"Subscribed {HOOK} to plan.in_review, plan.held of project 'default' (id {sub.id})" in err
-    out, _ = run("nineplan_webhook", "list")
-    assert out.splitlines() == [
-        f"{sub.id}  default  {HOOK}  plan.in_review,plan.held  active",
-        "    deliveries: 0 pending, 0 delivered, 0 failed",
-    ]
-    assert sub.secret not in out
-    _, err = run("nineplan_webhook", "remove", str(sub.id))
-    assert err.strip() == f"Removed subscription {sub.id} ({HOOK}) and its deliveries."
-    assert not WebhookSubscription.objects.exists()
-    _, err = run("nineplan_webhook", "list")
-    assert "No webhook subscriptions" in err
-
-
-@pytest.mark.parametrize(
-    ("args", "said"),
-    [
-        (("add", "default", HOOK, "--events", "plan.nope"), "'plan.nope' is not an event type"),
-        (("add", "nowhere", HOOK, "--events", "all"), "no project named 'nowhere'"),
-        (("add", "default", "file:///etc/passwd", "--events", "all"), "scheme 'file'"),
-        (("remove", "99"), "no webhook subscription 99"),
-    ],
-)
-def test_the_command_refuses_bad_input_and_changes_nothing(db, args, said):
-    from django.core.management import CommandError
-
-    with pytest.raises(CommandError, match=said):
-        run("nineplan_webhook", *args)
-    assert not WebhookSubscription.objects.exists()
-
-
-def test_the_delivery_command_once_sends_nothing_when_nothing_is_due(db):
-    _, err = run("nineplan_webhooks", "--once")
-    assert err.strip() == "Sent 0 webhook deliveries."
-
-
 def test_removing_a_subscription_removes_its_messages_and_an_orphan_is_never_sent(session):
     message = one_message(session)
     services.webhook_unsubscribe(subscription_id=message.subscription_id)

@@ -1,0 +1,87 @@
+"""`nineplan_webhook` (sessions_app/management/commands/nineplan_webhook.py): subscribing a
+URL (its secret shown once, alone on stdout), listing the subscriptions with their
+deliveries' counts, removing one; a refused call changes nothing."""
+
+from __future__ import annotations
+
+from functools import partial
+
+import pytest
+from django.core.management import CommandError
+
+from sessions_app import services
+from sessions_app.models import WebhookDelivery, WebhookSubscription
+from tests.conftest import manage
+
+pytestmark = pytest.mark.django_db
+
+HOOK = "http://127.0.0.1:9/hook"
+run = partial(manage, "nineplan_webhook")
+
+
+@pytest.fixture(autouse=True)
+def private_allowed(settings):
+    # The URLs are on loopback; the refusal of private addresses has tests of its own.
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+
+
+def test_the_command_adds_lists_and_removes(db):
+    out, err = run("add", "default", HOOK, "--events", "plan.in_review,plan.held")
+    sub = WebhookSubscription.objects.get()
+    # The secret alone on stdout, shown this once.
+    assert out == sub.secret + "\n" and sub.secret not in err
+    assert f"Subscribed {HOOK} to plan.in_review, plan.held of project 'default' (id {sub.id})" in err
+    out, _ = run("list")
+    assert out.splitlines() == [
+        f"{sub.id}  default  {HOOK}  plan.in_review,plan.held  active",
+        "    deliveries: 0 pending, 0 delivered, 0 failed",
+    ]
+    assert sub.secret not in out
+    _, err = run("remove", str(sub.id))
+    assert err.strip() == f"Removed subscription {sub.id} ({HOOK}) and its deliveries."
+    assert not WebhookSubscription.objects.exists()
+    _, err = run("list")
+    assert "No webhook subscriptions" in err
+
+
+@pytest.mark.parametrize(
+    ("args", "said"),
+    [
+        (("add", "default", HOOK, "--events", "plan.nope"), "'plan.nope' is not an event type"),
+        (("add", "nowhere", HOOK, "--events", "all"), "no project named 'nowhere'"),
+        (("add", "default", "file:///etc/passwd", "--events", "all"), "scheme 'file'"),
+        (("remove", "99"), "no webhook subscription 99"),
+    ],
+)
+def test_the_command_refuses_bad_input_and_changes_nothing(db, args, said):
+    with pytest.raises(CommandError, match=said):
+        run(*args)
+    assert not WebhookSubscription.objects.exists()
+
+
+def test_the_list_counts_each_subscriptions_deliveries(session, complete_plan):
+    services.webhook_subscribe(project="default", url=HOOK, events="session.queue_emptied", actor="agent")
+    complete_plan(session)
+    complete_plan(session)
+    sub = WebhookSubscription.objects.get()
+    delivered = WebhookDelivery.objects.order_by("id").first()
+    WebhookDelivery.objects.filter(id=delivered.id).update(status=WebhookDelivery.Status.DELIVERED)
+    out, _ = run("list")
+    assert out.splitlines() == [
+        f"{sub.id}  default  {HOOK}  session.queue_emptied  active",
+        "    deliveries: 1 pending, 1 delivered, 0 failed",
+    ]
+
+
+def test_events_all_subscribes_to_every_type_now_and_later(db):
+    out, err = run("add", "default", HOOK, "--events", "all")
+    sub = WebhookSubscription.objects.get()
+    assert sub.event_types == "*" and out.strip() == sub.secret
+    assert f"Subscribed {HOOK} to all of project 'default' (id {sub.id})." in err
+
+
+def test_a_private_address_is_refused_unless_allowed(db, settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    with pytest.raises(CommandError, match="loopback"):
+        run("add", "default", HOOK, "--events", "all")
+    assert not WebhookSubscription.objects.exists()
