@@ -16,7 +16,7 @@ from sessions_app import invariants, planfiles
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.test_backup import kill_when
-from tests.sessions_app.test_repair import run_command
+from tests.sessions_app.conftest import run_repair
 
 pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
@@ -78,12 +78,12 @@ def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions
     assert len(os.listdir(aside)) >= 300
 
     # The repair finds it, and clears it.
-    listed = run_command()
+    listed = run_repair()
     assert f"would repair: {NAME}: clear_import {aside.name}" in listed and "Nothing to repair" not in listed
     assert aside.exists()
-    run_command("--apply")
+    run_repair("--apply")
     assert not aside.exists() and sorted(p.name for p in sessions_dir.iterdir()) == []
-    assert "Nothing to repair." in run_command()
+    assert "Nothing to repair." in run_repair()
 
     # A new import goes through, every plan with its file.
     call_command("nineplan_import", str(document), stdout=open(os.devnull, "w"))

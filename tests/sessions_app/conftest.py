@@ -11,11 +11,11 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app import clock, search, services
+from sessions_app import clock, invariants, planfiles, search, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan, Revision, Session
 from sessions_app.search import FTS_TABLE
-from tests.conftest import plan_fields
+from tests.conftest import manage, plan_fields
 
 
 def plan_file(sessions_dir: Path, plan: Plan) -> Path:
@@ -32,6 +32,14 @@ def revised_plan(session: Session, note: str, replacement: str, **fields) -> Pla
     services.plan_note(session_name=session.name, text=note)
     services.plan_note(session_name=session.name, text=replacement, mode="replace")
     return Plan.objects.get(id=added.id)
+
+
+sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's online backup; pg_dump on PostgreSQL")
+
+
+def files_below(folder: Path) -> dict[str, bytes]:
+    """Every file below ``folder`` by its path, with its bytes (folders left out)."""
+    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
@@ -159,3 +167,32 @@ def rejected_once(session_name: str, goal: str, *, outcome: str, notes: str, act
     services.plan_review(session_name=session_name, plan_id=plan.id, decision="reject", notes=notes, actor=actor)
     return plan
 
+
+# --- repairs ------------------------------------------------------------------------------
+
+
+def run_repair(*args: str) -> str:
+    """What `nineplan_repair` with ``args`` writes on stdout."""
+    return manage("nineplan_repair", *args)[0]
+
+
+def repaired_events(session) -> list[dict]:
+    return [
+        {"plan": e.plan_id, **e.detail}
+        for e in Event.objects.filter(session=session, kind=Event.Kind.REPAIRED, actor="repair").order_by("id")
+    ]
+
+
+def assert_valid(session) -> None:
+    result = invariants.check_invariants(session.name)
+    assert result.valid, result.issues
+    assert result.issues == []
+
+
+def completed_with_file(session, complete_plan, **overrides) -> tuple[Plan, str]:
+    """A completed plan whose file is back on disk, as if killed between the commit and
+    the delete; returns the plan and the file's text."""
+    plan = complete_plan(session, **overrides)
+    text = planfiles.render(plan.sections())
+    planfiles.write_plan(session.name, plan.id, plan.sections())
+    return plan, text

@@ -5,8 +5,6 @@ refuse it; a restore killed midway changes nothing."""
 
 from __future__ import annotations
 
-import io
-import json
 import os
 import signal
 import sqlite3
@@ -24,11 +22,9 @@ from django.db.migrations.operations import AddField, RunPython
 from sessions_app import backup, planfiles, search, services
 from sessions_app.models import Plan
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
-from tests.sessions_app.conftest import plan_file
-from tests.sessions_app.test_repair import run_command
+from tests.sessions_app.conftest import files_below, plan_file, sqlite_only
 
 pytestmark = pytest.mark.django_db(transaction=True)
-sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite's online backup; pg_dump on PostgreSQL")
 
 # Runs in `manage.py shell`: adds, pulls and completes plans until told to stop.
 WRITER = """
@@ -256,14 +252,14 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
     with pytest.raises(CommandError, match="never finished"):
         call_command("nineplan_backup", verify=left, stdout=open(os.devnull, "w"))
     # The restore refuses it, and changes nothing.
-    before = tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))
+    before = files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))
     restoring = subprocess.run(
         [PYTHON, MANAGE, "nineplan_restore", str(left)], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=120,
     )  # fmt: skip
     assert restoring.returncode == 1 and restoring.stdout == ""
     assert restoring.stderr == f"CommandError: {left} is a backup that never finished (it was stopped midway); do not restore it.\n"
-    assert (tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
+    assert (files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
     # Renamed by hand, it is still refused: it has no manifest.
     renamed = left.with_name(left.name.removesuffix(backup.INCOMPLETE))
@@ -272,7 +268,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
         call_command("nineplan_backup", verify=renamed, stdout=open(os.devnull, "w"))
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
         call_command("nineplan_restore", str(renamed), stdout=open(os.devnull, "w"))
-    assert (tree(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
+    assert (files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
 
     done = subprocess.run(
         [PYTHON, MANAGE, "nineplan_backup", "--output", str(tmp_path / "again")], cwd=REPO, env=subprocess_env,
@@ -291,94 +287,16 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
     assert f"run nineplan_restore {whole}." in checked.stdout
 
 
-def tree(folder: Path) -> dict[str, bytes]:
-    """Every file below ``folder`` by its path, with its bytes."""
-    return {str(path.relative_to(folder)): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
-@sqlite_only
-def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(session, make_plan, sessions_dir, tmp_path):
-    done = make_plan(session, goal="Done at the backup")
-    kept = make_plan(session, goal="Queued at the backup")
-    services.plan_pull(session_name=session.name)
-    services.plan_complete(session_name=session.name, outcome="finished")
-    folder = backup.backup_create(destination=tmp_path / "backups")
-    files_then = tree(sessions_dir)
-
-    # After the backup: a plan added, the kept one's file edited, a stray file.
-    later = make_plan(session, goal="Added after the backup")
-    plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
-    (sessions_dir / session.name / "stray.txt").write_text("stray", encoding="utf-8")
-    replaced_then = tree(sessions_dir)
-
-    out = io.StringIO()
-    call_command("nineplan_restore", str(folder), stdout=out)
-
-    assert list(Plan.objects.order_by("goal").values_list("goal", "status")) == [
-        ("Done at the backup", "completed"), ("Queued at the backup", "queued"),
-    ]  # fmt: skip
-    assert not Plan.objects.filter(id=later.id).exists() and Plan.objects.get(id=done.id).outcome == "finished"
-    assert tree(sessions_dir) == files_then
-    # What it replaced is kept beside it, whole, for a person to delete.
-    [aside] = tmp_path.glob("sessions.before-restore-*")
-    assert tree(aside) == replaced_then
-    assert f"Restored {folder}." in out.getvalue() and str(aside) in out.getvalue()
-    assert not list(tmp_path.glob("sessions.restoring-*"))
-    assert "Nothing to repair." in run_command()
-    services.plan_pull(session_name=session.name)  # the restored database is the one in use
-
-
-def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(session, make_plan, sessions_dir, tmp_path):
-    make_plan(session, goal="Queued at the backup")
-    folder = backup.backup_create(destination=tmp_path / "backups")
-    later = make_plan(session, goal="Added after the backup")
-    next((folder / backup.SESSIONS_DIR).rglob("*.txt")).unlink()
-    before = tree(sessions_dir)
-    # The plan's file and its base were backed up; one of them is gone.
-    with pytest.raises(CommandError, match=r"holds 1 files where the backup wrote 2; do not restore this backup\."):
-        call_command("nineplan_restore", str(folder), stdout=io.StringIO())
-    assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
-    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
-
-
-def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
-    folder = backup.backup_create(destination=tmp_path / "backups")
-    manifest = json.loads((folder / backup.MANIFEST).read_text(encoding="utf-8"))
-    (folder / backup.MANIFEST).write_text(json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8")
-    with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
-        call_command("nineplan_restore", str(folder), stdout=io.StringIO())
-
-
-@pytest.mark.postgres
-def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_database_to_pg_restore(
-    session, make_plan, sessions_dir, tmp_path
-):
-    kept = make_plan(session, goal="Queued at the backup")
-    folder = backup.backup_create(destination=tmp_path / "backups")
-    files_then = tree(sessions_dir)
-    plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
-    later = make_plan(session, goal="Added after the backup")
-
-    call_command("nineplan_restore", str(folder), stdout=io.StringIO())
-
-    # The database is pg_restore's to put back: the plan added since is still there, and
-    # the repair gave it its file again.
-    assert Plan.objects.filter(id=later.id, status="queued").exists()
-    assert tree(sessions_dir) == {**files_then, **{k: v for k, v in tree(sessions_dir).items() if later.id in k}}
-    assert plan_file(sessions_dir, kept).read_bytes() == files_then[f"{session.name}/plans/{kept.id}.txt"]
-    assert len(list(tmp_path.glob("sessions.before-restore-*"))) == 1
-
-
 @pytest.mark.slow
 def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
     many_files_to_copy(session, sessions_dir, plans=5)
     folder = backup.backup_create(destination=tmp_path / "backups")
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
-    before = tree(sessions_dir)
+    before = files_below(sessions_dir)
     staged = f"sessions.restoring-*/{session.name}/preserved"
     kill_while_it_copies(subprocess_env, ["nineplan_restore", str(folder)], tmp_path, staged)
     # Only its copy aside is left: the plan files and the database are as they were.
-    assert tree(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
+    assert files_below(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     [staged] = tmp_path.glob("sessions.restoring-*")
 
     done = subprocess.run(

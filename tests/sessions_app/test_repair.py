@@ -4,35 +4,20 @@ losing text, and written to the event log."""
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import time
 
 import pytest
-from django.core.management import CommandError, call_command
 from django.db import connection
 
 from sessions_app import invariants, planfiles, queries, repair, search, services
 from sessions_app.models import Event, Plan
-from tests.conftest import break_plans_folder, plan_fields
-from tests.sessions_app.conftest import plan_file
+from tests.conftest import plan_fields
+from tests.sessions_app.conftest import assert_valid, completed_with_file, plan_file, repaired_events, run_repair
 from tests.sessions_app.stdio_server import StdioServer
 
 OLD = time.time() - 2 * planfiles.TEMP_FILE_GRACE_SECONDS
-
-
-def repaired_events(session) -> list[dict]:
-    return [
-        {"plan": e.plan_id, **e.detail}
-        for e in Event.objects.filter(session=session, kind=Event.Kind.REPAIRED, actor="repair").order_by("id")
-    ]
-
-
-def run_command(*args: str) -> str:
-    out = io.StringIO()
-    call_command("nineplan_repair", *args, stdout=out)
-    return out.getvalue()
 
 
 def summary(actions) -> list[tuple[str, str, str]]:
@@ -45,21 +30,6 @@ def assert_invalid(session, invariant: str, *needles: str) -> None:
     assert result.invariants[invariant] is False, result.issues
     assert any(all(n in issue for n in needles) for issue in result.issues), result.issues
     assert all("fix:" in issue for issue in result.issues)
-
-
-def assert_valid(session) -> None:
-    result = invariants.check_invariants(session.name)
-    assert result.valid, result.issues
-    assert result.issues == []
-
-
-def completed_with_file(session, complete_plan, **overrides) -> tuple[Plan, str]:
-    """A completed plan whose file is back on disk, as if killed between the commit and
-    the delete; returns the plan and the file's text."""
-    plan = complete_plan(session, **overrides)
-    text = planfiles.render(plan.sections())
-    planfiles.write_plan(session.name, plan.id, plan.sections())
-    return plan, text
 
 
 # --- missing files ---------------------------------------------------------------------
@@ -235,19 +205,19 @@ def test_a_session_folder_whose_session_is_not_in_the_database_is_kept_aside(db,
     plans.mkdir(parents=True)
     (plans / "k3x9q.txt").write_text(planfiles.render(plan_fields(goal="Imported, never committed")))
     (plans / "k3x9r.txt").write_text("")
-    listed = run_command()
+    listed = run_repair()
     assert "would repair: brave-amber-otter: preserve k3x9q.txt (no such session in the database;" in listed
     assert "delete_stale k3x9r.txt" in listed and "Nothing to repair" not in listed
     assert sorted(p.name for p in plans.iterdir()) == ["k3x9q.txt", "k3x9r.txt"]
 
-    run_command("--apply")
+    run_repair("--apply")
 
     assert list(plans.iterdir()) == []
     [kept] = (sessions_dir / "brave-amber-otter" / planfiles.PRESERVED_DIR).iterdir()
     assert "Imported, never committed" in kept.read_text()
     # No session, so no event log to write to: the repairs are only logged.
     assert not Event.objects.exists()
-    assert "Nothing to repair." in run_command()
+    assert "Nothing to repair." in run_repair()
 
 
 def test_what_an_unfinished_import_of_a_committed_session_left_aside_goes_into_place(session, make_plan, sessions_dir):
@@ -362,76 +332,6 @@ def test_a_file_that_cannot_be_fixed_does_not_stop_the_others(session, make_plan
     assert plan_file(sessions_dir, ok).exists()
     assert repaired_events(session) == []  # nothing is logged as repaired that was not
     assert [e["action"] for e in repaired_events(fine)] == ["rerender"]
-
-
-def test_the_command_fails_loudly_when_a_repair_fails(session, complete_plan, sessions_dir):
-    stale, _ = completed_with_file(session, complete_plan)
-    plan_file(sessions_dir, stale).write_text("text the database lacks")
-    (sessions_dir / session.name / "preserved").write_text("a file where the folder should be")
-    out = io.StringIO()
-
-    with pytest.raises(CommandError, match="1 repair\\(s\\) failed"):
-        call_command("nineplan_repair", "--apply", stdout=out)
-
-    assert f"could not repair: {session.name}: preserve {stale.id}.txt" in out.getvalue()
-    assert "0 repair(s) done." in out.getvalue()
-
-
-def test_a_plans_folder_that_is_not_a_folder_is_left_alone(session, make_plan, sessions_dir):
-    make_plan(session)
-    plans = break_plans_folder(sessions_dir, session.name)
-    out = io.StringIO()
-
-    with pytest.raises(CommandError, match="1 entr\\(ies\\) in the sessions folder were left alone"):
-        call_command("nineplan_repair", "--apply", stdout=out)
-
-    assert f"left alone: {session.name}: left_alone {session.name} ({plans} is a regular file" in out.getvalue()
-    assert plans.read_text() == "a file where the folder should be"
-    assert repaired_events(session) == []
-
-
-# --- the management command --------------------------------------------------------------
-
-
-def test_command_dry_run_lists_every_repair_and_changes_nothing(session, make_plan, complete_plan, sessions_dir, snapshot):
-    missing = make_plan(session)
-    plan_file(sessions_dir, missing).unlink()
-    stale, text = completed_with_file(session, complete_plan)
-    plan_file(sessions_dir, stale).write_text(text + "\nextra\n")
-    before = snapshot()
-
-    out = run_command()
-
-    assert f"would repair: {session.name}: rerender {missing.id}.txt" in out
-    assert f"would repair: {session.name}: preserve {stale.id}.txt" in out
-    assert "2 repair(s) found; run again with --apply" in out
-    assert snapshot() == before
-
-    out = run_command("--apply")
-
-    assert f"repaired: {session.name}: rerender {missing.id}.txt" in out
-    assert "2 repair(s) done." in out
-    assert sorted(e["action"] for e in repaired_events(session)) == ["preserve", "rerender"]
-    assert_valid(session)
-    assert run_command("--apply").strip() == "Nothing to repair."
-
-
-def test_command_repairs_only_the_named_session(make_plan, sessions_dir):
-    first, second = services.session_create(), services.session_create()
-    a, b = make_plan(first), make_plan(second)
-    plan_file(sessions_dir, a).unlink()
-    plan_file(sessions_dir, b).unlink()
-
-    out = run_command("--apply", "--session", first.name)
-
-    assert f"{first.name}: rerender {a.id}.txt" in out and second.name not in out
-    assert plan_file(sessions_dir, a).exists() and not plan_file(sessions_dir, b).exists()
-
-
-def test_command_rejects_a_malformed_session_name(db, sessions_dir):
-    with pytest.raises(CommandError, match="not a session name"):
-        run_command("--session", "../../etc")
-    assert list(sessions_dir.iterdir()) == []
 
 
 # --- start-up -------------------------------------------------------------------------------
