@@ -140,17 +140,33 @@ _TOLD_FIELDS = tuple(Event._meta.get_field(name) for name in ("id", "plan", "kin
 _NOT_BY_AGENT = "NOT (e.actor = 'agent' OR substr(e.actor, 1, 6) IN ('agent:', 'agent/'))"
 
 
+_KINDS_HELD = ", ".join(["%s"] * len(WHILE_HELD_KINDS))
+# The events since the worker's last: by a person, of a kind done while the worker holds the
+# plan, after the last event the worker wrote or pulled it with. ``plan`` is the SQL naming the
+# plan's id: a parameter, or a column of the statement it is part of.
+_SINCE_WORKER = (
+    f"FROM {statements.EVENTS} e WHERE e.plan_id = {{plan}} AND e.kind IN ({_KINDS_HELD}) AND {_NOT_BY_AGENT} "
+    f"AND e.id > COALESCE((SELECT max(o.id) FROM {statements.EVENTS} o WHERE o.plan_id = {{plan}} "
+    "AND o.actor = %s), 0)"
+)
+
+
+def any_since_worker_wrote(actor: str) -> tuple[str, list]:
+    """Whether ``since_worker_wrote`` would find anything, as an SQL value and its
+    parameters, for the statement that reads the worker's plan (aliased ``t``) to select: the
+    common answer, no, then costs no statement of its own."""
+    return f"EXISTS (SELECT 1 {_SINCE_WORKER.format(plan='t.id')})", [*WHILE_HELD_KINDS, actor]
+
+
 def since_worker_wrote(plan_id: str, actor: str) -> list[Intervention]:
     """What people did to the plan (restored a revision) since ``actor``, the worker holding
-    it, last wrote it or pulled it, oldest first: one statement, on every worker's write, so
-    written out (the ORM took ten times as long to build it as the database to run it)."""
-    kinds = ", ".join(["%s"] * len(WHILE_HELD_KINDS))
+    it, last wrote it or pulled it, oldest first: one statement, written out (the ORM took ten
+    times as long to build it as the database to run it), and run only when
+    ``any_since_worker_wrote`` said there is something to find."""
     found = statements.load(
         Event,
         _TOLD_FIELDS,
-        f"SELECT e.id, e.plan_id, e.kind, e.actor, e.created_at, e.detail FROM {statements.EVENTS} e "
-        f"WHERE e.plan_id = %s AND e.kind IN ({kinds}) AND {_NOT_BY_AGENT} AND e.id > COALESCE("
-        f"(SELECT max(o.id) FROM {statements.EVENTS} o WHERE o.plan_id = %s AND o.actor = %s), 0) "
+        f"SELECT e.id, e.plan_id, e.kind, e.actor, e.created_at, e.detail {_SINCE_WORKER.format(plan='%s')} "
         "ORDER BY e.id LIMIT %s",
         [plan_id, *WHILE_HELD_KINDS, plan_id, actor, INTERVENTIONS_SHOWN],
     )

@@ -154,12 +154,33 @@ def session_for_write(name: str, *, lock: bool = True) -> Session | None:
     UPDATE would wait for. A writer that inserted an event and then changed a plan's status
     would then strengthen its own lock while a pull waited for FOR UPDATE: a deadlock. The
     plans' row locks are the same for the same reason."""
+    return _first(load(Session, _LOCKED_SESSION_FIELDS, _session_row(lock), [name]))
+
+
+_SESSION_COLUMNS = ", ".join(f"s.{f.column}" for f in _LOCKED_SESSION_FIELDS)
+
+
+def _session_row(lock: bool, also: str = "") -> str:
     lock_clause = " FOR NO KEY UPDATE" if lock and connection.vendor != "sqlite" else ""
-    columns = ", ".join(f.column for f in _LOCKED_SESSION_FIELDS)
-    rows = load(
-        Session, _LOCKED_SESSION_FIELDS, f"SELECT {columns} FROM {SESSIONS} WHERE name = %s{lock_clause}", [name]
+    return f"SELECT {_SESSION_COLUMNS}{also} FROM {SESSIONS} s WHERE s.name = %s{lock_clause}"
+
+
+def session_for_pull(name: str, now: datetime) -> tuple[Session, bool] | None:
+    """The session row as ``session_for_write`` locks it, and whether a claim of the session
+    ran out before ``now``, in one statement. On PostgreSQL the claims are read in the
+    snapshot the statement began with, before it waited for the lock: a claim that runs out
+    meanwhile is reclaimed by the next pull."""
+    also = (
+        f", EXISTS (SELECT 1 FROM {PLANS} p WHERE p.session_name = s.name AND p.status = %s "
+        "AND p.lease_expires_at < %s)"
     )
-    return _first(rows)
+    rows = load(
+        Session, _LOCKED_SESSION_FIELDS, _session_row(True, also), [Plan.Status.ACTIVE, when(now), name], extra=1
+    )
+    if not rows:
+        return None
+    session, expiring = rows[0]
+    return session, bool(expiring)
 
 
 def _for_update(*, skip_locked: bool = False) -> str:
@@ -184,18 +205,22 @@ def _first(rows: list):
     return rows[0] if rows else None
 
 
-def claimed_plan(session_name: str, claimant: str, worker: str) -> tuple[Plan, int, str] | None:
+def claimed_plan(
+    session_name: str, claimant: str, worker: str, also: tuple[str, list]
+) -> tuple[Plan, int, str, Any] | None:
     """The plan ``worker`` of ``claimant`` holds in the session (locked on PostgreSQL, so a
-    reclaim passes it over while its holder writes), the session's lease length and its
-    project; None if it holds none."""
+    reclaim passes it over while its holder writes), the session's lease length, its project
+    and the value of ``also`` (SQL over the plan, aliased ``t``, and its parameters); None if
+    it holds none."""
+    value, value_params = also
     rows = load(
         Plan,
         _PLAN_FIELDS,
-        f"SELECT {_PLAN_COLUMNS}, s.lease_seconds, s.project_name FROM {PLANS} t JOIN {SESSIONS} s "
+        f"SELECT {_PLAN_COLUMNS}, s.lease_seconds, s.project_name, {value} FROM {PLANS} t JOIN {SESSIONS} s "
         "ON s.name = t.session_name "
         f"WHERE t.session_name = %s AND t.status = %s AND t.claimant = %s AND t.worker = %s{_for_update()}",
-        [session_name, Plan.Status.ACTIVE, claimant, worker],
-        extra=2,
+        [*value_params, session_name, Plan.Status.ACTIVE, claimant, worker],
+        extra=3,
     )
     return _first(rows)
 
@@ -259,17 +284,6 @@ READY = (
 )
 
 
-def first_ready(session_name: str) -> Plan | None:
-    """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
-    are passed over: such a plan is being changed, not waiting to be pulled)."""
-    rows = _plans(
-        f"t.session_name = %s AND t.status = %s AND {READY} "
-        f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
-        [session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED],
-    )
-    return _first(rows)
-
-
 def expired_claims(session_name: str, now: datetime) -> list[Plan]:
     """The session's active plans whose lease ran out before ``now``, oldest claim first
     (on PostgreSQL, a plan whose holder is writing right now is passed over: that write
@@ -279,16 +293,6 @@ def expired_claims(session_name: str, now: datetime) -> list[Plan]:
         f"ORDER BY t.lease_expires_at, t.id{_for_update(skip_locked=True)}",
         [session_name, Plan.Status.ACTIVE, when(now)],
     )
-
-
-def has_expired_claims(session_name: str, now: datetime) -> bool:
-    """Whether a claim of the session ran out before ``now`` (a plain read, no lock)."""
-    with connection.cursor() as cur:
-        cur.execute(
-            f"SELECT 1 FROM {PLANS} WHERE session_name = %s AND status = %s AND lease_expires_at < %s LIMIT 1",
-            [session_name, Plan.Status.ACTIVE, when(now)],
-        )
-        return cur.fetchone() is not None
 
 
 def sessions_with_expired_claims(now: datetime) -> list[str]:
@@ -335,18 +339,49 @@ def record_lost_claim(session_name: str, claimant: str, worker: str, plan_id: st
         )
 
 
+# What a pull reads of its worker: the plan it holds (or NULL), and whether it lost a claim
+# it has not been told of.
+_WORKER_BEFORE_CLAIM = (
+    f"(SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s), "
+    f"EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s)"
+)
+
+
+def _worker_before_claim_params(session_name: str, claimant: str, worker: str) -> list:
+    return [session_name, Plan.Status.ACTIVE, claimant, worker, session_name, claimant, worker]
+
+
 def worker_before_claim(session_name: str, claimant: str, worker: str) -> tuple[str | None, bool]:
     """The plan the worker holds (or None), and whether it lost a claim it has not been
-    told of: what a pull reads under the session's lock, in one statement."""
+    told of, in one statement."""
     with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT (SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s
-                        AND worker = %s),
-                EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s)""",
-            [session_name, Plan.Status.ACTIVE, claimant, worker, session_name, claimant, worker],
-        )
+        cur.execute(f"SELECT {_WORKER_BEFORE_CLAIM}", _worker_before_claim_params(session_name, claimant, worker))
         holding, lost = cur.fetchone()
     return holding, bool(lost)
+
+
+def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool]:
+    """What a pull reads under the session's lock: the first ready plan in queue order,
+    locked on PostgreSQL (rows held by other writers are passed over: such a plan is being
+    changed, not waiting to be pulled), None when the worker holds one; the plan the worker
+    holds; and whether it lost a claim (as ``worker_before_claim``). One statement when a
+    plan is ready, the common case; two when none is."""
+    rows = load(
+        Plan,
+        _PLAN_FIELDS,
+        f"SELECT {_PLAN_COLUMNS}, {_WORKER_BEFORE_CLAIM} FROM {PLANS} t "
+        f"WHERE t.session_name = %s AND t.status = %s AND {READY} "
+        f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
+        [
+            *_worker_before_claim_params(session_name, claimant, worker),
+            session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED,
+        ],
+        extra=2,
+    )
+    if not rows:
+        return None, *worker_before_claim(session_name, claimant, worker)
+    plan, holding, lost = rows[0]
+    return (None if holding else plan), holding, bool(lost)
 
 
 def forget_lost_claim(session_name: str, claimant: str, worker: str) -> None:
@@ -446,13 +481,59 @@ _IF_LAST_OPEN = (
 )
 
 
+# On PostgreSQL the feed's shared lock, the event and its outbox messages are one statement:
+# one round trip instead of two to four. The lock is taken in the subquery the event's row
+# is read from, so it is held before the row's id is drawn (event_feed.py says why that
+# order matters). The types come as an array; a type between commas in event_types, or the
+# subscription's ALL, selects it.
+_PG_LOCKED_EVENT = (
+    f"INSERT INTO {EVENTS} (session_name, plan_id, kind, actor, detail, created_at) "
+    "SELECT %s, %s, %s, %s, %s, %s FROM (SELECT pg_advisory_xact_lock_shared(%s)) AS feed"
+)
+_PG_EVENT_AND_DELIVERIES = (
+    f"WITH e AS ({_PG_LOCKED_EVENT} RETURNING id) "
+    f"INSERT INTO {DELIVERIES} (subscription_id, event_id, event_type, status, attempts, next_attempt_at, "
+    "last_error, created_at) "
+    f"SELECT w.id, e.id, t.event_type, %s, 0, %s, '', %s FROM e CROSS JOIN unnest(%s::text[]) AS t(event_type) "
+    f"JOIN {SUBSCRIPTIONS} w ON w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) "
+    "AND w.active AND (w.event_types = %s "
+    "OR w.event_types LIKE '%%,' || replace(t.event_type, '_', '!_') || ',%%' ESCAPE '!') "
+    "WHERE t.event_type <> %s OR (EXISTS (SELECT 1 FROM "
+    f"{PLANS} WHERE id = %s AND status IN (%s, %s)) AND NOT EXISTS (SELECT 1 FROM {PLANS} "
+    "WHERE session_name = %s AND status IN (%s, %s) AND id <> %s))"
+)
+
+
+def _insert_event_postgresql(values: list, types: tuple[str, ...], session_name: str, plan_id: str | None) -> None:
+    locked = [*values, event_feed.FEED_LOCK_KEY]
+    if plan_id is None:
+        types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
+    with connection.cursor() as cur:
+        if not types:
+            cur.execute(_PG_LOCKED_EVENT, locked)
+            return
+        at = values[-1]
+        open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
+        cur.execute(
+            _PG_EVENT_AND_DELIVERIES,
+            [
+                *locked, WebhookDelivery.Status.PENDING, at, at, list(types), session_name,
+                WebhookSubscription.ALL, webhook_types.QUEUE_EMPTIED, plan_id, *open_, session_name, *open_, plan_id,
+            ],
+        )
+
+
 def insert_event(
     session_name: str, kind: str, actor: str, plan_id: str | None, detail: dict, at: datetime
 ) -> None:
     """The event, and in the same transaction its webhook messages (the outbox)."""
-    event_feed.before_event_write(connection.alias)
     values = [session_name, plan_id, kind, actor, _EVENT_DETAIL.get_db_prep_save(detail, connection), when(at)]
     types = webhook_types.types_of(kind, detail)
+    if connection.vendor == "postgresql":
+        if not connection.in_atomic_block:
+            event_feed.before_event_write(connection.alias)  # warns: the feed may skip it
+        _insert_event_postgresql(values, types, session_name, plan_id)
+        return
     with connection.cursor() as cur:
         if not types:
             cur.execute(_INSERT_EVENT, values)

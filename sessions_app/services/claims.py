@@ -28,6 +28,7 @@ from sessions_app.services.writing import (
     enter_session,
     lease_until,
     lock_session,
+    lock_session_for_pull,
     plan_for_write,
     record_event,
     touch,
@@ -52,20 +53,18 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     claimant = access.current().claimant
     with transactions.write() as undo:
         now = clock.now()
-        # Whether a claim ran out is read before the session row is locked: on PostgreSQL
-        # every claim of the session waits for that row, from the lock to the commit, and
-        # a claim rarely runs out (one that runs out after this read is reclaimed by the
-        # next pull). The caller's own claim is never reclaimed by its pull: a worker that
-        # pulls again while it holds a plan is told so, whatever its lease says. The
-        # worker's own plan is read under the lock: read before it, a plan the worker
-        # claimed in another process meanwhile would be missed, and the claim below would
-        # wait on that process's completion while it waits for the session.
-        expiring = statements.has_expired_claims(name, now)
-        session = lock_session(name, access.WORK)
+        # Whether a claim ran out is read with the session row's lock, in the snapshot taken
+        # before the lock was waited for (a claim rarely runs out, and one that runs out
+        # after this read is reclaimed by the next pull). The caller's own claim is never
+        # reclaimed by its pull: a worker that pulls again while it holds a plan is told so,
+        # whatever its lease says. The worker's own plan is read under the lock: read
+        # before it, a plan the worker claimed in another process meanwhile would be
+        # missed, and the claim below would wait on that process's completion while it
+        # waits for the session.
+        session, expiring = lock_session_for_pull(name, access.WORK, now)
         if expiring:
             reclaim_expired_in(session, now, undo, keep=(claimant, worker))
-        holding, lost_a_claim = statements.worker_before_claim(session.name, claimant, worker)
-        plan = None if holding else statements.first_ready(session.name)
+        plan, holding, lost_a_claim = statements.pull_candidate(session.name, claimant, worker)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
             refusal = PlanAlreadyActive(
@@ -179,6 +178,9 @@ class Claim:
     plan: Plan | None
     lease_seconds: int = 0
     lost: LeaseLost | None = None
+    # Whether people did something to the plan since the worker last wrote it
+    # (interventions.any_since_worker_wrote).
+    told_any: bool = False
 
 
 def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | None = None, **late) -> Claim:
@@ -187,11 +189,11 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     (its text kept aside), else NO_ACTIVE_PLAN. The caller must hold the agent role in the
     session's project."""
     claimant = access.current().claimant
-    found = statements.claimed_plan(session_name, claimant, worker)
+    found = statements.claimed_plan(session_name, claimant, worker, also=interventions.any_since_worker_wrote(actor))
     if found is not None:
-        plan, lease, project = found
+        plan, lease, project, told_any = found
         access.require(access.WORK, project=project, session_name=session_name)
-        return Claim(plan, lease)
+        return Claim(plan, lease, told_any=bool(told_any))
     enter_session(session_name, access.WORK)
     lost = statements.lost_claim(session_name, claimant, worker)
     if lost is None:

@@ -74,7 +74,9 @@ def worker_write(
     with transactions.write() as undo:
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
-            told = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
+            told = ()
+            if claim.told_any:
+                told = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
             yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead, told)
             return
     raise claim.lost

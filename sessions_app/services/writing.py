@@ -46,7 +46,18 @@ def lock_session(name: str, need: str) -> Session:
     """The session row (``name`` already checked), with its plan counts as they are inside
     this write transaction; locked on PostgreSQL. The caller must be allowed ``need`` (an
     access right) in the session's project: a session it may not see is not found."""
-    session = statements.session_for_write(name)
+    return _allowed(statements.session_for_write(name), name, need)
+
+
+def lock_session_for_pull(name: str, need: str, now: datetime) -> tuple[Session, bool]:
+    """``lock_session``, and whether a claim of the session ran out before ``now``
+    (``statements.session_for_pull``)."""
+    found = statements.session_for_pull(name, now)
+    session = _allowed(found and found[0], name, need)
+    return session, found[1]
+
+
+def _allowed(session: Session | None, name: str, need: str) -> Session:
     if session is None:
         raise SessionNotFound.named(name)
     access.require(need, project=session.project_id, session_name=name)
@@ -56,11 +67,7 @@ def lock_session(name: str, need: str) -> Session:
 def enter_session(name: str, need: str) -> Session:
     """The session row unlocked, once the caller is allowed ``need`` in its project: for a
     write that locks plan rows before (or instead of) the session row."""
-    session = statements.session_for_write(name, lock=False)
-    if session is None:
-        raise SessionNotFound.named(name)
-    access.require(need, project=session.project_id, session_name=name)
-    return session
+    return _allowed(statements.session_for_write(name, lock=False), name, need)
 
 
 def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:

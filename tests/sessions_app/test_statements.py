@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import clock, services, statements
+from sessions_app import access, clock, services, statements
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
 
@@ -15,6 +15,11 @@ pytestmark = pytest.mark.django_db
 
 def queued(session, *goals: str) -> list[Plan]:
     return [services.plan_enqueue(session_name=session.name, **plan_fields(goal=goal)).plan for goal in goals]
+
+
+def ready(session) -> Plan | None:
+    """The plan a pull by another worker would claim."""
+    return statements.pull_candidate(session.name, access.current().claimant, "other")[0]
 
 
 def test_the_session_row_comes_back_with_its_counts_and_a_missing_one_as_none(session):
@@ -27,7 +32,7 @@ def test_the_session_row_comes_back_with_its_counts_and_a_missing_one_as_none(se
 def test_the_queue_reads_follow_the_queue_order(session):
     a, b, c = queued(session, "A", "B", "C")
     keys = dict(Plan.objects.filter(session=session).values_list("id", "sort_key"))
-    assert statements.first_ready(session.name).id == a.id
+    assert ready(session).id == a.id
     assert statements.plan_in(session.name, Plan.Status.QUEUED, first_in_queue=True).id == a.id
     assert statements.end_of_queue(session.name, front=True) == keys[a.id]
     assert statements.end_of_queue(session.name, front=False) == keys[c.id]
@@ -35,12 +40,12 @@ def test_the_queue_reads_follow_the_queue_order(session):
 
     services.plan_pull(session_name=session.name)
     assert statements.active_plan_id(session.name) == a.id
-    assert statements.first_ready(session.name).id == b.id
+    assert ready(session).id == b.id
     assert statements.plan_in(session.name, Plan.Status.ACTIVE).id == a.id
 
 
 def test_an_empty_queue_has_no_ends_and_nothing_ready(session):
-    assert statements.first_ready(session.name) is None
+    assert ready(session) is None
     assert statements.end_of_queue(session.name, front=True) is None
     assert statements.plan_in(session.name, Plan.Status.QUEUED) is None
 
@@ -52,10 +57,25 @@ def test_a_plan_waiting_for_another_is_not_ready(session):
             session_name=session.name, plans=[plan_fields(goal="First"), plan_fields(goal="Later", depends_on=[0])]
         )
     )
-    assert statements.first_ready(session.name).id == first.id
+    assert ready(session).id == first.id
     services.plan_pull(session_name=session.name)
-    assert statements.first_ready(session.name) is None
+    assert ready(session) is None
     assert Plan.objects.get(id=later.id).status == Plan.Status.QUEUED
+
+
+def test_a_pull_reads_the_worker_s_plan_and_lost_claim_with_the_first_ready_one(session):
+    a, b = queued(session, "A", "B")
+    claimant = access.current().claimant
+    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, False)
+    services.plan_pull(session_name=session.name, worker="w1")
+    # The worker holds a plan: nothing is handed to it, whatever is ready.
+    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False)
+    services.plan_pull(session_name=session.name, worker="w2")
+    # Nothing is ready: the worker's own state is still read.
+    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False)
+    assert statements.pull_candidate(session.name, claimant, "w3") == (None, None, False)
+    services.plan_reclaim(session_name=session.name, plan_id=a.id, actor="alice")
+    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, True)
 
 
 def test_a_taken_plan_id_is_known(session):
