@@ -65,3 +65,9 @@ def open_plan(document: dict) -> dict:
 def assert_nothing_imported(sessions_dir) -> None:
     assert not Session.objects.exists() and not Plan.objects.exists() and not Event.objects.exists()
     assert sorted(p.name for p in sessions_dir.iterdir()) == []
+
+
+def streamed_json(response) -> dict:
+    """The export is streamed: its body comes in pieces, not as one ``content``."""
+    assert response.streaming and response["Content-Type"] == "application/json"
+    return json.loads(b"".join(response.streaming_content))

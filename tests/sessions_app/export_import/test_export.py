@@ -10,7 +10,6 @@ import subprocess
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
 
 from sessions_app import export_import, invariants, planfiles, queries, revisions, services
 from sessions_app.models import Event, Plan, Revision, Session
@@ -21,16 +20,10 @@ from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     full_session,
     reader,
 )
-from tests.sessions_app.export_import.documents import snapshot, wipe
+from tests.sessions_app.export_import.documents import snapshot, streamed_json, wipe
 
 pytestmark = pytest.mark.django_db
 
-
-
-def streamed_json(response) -> dict:
-    """The export is streamed: its body comes in pieces, not as one ``content``."""
-    assert response.streaming and response["Content-Type"] == "application/json"
-    return json.loads(b"".join(response.streaming_content))
 
 
 @pytest.fixture
@@ -72,18 +65,6 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
     assert invariants.check_invariants(name).valid
     completed = services.plan_complete(session_name=name, outcome="finished after the import").plan
     assert "An edit only the file has yet." in completed.notes
-
-
-def test_the_export_command_writes_what_the_api_serves(api, full_session, tmp_path):
-    target = tmp_path / "out.json"
-    call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
-    from_command = json.loads(target.read_text(encoding="utf-8"))
-    from_api = streamed_json(api.get(f"/api/sessions/{full_session.name}/export/"))
-    for document in (from_command, from_api):
-        document.pop("exported_at")
-    assert from_command == from_api
-    with pytest.raises(CommandError, match="already exists"):
-        call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
 
 
 @pytest.mark.slow
