@@ -1,16 +1,14 @@
 """9plan's commands as a person meets them: on a fresh data directory they make the tables
 they need, printing nothing that is not their answer; `9plan help` shows 9plan's own
-commands first; the `serve` banner names the first login to make."""
+commands first. (The `serve` banner is in tests/sessions_app/management/commands/test_serve.py.)"""
 
 from __future__ import annotations
 
-import io
 import json
 import sqlite3
 import subprocess
 
 import pytest
-from django.core.management import call_command
 
 from tests.conftest import MANAGE, PYTHON, REPO
 from validation.replay import server_environment
@@ -134,21 +132,3 @@ def test_help_lists_9plans_own_commands_first_with_a_line_each(tmp_path):
     # `help COMMAND` is still Django's help of one command.
     one = run(tmp_path / "data", "help", "nineplan_import")
     assert one.returncode == 0 and "usage:" in one.stdout and "file" in one.stdout
-
-
-@pytest.mark.django_db
-def test_the_serve_banner_names_the_first_login_that_sees_everything(monkeypatch):
-    class Exec(Exception):
-        pass
-
-    def instead_of_gunicorn(*args):
-        raise Exec(args)
-
-    # gunicorn would take over the process; the banner is written just before.
-    monkeypatch.setattr("os.execv", instead_of_gunicorn)
-    out = io.StringIO()
-    with pytest.raises(Exec):
-        call_command("serve", port=8123, workers=1, stdout=out)
-    banner = out.getvalue()
-    assert "http://127.0.0.1:8123/admin/" in banner
-    assert "createsuperuser" in banner and "create_reviewer" not in banner
