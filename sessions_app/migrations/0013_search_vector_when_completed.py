@@ -17,15 +17,14 @@ The SQL is written out here, not imported from the live modules, so that this mi
 keeps meaning what it meant when it was applied; the way back rebuilds the column of 0006.
 """
 
+from importlib import import_module
+
 from django.db import migrations
 
-
-def _words(columns: str) -> str:
-    return (
-        "to_tsvector('nineplan_search'::regconfig, "
-        f"regexp_replace(nineplan_fold({columns}), '[^[:alnum:]]', ' ', 'g'))"
-    )
-
+# Earlier migrations are frozen too: their words, index and drop statements are reused.
+_0003 = import_module("sessions_app.migrations.0003_postgres_search")
+_0006 = import_module("sessions_app.migrations.0006_search_word_forms")
+_words = _0006._words
 
 # Goal weight A, outputs and outcome B, context and inputs C, as 0003 and 0006 made it.
 VECTOR = (
@@ -34,37 +33,20 @@ VECTOR = (
     f"""|| setweight({_words("context || ' ' || inputs")}, 'C')"""
 )
 
-DROP = [
-    "DROP INDEX IF EXISTS sessions_app_plan_search_gin",
-    "ALTER TABLE sessions_app_plan DROP COLUMN IF EXISTS search_vector",
-]
-INDEX = """CREATE INDEX IF NOT EXISTS sessions_app_plan_search_gin ON sessions_app_plan
-        USING gin (search_vector) WHERE status = 'completed'"""
-
 FORWARD = [
-    *DROP,
+    *_0003.BACKWARD,
     f"""ALTER TABLE sessions_app_plan ADD COLUMN search_vector tsvector
         GENERATED ALWAYS AS (CASE WHEN status = 'completed' THEN {VECTOR} END) STORED""",
-    INDEX,
+    _0003.SEARCH_INDEX,
 ]
 BACKWARD = [
-    *DROP,
+    *_0003.BACKWARD,
     f"""ALTER TABLE sessions_app_plan ADD COLUMN search_vector tsvector
         GENERATED ALWAYS AS ({VECTOR}) STORED""",
-    INDEX,
+    _0003.SEARCH_INDEX,
 ]
-
-
-def _on_postgresql(statements: list[str]):
-    def run(apps, schema_editor):
-        if schema_editor.connection.vendor != "postgresql":
-            return
-        for statement in statements:
-            schema_editor.execute(statement)
-
-    return run
 
 
 class Migration(migrations.Migration):
     dependencies = [("sessions_app", "0012_remote_agents")]
-    operations = [migrations.RunPython(_on_postgresql(FORWARD), _on_postgresql(BACKWARD))]
+    operations = [migrations.RunPython(_0003._execute(FORWARD), _0003._execute(BACKWARD))]
