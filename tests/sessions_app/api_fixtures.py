@@ -86,3 +86,36 @@ def plans_by_status(session: Session) -> dict[str, list[Plan]]:
     for plan in Plan.objects.filter(session=session).order_by("created_at", "id"):
         found.setdefault(plan.status, []).append(plan)
     return found
+
+
+def completed_plan(session: Session) -> Plan:
+    """A completed plan of the session."""
+    return Plan.objects.filter(session=session, status="completed").first()
+
+
+# Every endpoint of the REST API with a URL built from a session and one of its plans.
+ENDPOINTS = {
+    "root": lambda s, p: "/api/",
+    "sessions": lambda s, p: "/api/sessions/",
+    "session": lambda s, p: f"/api/sessions/{s.name}/",
+    "queue": lambda s, p: f"/api/sessions/{s.name}/queue/",
+    "plans": lambda s, p: f"/api/sessions/{s.name}/plans/",
+    "plan": lambda s, p: f"/api/sessions/{s.name}/plans/{p.id}/",
+    "validation": lambda s, p: f"/api/sessions/{s.name}/validation/",
+    "export": lambda s, p: f"/api/sessions/{s.name}/export/",
+    "history": lambda s, p: "/api/history/?q=invoices",
+    "events": lambda s, p: "/api/events/",
+}
+WITH_SESSION_IN_PATH = ["session", "queue", "plans", "plan", "validation", "export"]
+
+
+def assert_problem(response, status: int, category: str, parameter: str | None = None) -> dict:
+    assert response.status_code == status, response.content
+    assert response["Content-Type"] == PROBLEM
+    body = response.json()
+    assert body["status"] == status
+    assert body["category"] == category
+    assert body["title"] and body["detail"] and body["type"] == "about:blank"
+    if parameter is not None:
+        assert body["parameter"] == parameter
+    return body
