@@ -41,9 +41,8 @@ def refused(model, constraint: str, **fields) -> None:
     SQLite names a failed UNIQUE index by its columns, PostgreSQL by its name; a failed
     CHECK is named on both."""
     before = model.objects.count()
-    with pytest.raises(IntegrityError) as info:
-        with transaction.atomic():
-            model.objects.create(**fields)
+    with pytest.raises(IntegrityError) as info, transaction.atomic():
+        model.objects.create(**fields)
     if connection.vendor == "postgresql" or "CHECK" in str(info.value):
         assert constraint in str(info.value)
     assert model.objects.count() == before
@@ -187,9 +186,8 @@ def test_a_new_session_takes_the_defaults_of_its_table(db):
 
 def test_a_project_with_sessions_cannot_be_deleted(session):
     project = Project.objects.get(name=DEFAULT_PROJECT)
-    with pytest.raises(ProtectedError):
-        with transaction.atomic():
-            project.delete()
+    with pytest.raises(ProtectedError), transaction.atomic():
+        project.delete()
     assert Project.objects.filter(name=DEFAULT_PROJECT).exists() and Session.objects.filter(name=session.name).exists()
     empty = Project.objects.create(name="billing", title="Billing")
     empty.delete()
