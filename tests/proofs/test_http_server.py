@@ -182,21 +182,6 @@ def test_a_revoked_token_does_not_count(start_server):
     assert "no active token exists" in server.stderr
 
 
-@pytest.mark.parametrize(
-    "args,message",
-    [
-        (("--host", "http://0.0.0.0"), "--host='http://0.0.0.0' is not accepted"),
-        (("--host", "127.0.0.1:80"), "--host='127.0.0.1:80' is not accepted"),
-        (("--port", "0"), "--port=0 is not accepted"),
-    ],
-)
-def test_bad_options_stop_the_server_with_a_clear_message(start_server, args, message):
-    server = start_server(*args, wait=False)
-    assert server.wait_exit() == 2
-    assert message in server.stderr
-    assert "Traceback" not in server.stderr
-
-
 async def test_with_a_token_required_a_missing_or_wrong_token_gets_401_and_changes_nothing(
     start_server, sessions_dir
 ):
