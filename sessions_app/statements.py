@@ -466,12 +466,19 @@ _INSERT_EVENT = (
 # project to the event's type, written with the event, so an event is never recorded without
 # its messages nor a message without its event. With no subscription it inserts nothing, in
 # one statement on the subscriptions' (project, active) index.
-_INSERT_DELIVERIES = (
+_INTO_DELIVERIES = (
     f"INSERT INTO {DELIVERIES} (subscription_id, event_id, event_type, status, attempts, next_attempt_at, "
     "last_error, created_at) "
-    f"SELECT w.id, %s, %s, %s, 0, %s, '', %s FROM {SUBSCRIPTIONS} w "
-    f"WHERE w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) AND w.active = %s "
-    "AND (w.event_types = %s OR w.event_types LIKE %s ESCAPE '!')"
+)
+# The subscriptions of the session's project that take a type: all types, or the type
+# between commas in event_types (``pattern``, the SQL of its LIKE pattern: _type_pattern).
+_SUBSCRIBED = (
+    f"w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) AND w.active = %s "
+    "AND (w.event_types = %s OR w.event_types LIKE {pattern} ESCAPE '!')"
+)
+_INSERT_DELIVERIES = (
+    f"{_INTO_DELIVERIES}SELECT w.id, %s, %s, %s, 0, %s, '', %s FROM {SUBSCRIPTIONS} w "
+    f"WHERE {_SUBSCRIBED.format(pattern='%s')}"
 )
 # A queue empties when the event's plan (not yet changed: the event is written first) was
 # queued or active and no other plan of the session is.
@@ -481,26 +488,33 @@ _IF_LAST_OPEN = (
 )
 
 
+def _type_pattern(event_type: str) -> str:
+    # Each type sits between commas; "_" is LIKE's any-character, so it is escaped.
+    return "%," + event_type.replace("_", "!_") + ",%"
+
+
+def _subscribed_params(session_name: str) -> list:
+    return [session_name, True, WebhookSubscription.ALL]
+
+
+def _last_open_params(session_name: str, plan_id: str) -> list:
+    open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
+    return [plan_id, *open_, session_name, *open_, plan_id]
+
+
 # On PostgreSQL the feed's shared lock, the event and its outbox messages are one statement:
 # one round trip instead of two to four. The lock is taken in the subquery the event's row
 # is read from, so it is held before the row's id is drawn (event_feed.py says why that
-# order matters). The types come as an array; a type between commas in event_types, or the
-# subscription's ALL, selects it.
+# order matters). The types and their patterns come as arrays.
 _PG_LOCKED_EVENT = (
     f"INSERT INTO {EVENTS} (session_name, plan_id, kind, actor, detail, created_at) "
     "SELECT %s, %s, %s, %s, %s, %s FROM (SELECT pg_advisory_xact_lock_shared(%s)) AS feed"
 )
 _PG_EVENT_AND_DELIVERIES = (
     f"WITH e AS ({_PG_LOCKED_EVENT} RETURNING id) "
-    f"INSERT INTO {DELIVERIES} (subscription_id, event_id, event_type, status, attempts, next_attempt_at, "
-    "last_error, created_at) "
-    f"SELECT w.id, e.id, t.event_type, %s, 0, %s, '', %s FROM e CROSS JOIN unnest(%s::text[]) AS t(event_type) "
-    f"JOIN {SUBSCRIPTIONS} w ON w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) "
-    "AND w.active AND (w.event_types = %s "
-    "OR w.event_types LIKE '%%,' || replace(t.event_type, '_', '!_') || ',%%' ESCAPE '!') "
-    "WHERE t.event_type <> %s OR (EXISTS (SELECT 1 FROM "
-    f"{PLANS} WHERE id = %s AND status IN (%s, %s)) AND NOT EXISTS (SELECT 1 FROM {PLANS} "
-    "WHERE session_name = %s AND status IN (%s, %s) AND id <> %s))"
+    f"{_INTO_DELIVERIES}SELECT w.id, e.id, t.event_type, %s, 0, %s, '', %s FROM e "
+    f"CROSS JOIN unnest(%s::text[], %s::text[]) AS t(event_type, pattern) JOIN {SUBSCRIPTIONS} w "
+    f"ON {_SUBSCRIBED.format(pattern='t.pattern')} WHERE t.event_type <> %s OR (TRUE{_IF_LAST_OPEN})"
 )
 
 
@@ -513,12 +527,11 @@ def _insert_event_postgresql(values: list, types: tuple[str, ...], session_name:
             cur.execute(_PG_LOCKED_EVENT, locked)
             return
         at = values[-1]
-        open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
         cur.execute(
             _PG_EVENT_AND_DELIVERIES,
             [
-                *locked, WebhookDelivery.Status.PENDING, at, at, list(types), session_name,
-                WebhookSubscription.ALL, webhook_types.QUEUE_EMPTIED, plan_id, *open_, session_name, *open_, plan_id,
+                *locked, WebhookDelivery.Status.PENDING, at, at, list(types), [_type_pattern(t) for t in types],
+                *_subscribed_params(session_name), webhook_types.QUEUE_EMPTIED, *_last_open_params(session_name, plan_id),
             ],
         )
 
@@ -546,15 +559,13 @@ def insert_event(
             event_id = cur.lastrowid
         for event_type in types:
             sql = _INSERT_DELIVERIES
-            # Each type sits between commas; "_" is LIKE's any-character, so it is escaped.
             params = [
-                event_id, event_type, WebhookDelivery.Status.PENDING, when(at), when(at), session_name, True,
-                WebhookSubscription.ALL, "%," + event_type.replace("_", "!_") + ",%",
+                event_id, event_type, WebhookDelivery.Status.PENDING, when(at), when(at),
+                *_subscribed_params(session_name), _type_pattern(event_type),
             ]
             if event_type == webhook_types.QUEUE_EMPTIED:
                 if plan_id is None:
                     continue
                 sql += _IF_LAST_OPEN
-                open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
-                params += [plan_id, *open_, session_name, *open_, plan_id]
+                params += _last_open_params(session_name, plan_id)
             cur.execute(sql, params)
