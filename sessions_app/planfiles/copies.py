@@ -98,12 +98,14 @@ def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
     (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place."""
     if not enabled():
         return plan_path(session_name, plan_id)
-    path = plan_path(session_name, plan_id)
+    name = file_name(plan_id)
     data = content.encode("utf-8") if isinstance(content, str) else content
     try:
         with open_folder(session_name, create=True) as folder:
-            write_in(folder, path.name, data)
+            write_in(folder, name, data)
+        return plans_dir(session_name) / name
     except UnsafeFolder as exc:
+        path = plan_path(session_name, plan_id)
         log.error("plan folder unsafe", extra={"session": session_name, "plan": plan_id, "folder": str(exc.path)})
         raise FileSystemFailed(
             f"Could not write the plan file {path}: {exc.path} is {exc.what}, not a real folder; 9plan writes only "
@@ -112,8 +114,8 @@ def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
         ) from None
     except OSError as exc:
         log.error("plan file write failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+        path = plan_path(session_name, plan_id)
         raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
-    return path
 
 
 def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NoReturn
 
 from django.conf import settings
 
@@ -140,38 +141,61 @@ def describe_entry(name: str, dir_fd: int) -> str:
         return "not a folder"
 
 
-def _open_below(parent: int, name: str, shown: Path, *, create: bool) -> int:
-    if create:
-        try:
-            os.mkdir(name, dir_fd=parent)
-        except FileExistsError:
-            pass
+def _open_below(parent: int, name: str, shown, *, create: bool) -> int:
+    """The folder ``name`` below ``parent``, opened without following a link (and made first
+    when ``create`` and missing). ``shown()`` gives its path, for the error only."""
+    try:
+        return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
+    except FileNotFoundError:
+        if not create:
+            raise
+    except OSError as exc:
+        _refuse(exc, parent, name, shown)
+    try:
+        os.mkdir(name, dir_fd=parent)
+    except FileExistsError:
+        pass  # made meanwhile by another writer, or something that is not a folder (refused below)
     try:
         return os.open(name, _DIR_FLAGS | os.O_NOFOLLOW, dir_fd=parent)
     except FileNotFoundError:
         raise
     except OSError as exc:
-        if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
-            raise UnsafeFolder(shown, describe_entry(name, parent)) from None
-        raise
+        _refuse(exc, parent, name, shown)
+
+
+def _refuse(exc: OSError, parent: int, name: str, shown) -> NoReturn:
+    if exc.errno in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
+        raise UnsafeFolder(shown(), describe_entry(name, parent)) from None
+    raise exc
+
+
+def _open_root(*, create: bool) -> int:
+    root = settings.NINEPLAN_SESSIONS_PATH
+    try:
+        return os.open(root, _DIR_FLAGS)
+    except FileNotFoundError:
+        if not create:
+            raise
+    Path(root).mkdir(parents=True, exist_ok=True)
+    return os.open(root, _DIR_FLAGS)
 
 
 @contextmanager
 def open_folder(session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None) -> Iterator[int]:
     """A descriptor of the session's folder (or its ``plans``/``sub`` folder), reached from the
     sessions root without following a link. Raises FileNotFoundError when a folder is
-    missing (unless ``create``), UnsafeFolder when one is a link or not a folder."""
-    root = sessions_root()
-    path = session_dir(session_name)  # checks the name's shape
-    if create:
-        root.mkdir(parents=True, exist_ok=True)
+    missing (unless ``create``: then it is made), UnsafeFolder when one is a link or not a
+    folder. A folder that is there is opened, never made: one open per level."""
+    # Defends against path traversal: only a name of the exact generated shape
+    # (three lowercase words) ever becomes a path component.
+    if not is_session_name(session_name):
+        raise ValueError(f"not a session name: {session_name!r}")
+    names = [session_name, *(["plans"] if plans else []), *([sub] if sub else [])]
     # The root itself is the operator's choice and may be a link; everything below is not.
-    fds = [os.open(root, _DIR_FLAGS)]
+    fds = [_open_root(create=create)]
     try:
-        fds.append(_open_below(fds[-1], session_name, path, create=create))
-        for name in (["plans"] if plans else []) + ([sub] if sub else []):
-            path = path / name
-            fds.append(_open_below(fds[-1], name, path, create=create))
+        for depth, name in enumerate(names, start=1):
+            fds.append(_open_below(fds[-1], name, lambda depth=depth: sessions_root().joinpath(*names[:depth]), create=create))
         yield fds[-1]
     finally:
         for fd in fds:

@@ -223,11 +223,12 @@ def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead
     if not planfiles.enabled():
         return
     session_name, stem = plan.session_id, plan.file_stem
-    base = planfiles.read_base(session_name, stem)
-    planfiles.write_plan(session_name, stem, plan.sections())
     if previous is None or previous.state == planfiles.MISSING:
+        planfiles.write_plan(session_name, stem, plan.sections())
         undo.append(lambda: planfiles.delete_plan(session_name, stem))
         return
+    base = planfiles.read_base(session_name, stem)
+    planfiles.write_plan(session_name, stem, plan.sections())
     if previous.state == planfiles.OK:
         undo.append(lambda: planfiles.write_file(session_name, stem, previous.text))
     elif previous.state == planfiles.NOT_UTF8:
