@@ -472,10 +472,8 @@ _INTO_DELIVERIES = (
 )
 # The subscriptions of the session's project that take a type: all types, or the type
 # between commas in event_types (``pattern``, the SQL of its LIKE pattern: _type_pattern).
-_SUBSCRIBED = (
-    f"w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) AND w.active = %s "
-    "AND (w.event_types = %s OR w.event_types LIKE {pattern} ESCAPE '!')"
-)
+_OF_PROJECT = f"w.project_name = (SELECT project_name FROM {SESSIONS} WHERE name = %s) AND w.active = %s"
+_SUBSCRIBED = _OF_PROJECT + " AND (w.event_types = %s OR w.event_types LIKE {pattern} ESCAPE '!')"
 _INSERT_DELIVERIES = (
     f"{_INTO_DELIVERIES}SELECT w.id, %s, %s, %s, 0, %s, '', %s FROM {SUBSCRIPTIONS} w "
     f"WHERE {_SUBSCRIBED.format(pattern='%s')}"
@@ -486,6 +484,10 @@ _IF_LAST_OPEN = (
     f" AND EXISTS (SELECT 1 FROM {PLANS} WHERE id = %s AND status IN (%s, %s))"
     f" AND NOT EXISTS (SELECT 1 FROM {PLANS} WHERE session_name = %s AND status IN (%s, %s) AND id <> %s)"
 )
+
+
+# SQLite: the event's id, and whether the session's project has any active subscription.
+_RETURNING_ID_IF_SUBSCRIBED = f" RETURNING id, EXISTS (SELECT 1 FROM {SUBSCRIPTIONS} w WHERE {_OF_PROJECT})"
 
 
 def _type_pattern(event_type: str) -> str:
@@ -552,8 +554,14 @@ def insert_event(
             cur.execute(_INSERT_EVENT, values)
             return
         if connection.features.can_return_columns_from_insert:
-            cur.execute(_INSERT_EVENT + " RETURNING id", values)
-            event_id = cur.fetchone()[0]
+            # Whether the session's project has any active subscription comes back with the
+            # event's id: without one (the common case) there is no message to write, and no
+            # second statement. The transaction holds SQLite's write lock, so none is added
+            # in between.
+            cur.execute(_INSERT_EVENT + _RETURNING_ID_IF_SUBSCRIBED, [*values, session_name, True])
+            event_id, subscribed = cur.fetchone()
+            if not subscribed:
+                return
         else:
             cur.execute(_INSERT_EVENT, values)
             event_id = cur.lastrowid

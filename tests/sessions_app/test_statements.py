@@ -110,6 +110,32 @@ def test_an_event_is_written_as_given(session):
     assert (event.plan_id, event.actor, event.detail, event.created_at) == (plan.id, "test", {"why": "checked"}, at)
 
 
+def test_an_event_no_active_subscription_takes_is_one_statement_and_writes_no_message(session):
+    """Without an active subscription of the session's project (another project's, or an
+    inactive one, do not count) the event is written in one statement, with no message; with
+    one, its message is written with the event."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from sessions_app.models import Project, WebhookDelivery, WebhookSubscription
+
+    Project.objects.create(name="beta")
+    WebhookSubscription.objects.create(project_id="beta", url="https://hooks.example/a", secret="s", event_types=WebhookSubscription.ALL)
+    WebhookSubscription.objects.create(project_id=session.project_id, url="https://hooks.example/b", secret="s", event_types=WebhookSubscription.ALL, active=False)
+    plan = queued(session, "A")[0]
+    with CaptureQueriesContext(connection) as captured:
+        statements.insert_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id, {}, clock.now())
+    assert len(captured.captured_queries) == 1
+    assert not WebhookDelivery.objects.exists()
+    assert Event.objects.filter(session=session, kind=Event.Kind.PLAN_HELD).count() == 1
+
+    WebhookSubscription.objects.create(project_id=session.project_id, url="https://hooks.example/c", secret="s", event_types=WebhookSubscription.ALL)
+    statements.insert_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id, {}, clock.now())
+    assert list(WebhookDelivery.objects.values_list("subscription__url", "event_type")) == [
+        ("https://hooks.example/c", "plan.held")
+    ]
+
+
 def test_no_init_signal_listens_to_the_models_store_builds():
     """statements.load builds instances without __init__, as unpickling does, so it would skip
     pre_init/post_init receivers: if one is ever added for these models, load must change."""
