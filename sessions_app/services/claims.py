@@ -18,7 +18,7 @@ from sessions_app.clock import utc_text
 from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
-from sessions_app.services.file_edits import fence_file, refresh_copy, write_file
+from sessions_app.services.file_edits import fence_file, refresh_copy, remember_held_file, write_file
 from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,
@@ -97,6 +97,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             refresh_copy(undo, plan)
     if refusal is not None:
         raise refusal
+    remember_held_file(session.name, claimant, worker, plan.file_stem)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
     return plan
 

@@ -50,6 +50,21 @@ class FileAhead:
     read: planfiles.FileRead
 
 
+# The file of the plan each worker holds, as this process last saw it (its pull, or its last
+# write): where read_ahead looks first, so that a worker's note, defer or complete reads its
+# file ahead without a statement of its own. Only a guess: file_now reads the file afresh
+# inside the transaction when the plan held there has another file (another process
+# reclaimed it, say), and a guess that names no plan the worker holds only costs a read.
+_HELD_FILES: dict[tuple[str, str, str], str] = {}
+_HELD_FILES_MAX = 10_000
+
+
+def remember_held_file(session_name: str, claimant: str, worker: str, stem: str) -> None:
+    if len(_HELD_FILES) >= _HELD_FILES_MAX:
+        _HELD_FILES.clear()  # a long-running server's guesses start over; each costs a statement at most
+    _HELD_FILES[(session_name, claimant, worker)] = stem
+
+
 def read_ahead(
     session_name: object, plan_id: object = None, *, worker: str = DEFAULT_WORKER, claimant: str = ""
 ) -> FileAhead | None:
@@ -60,10 +75,12 @@ def read_ahead(
         return None  # the service's own checks report a bad name
     stem = plan_id
     if plan_id is None:
-        try:
-            stem = statements.claimed_file_stem(session_name, claimant, worker)
-        except DatabaseError:
-            return None  # the transaction meets the same fault and reports it properly
+        stem = _HELD_FILES.get((session_name, claimant, worker))
+        if stem is None:
+            try:
+                stem = statements.claimed_file_stem(session_name, claimant, worker)
+            except DatabaseError:
+                return None  # the transaction meets the same fault and reports it properly
     elif not is_plan_id(plan_id):
         return None
     if stem is None:

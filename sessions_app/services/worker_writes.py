@@ -13,8 +13,16 @@ from sessions_app import access, clock, excerpts, inputs, interventions, planfil
 from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew
-from sessions_app.services.file_edits import Absorbed, FileAhead, absorb_file, file_now, read_ahead, retire_file
-from sessions_app.services.file_edits import write_file
+from sessions_app.services.file_edits import (
+    Absorbed,
+    FileAhead,
+    absorb_file,
+    file_now,
+    read_ahead,
+    remember_held_file,
+    retire_file,
+    write_file,
+)
 from sessions_app.services.writing import (
     LEASE,
     RETURNED,
@@ -70,10 +78,12 @@ def worker_write(
     worker = inputs.worker(worker)
     name = inputs.session_name(session_name)
     actor = worker_actor(actor, worker)
-    ahead = read_ahead(name, worker=worker, claimant=access.current().claimant)
+    claimant = access.current().claimant
+    ahead = read_ahead(name, worker=worker, claimant=claimant)
     with transactions.write() as undo:
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
+            remember_held_file(name, claimant, worker, claim.plan.file_stem)
             told = ()
             if claim.told_any:
                 told = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))

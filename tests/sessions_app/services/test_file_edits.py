@@ -198,3 +198,39 @@ def test_an_earlier_claims_file_nobody_edited_is_no_fault(session, make_plan, se
     with pytest.raises(LeaseLost):
         services.plan_note(session_name=session.name, worker="w1", text="too late")
     assert [(a.kind, a.target) for a in repair.repair_all(apply=True)] == [("delete_stale", f"{plan.id}.txt")]
+
+
+def test_a_workers_write_after_its_pull_reads_its_file_ahead_without_a_statement(session, make_plan, sessions_dir):
+    """The pull tells this process which file the worker holds: the note reads it ahead of
+    its transaction with no query of its own, and the edit in it is taken in."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    edit_notes(plan_file(sessions_dir, plan), "# Notes\n", "# Notes\nFound in the file\n")
+
+    with CaptureQueriesContext(connection) as captured:
+        services.plan_note(session_name=session.name, text="Said in the call")
+
+    first = captured.captured_queries[0]["sql"]
+    assert first.startswith(("BEGIN", "SAVEPOINT")), first  # the transaction (a savepoint in the test's)
+    assert notes_of(plan.id) == "Found in the file\n\nSaid in the call"
+
+
+def test_a_wrong_guess_of_the_workers_file_is_read_again_inside_the_write(session, make_plan, sessions_dir):
+    """What this process remembers of the worker's file is only a guess: when it names
+    another plan (the claim moved on elsewhere), the write reads the right file."""
+    from sessions_app import access
+    from sessions_app.services import file_edits
+
+    plan = make_plan(session)
+    other = make_plan(session, goal="Another plan")
+    assert services.plan_pull(session_name=session.name).id == plan.id
+    edit_notes(plan_file(sessions_dir, plan), "# Notes\n", "# Notes\nFound in the file\n")
+    file_edits.remember_held_file(session.name, access.current().claimant, "default", other.id)
+
+    services.plan_note(session_name=session.name, text="Said in the call")
+
+    assert notes_of(plan.id) == "Found in the file\n\nSaid in the call"
+    assert notes_of(other.id) == ""
