@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import access, interventions, plan_counts, planfiles, search, statements, inputs
+from sessions_app import access, inputs, interventions, plan_counts, planfiles, search, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
@@ -132,10 +132,11 @@ class SessionState:
 
 
 def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
-    session = get_session(name)
-    rows, total = queue(session, limit=limit)
-    claimed = claimed_plans(session)
-    blocked = blocked_plans(session.name, limit=limit or LIST_CAP) if total else []
+    with transactions.read():  # one snapshot for the session, its queue and its claims
+        session = get_session(name)
+        rows, total = queue(session, limit=limit)
+        claimed = claimed_plans(session)
+        blocked = blocked_plans(session.name, limit=limit or LIST_CAP) if total else []
     return SessionState(
         session,
         rows,
@@ -434,11 +435,12 @@ def history_search(query: object, *, session_name: object | None, max_results: o
             # A caller limited to some projects learns nothing of another's session, not
             # even from its hits: the session is checked first (one query more).
             get_session(session_name)
-    hits = search.search(query, session_name=session_name, limit=limit, projects=projects)
-    if not hits and session_name is not None and projects is None:
-        # Index rows leave with their session's plans, so hits prove the session exists:
-        # the check costs a query only when nothing was found.
-        get_session(session_name)
+    with transactions.read():
+        hits = search.search(query, session_name=session_name, limit=limit, projects=projects)
+        if not hits and session_name is not None and projects is None:
+            # Index rows leave with their session's plans, so hits prove the session exists:
+            # the check costs a query only when nothing was found.
+            get_session(session_name)
     return hits
 
 
