@@ -4,14 +4,21 @@ Each worker is a separate process with its own session (as agents working side b
 are) and calls the services in a loop: add, pull, note, defer, pull, complete, then a
 state read and a history search. Every call's latency is kept; a "database is locked"
 error is counted apart from any other failure.
+
+Two more races say where the processes' extra CPU goes (shown, no target): the same
+processes each on a copy of the database file of its own (nothing shared), and on the one
+file with the writer turns left out (``BENCH_WRITER_TURNS=off``: SQLite's own
+sleep-and-retry orders the writers).
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 import time
+from contextlib import nullcontext
 from pathlib import Path
 
 from common import PYTHON, race, take_turns, TextMaker, bench_env, median, percentile, progress, setup_django
@@ -32,7 +39,10 @@ RUNNER = str(Path(__file__).resolve().parent / "run.py")
 def worker(data_dir: Path, session: str, seconds: float) -> None:
     """One worker process: wait for "go" on stdin, loop for ``seconds``, print JSON figures."""
     setup_django(data_dir, migrate=False)
-    from sessions_app import queries, services
+    from sessions_app import queries, services, transactions
+
+    if os.environ.get("BENCH_WRITER_TURNS") == "off":
+        transactions.writer_turn = nullcontext  # what the turns cost: see the module's docstring
 
     text = TextMaker(seed=sum(map(ord, session)))
     pulled = {"notes": 0}
@@ -92,11 +102,16 @@ def worker(data_dir: Path, session: str, seconds: float) -> None:
     sys.stdout.flush()
 
 
-def _race(data_dir: Path, sessions: list[str], seconds: float) -> dict:
-    """Run one worker per session, all started at once; their pooled figures."""
-    env = bench_env(data_dir)
+def _race(data_dir: Path | list[Path], sessions: list[str], seconds: float, *, turns: bool = True) -> dict:
+    """Run one worker per session (on ``data_dir``, or on each of a list of them in turn),
+    all started at once; their pooled figures."""
+    dirs = data_dir if isinstance(data_dir, list) else [data_dir] * len(sessions)
+    env = bench_env(dirs[0])
+    if not turns:
+        env["BENCH_WRITER_TURNS"] = "off"
     # All start together: each is blocked on its stdin until every one is ready.
-    results = race([[PYTHON, RUNNER, "--worker", str(data_dir), name, str(seconds)] for name in sessions], env, "throughput")
+    commands = [[PYTHON, RUNNER, "--worker", str(d), name, str(seconds)] for d, name in zip(dirs, sessions)]
+    results = race(commands, env, "throughput")
     for r in results:
         for e in r["errors"]:
             progress(f"throughput error: {e}")
@@ -141,7 +156,8 @@ def run(data_dir: Path, params: dict) -> dict:
         sessions.append(name)
     from django.db import connections
 
-    connections.close_all()
+    connections.close_all()  # the last connection closed folds the WAL into the file
+    copies = _copies(data_dir, processes)
     seconds = params["throughput_seconds"]
     # One process alone (its rate and CPU per operation bound what several processes can
     # reach on this machine's cores) and the processes together take turns, several times
@@ -149,9 +165,17 @@ def run(data_dir: Path, params: dict) -> dict:
     # median is compared.
     runs = take_turns(
         params["throughput_rounds"],
-        {"alone": lambda: _race(data_dir, sessions[:1], seconds), "together": lambda: _race(data_dir, sessions[1:], seconds)},
+        {
+            "alone": lambda: _race(data_dir, sessions[:1], seconds),
+            "together": lambda: _race(data_dir, sessions[1:], seconds),
+            "apart": lambda: _race(copies, sessions[1:], seconds),
+            "no turns": lambda: _race(data_dir, sessions[1:], seconds, turns=False),
+        },
     )
     alone, race = _pooled(runs["alone"]), _pooled(runs["together"])
+    apart, unturned = _pooled(runs["apart"]), _pooled(runs["no turns"])
+    for copy in copies:
+        shutil.rmtree(copy, ignore_errors=True)
     latencies = race["latencies"]
     progress(
         f"throughput: {len(latencies):,} operations in {race['elapsed']:.1f} s by {processes} processes"
@@ -187,5 +211,28 @@ def run(data_dir: Path, params: dict) -> dict:
             row("1 process alone, same mix: operations/s", alone["ops"], "ops/s", "(shown)", None),
             row("CPU time per operation (1 process alone)", alone["cpu_per_op"], "ms", "(shown)", None),
             row(f"ceiling: {cores} cores / CPU per operation", ceiling, "ops/s", "(shown)", None),
+            {**row(f"CPU time per operation ({processes} processes, a copy of the file each) vs 1 process alone",
+                   apart["cpu_per_op"], "ms", "(shown)", None),
+             "baseline": alone["cpu_per_op"], "ratio": apart["cpu_per_op"] / alone["cpu_per_op"]},
+            {**row(f"CPU time per operation ({processes} processes, one file, no writer turns) vs 1 process alone",
+                   unturned["cpu_per_op"], "ms", "(shown)", None),
+             "baseline": alone["cpu_per_op"], "ratio": unturned["cpu_per_op"] / alone["cpu_per_op"]},
+            {**row(f"operations/s ({processes} processes, one file, no writer turns) vs 1 process alone",
+                   unturned["ops"], "ops/s", "(shown)", None),
+             "baseline": alone["ops"], "ratio": unturned["ops"] / alone["ops"]},
+            row("latency p99, no writer turns", percentile(unturned["latencies"], 99), "ms", "(shown)", None),
+            row("errors of the last two races (a file each; no writer turns)",
+                apart["locked"] + apart["other"] + unturned["locked"] + unturned["other"], "count", "(shown)", None),
         ]
     }
+
+
+def _copies(data_dir: Path, count: int) -> list[Path]:
+    """``count`` copies of the benchmark's data directory (its database file and plan
+    files), for processes that share nothing."""
+    copies = []
+    for i in range(count):
+        copy = data_dir.parent / f"{data_dir.name}-copy{i}"
+        shutil.copytree(data_dir, copy)
+        copies.append(copy)
+    return copies
