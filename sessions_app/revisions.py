@@ -72,9 +72,12 @@ def apply_undo(after: dict[str, str], undo: dict[str, list]) -> dict[str, str]:
     return before
 
 
-def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, at: datetime | None = None) -> int | None:
+def record(
+    plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, at: datetime | None = None, first: bool = False
+) -> int | None:
     """Keep the change from ``before`` (None: the plan is new) to the plan's text now;
-    returns the revision's number, or None when the text did not change."""
+    returns the revision's number, or None when the text did not change. ``first``: the
+    plan was just added here and has no revision yet, so this one is number 1."""
     after = plan.sections()
     if before is None:
         changed, undo = [name for name in SECTIONS if after[name]], {}
@@ -83,6 +86,23 @@ def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, 
         if not undo:
             return None
         changed = list(undo)
+    values = [
+        plan.id,
+        kind,
+        actor,
+        _SECTIONS_FIELD.get_db_prep_save(changed, connection),
+        _UNDO_FIELD.get_db_prep_save(undo, connection),
+        statements.when(at or clock.now()),
+    ]
+    if first:
+        # Nothing to look up (an imported plan may bring revisions of its own: not first).
+        with connection.cursor() as cur:
+            cur.execute(
+                f"INSERT INTO {REVISIONS} (plan_id, kind, actor, sections, undo, created_at, number) "
+                "VALUES (%s, %s, %s, %s, %s, %s, 1)",
+                values,
+            )
+        return 1
     # One statement: the number is the next one of the plan's (the writer holds the plan's
     # row, or SQLite's write turn, so no other writer numbers this plan's revisions meanwhile).
     with connection.cursor() as cur:
@@ -90,15 +110,7 @@ def record(plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, 
             f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
             f"SELECT %s, COALESCE(MAX(number), 0) + 1, %s, %s, %s, %s, %s FROM {REVISIONS} WHERE plan_id = %s "
             "RETURNING number",
-            [
-                plan.id,
-                kind,
-                actor,
-                _SECTIONS_FIELD.get_db_prep_save(changed, connection),
-                _UNDO_FIELD.get_db_prep_save(undo, connection),
-                statements.when(at or clock.now()),
-                plan.id,
-            ],
+            [*values, plan.id],
         )
         return cur.fetchone()[0]
 

@@ -150,7 +150,7 @@ def plan_enqueue_many(
                 **vars(checked[i]),
             )
             statements.insert_plan(plan)
-            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now)
+            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now, first=True)
             by_index[i] = plan
         pairs = []
         for i, deps in enumerate(wanted):

@@ -55,6 +55,20 @@ def test_each_kind_of_change_is_a_revision(session, sessions_dir):
     assert first == plan_fields(goal="Write docs") | {"inputs": "", "outputs": "", "notes": ""}
 
 
+def test_an_added_plans_revisions_are_numbered_from_one_in_one_statement_each(session):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    with CaptureQueriesContext(connection) as captured:
+        plan = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Write docs")).plan
+    added = [q["sql"] for q in captured.captured_queries if "sessions_app_revision" in q["sql"]]
+    assert len(added) == 1 and "MAX(" not in added[0]
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="first")
+    services.plan_note(session_name=session.name, text="second")
+    assert [n for n, _, _ in kinds(plan)] == [1, 2, 3]
+
+
 def test_a_note_that_changes_nothing_records_nothing(session):
     services.plan_enqueue(session_name=session.name, **plan_fields())
     services.plan_pull(session_name=session.name)
