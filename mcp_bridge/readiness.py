@@ -104,11 +104,22 @@ def wait_apps(timeout: float = 120.0) -> None:
         raise DatabaseFailed(f"The server could not load its apps at start-up: {_setup_error[0]}")
 
 
+def ready() -> bool:
+    """Whether a tool call can run without waiting for start-up (see start)."""
+    return _thread is None or _ready.is_set()
+
+
+def settle(timeout: float = 120.0) -> None:
+    """Block until start-up preparation is over, whether it failed or not (wait_ready
+    then says which)."""
+    if not ready():
+        _ready.wait(timeout)
+
+
 def wait_ready(timeout: float = 120.0) -> None:
     """Block until start-up preparation is done; in-process servers that never called
     start() have a prepared database already and do not wait."""
-    if _thread is not None and not _ready.is_set():
-        _ready.wait(timeout)
+    settle(timeout)
     if _error:
         from sessions_app.errors import DatabaseFailed
 

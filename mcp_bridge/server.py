@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import logging
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ToolAnnotations
 from pydantic import ValidationError
@@ -38,22 +42,28 @@ class NineplanServer(MCPServer):
     The SDK rejects arguments of the wrong type before our code runs, with its own text,
     and quietly drops arguments a tool does not declare; here both become VALIDATION_ERROR
     naming the field, in the layout of docs/design.md, "Errors", as does an unknown tool name.
+
+    Over stdio the tools run on the event loop's own thread (``tools_inline``); elsewhere
+    (HTTP, in-process clients) the SDK runs them in worker threads.
     """
+
+    tools_inline = False
 
     async def run_stdio_async(self) -> None:
         """The SDK's stdio loop over mcp_bridge/stdio.py's ends, which save three thread
         hand-overs per call; over the SDK's own ends where the event loop cannot wait on
-        stdin or stdout (a regular file)."""
+        stdin or stdout (a regular file). Either way the tools run inline (call_tool)."""
         from mcp.server.stdio import stdio_server
 
         from mcp_bridge import stdio
 
+        self.tools_inline = True
         if not stdio.usable():
             return await super().run_stdio_async()
-        # A call hands its work to a worker thread and the answer back: each hand-over
-        # waited up to the interpreter's switch interval (5 ms) for the other thread to
-        # let go of the interpreter lock, which doubled a call's time on a busy machine.
-        # Calls over stdio come one after another: a shorter interval adds few switches.
+        # At start-up Django's apps load in a background thread while the loop answers
+        # `initialize`, and the first calls wait for them in worker threads: each hand-over
+        # waited up to the interpreter's switch interval (5 ms) for the other thread to let
+        # go of the interpreter lock, which doubled a call's time on a busy machine.
         sys.setswitchinterval(SWITCH_INTERVAL)
         lowlevel = self._lowlevel_server
         async with stdio.streams() as (stdin, stdout), stdio_server(stdin=stdin, stdout=stdout) as (read, write):
@@ -95,23 +105,71 @@ class NineplanServer(MCPServer):
                     reason=suggestions.UNKNOWN_ARGUMENT,
                 ),
             )
+        if self.tools_inline:
+            # A call made in-process, outside a request, gets the context the SDK would give it.
+            return await _call_inline(tool, arguments or {}, context or Context(mcp_server=self), session)
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                errors = exc.__cause__.errors()
-                problems = [f"{inputs.clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
-                fields = sorted({inputs.clip(_field_name(err["loc"])) for err in errors})
-                return responses.from_exception(
-                    session,
-                    ValidationFailed(
-                        "Invalid arguments: " + "; ".join(problems) + ".",
-                        field=fields[0] if len(fields) == 1 else fields,
-                        reason=suggestions.BAD_ARGUMENTS,
-                    ),
-                )
+                return _bad_arguments(session, exc.__cause__)
             log.error("tool raised outside the error mapper", extra={"tool": name, "session": session}, exc_info=exc)
             return responses.unexpected(session)
+
+
+async def _call_inline(tool: Tool, arguments: dict[str, Any], context: Context, session: str | None):
+    """Run a tool on the event loop's thread, as a synchronous call.
+
+    A stdio server has one client, whose calls come one after another: handing each to a
+    worker thread and its answer back cost more than a pull's own database work
+    (docs/design.md, "The edges"). While the tool runs the loop waits, so nothing else of
+    this connection runs meanwhile. The tool runs outside the loop (``synchronously``):
+    Django refuses its ORM where an event loop runs, and there keeps a database connection
+    per task, which would open a new one for every call.
+    """
+    if not readiness.ready():
+        # The first calls may come while the database is being prepared: they wait in a
+        # worker thread, so the loop keeps answering meanwhile (a failure is reported by
+        # the tool itself, through its error mapper).
+        await anyio.to_thread.run_sync(readiness.settle)
+    try:
+        validated = tool.fn_metadata.validate_arguments(arguments)
+    except ValidationError as exc:
+        return _bad_arguments(session, exc)
+    passed = {tool.context_kwarg: context} if tool.context_kwarg else {}
+    try:
+        with synchronously():
+            return tool.fn(**validated, **passed)
+    except Exception as exc:  # never a traceback or a generic "internal error" to the agent
+        log.error("tool raised outside the error mapper", extra={"tool": tool.name, "session": session}, exc_info=exc)
+        return responses.unexpected(session)
+
+
+@contextmanager
+def synchronously() -> Iterator[None]:
+    """Synchronous code on the event loop's thread, seen as a plain synchronous caller: no
+    loop is running inside. The loop itself is blocked meanwhile (it is this thread)."""
+    loop = asyncio.get_running_loop()
+    asyncio._set_running_loop(None)
+    try:
+        yield
+    finally:
+        asyncio._set_running_loop(loop)
+
+
+def _bad_arguments(session: str | None, exc: ValidationError):
+    """Arguments of the wrong type or shape, as VALIDATION_ERROR naming each field."""
+    errors = exc.errors()
+    problems = [f"{inputs.clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
+    fields = sorted({inputs.clip(_field_name(err["loc"])) for err in errors})
+    return responses.from_exception(
+        session,
+        ValidationFailed(
+            "Invalid arguments: " + "; ".join(problems) + ".",
+            field=fields[0] if len(fields) == 1 else fields,
+            reason=suggestions.BAD_ARGUMENTS,
+        ),
+    )
 
 
 async def _tools_loaded() -> None:

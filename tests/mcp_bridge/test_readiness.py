@@ -15,24 +15,9 @@ from sessions_app.errors import DatabaseFailed
 from tests.conftest import plan_fields
 
 
-@pytest.fixture
-def fresh(monkeypatch):
-    """A server that has not started yet (the module keeps one start-up per process)."""
-    for name, value in {
-        "_ready": threading.Event(),
-        "_apps_ready": threading.Event(),
-        "_error": [],
-        "_setup_error": [],
-        "_thread": None,
-    }.items():
-        monkeypatch.setattr(readiness, name, value)
-    yield readiness
-    if readiness._thread is not None:
-        readiness._thread.join(timeout=60)
-
-
 def test_a_server_that_never_started_waits_for_nothing(fresh):
-    assert fresh.apps_ready()
+    assert fresh.apps_ready() and fresh.ready()
+    fresh.settle(timeout=0)
     fresh.wait_apps(timeout=0)
     fresh.wait_ready(timeout=0)
 
@@ -82,6 +67,24 @@ def test_a_database_that_cannot_be_prepared_is_reported_to_every_tool_call(fresh
     for _ in range(2):
         with pytest.raises(DatabaseFailed, match="could not be prepared at start-up: disk full"):
             fresh.wait_ready(timeout=60)
+
+
+def test_settling_waits_for_the_preparation_and_leaves_its_failure_to_wait_ready(fresh):
+    release = threading.Event()
+
+    def prepare() -> None:
+        release.wait(60)
+        raise RuntimeError("disk full")
+
+    fresh.start(prepare, setup=lambda: None)
+    assert not fresh.ready()
+    fresh.settle(timeout=0.05)  # not over yet: returns when the time is up, without an error
+    assert not fresh.ready()
+    release.set()
+    fresh.settle(timeout=60)
+    assert fresh.ready()
+    with pytest.raises(DatabaseFailed, match="disk full"):
+        fresh.wait_ready(timeout=0)
 
 
 @pytest.mark.django_db(transaction=True)
