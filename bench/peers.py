@@ -21,8 +21,14 @@ take turns call by call, so a slow spell of a shared machine hits all alike.
 Task Master has no search and its next_task claims nothing (it only reads): both are
 cheaper than what 9plan does in that step, so the comparison leans their way.
 
+Each server keeps its tasks in one session (a folder of its own), so the session grows by
+one completed task a cycle. The steps are measured twice in one run: in a fresh session
+(the first cycles after the warm-up) and again from ``--grown`` completed tasks on, the
+cycles in between run but not measured. Both sizes are an agent's session partway
+through a long task; the peers read and rewrite their whole task file on every call.
+
     bench/peers.py                   the default run
-    bench/peers.py --cycles 5        fewer cycles (a smoke run)
+    bench/peers.py --cycles 5 --grown 20   fewer cycles (a smoke run)
 """
 
 from __future__ import annotations
@@ -281,8 +287,9 @@ class Shrimp(Server):
 
 
 async def _measure(
-    root: Path, cycles: int, warmup: int
-) -> dict[str, dict[str, list[float]]]:
+    root: Path, cycles: int, warmup: int, grown: int
+) -> dict[int, dict[str, dict[str, dict[str, list[float]]]]]:
+    """Samples per session size (0: fresh; ``grown``), per server, per step."""
     from contextlib import AsyncExitStack
 
     servers = [
@@ -292,13 +299,25 @@ async def _measure(
     ]
     for s in servers:
         s.root.mkdir(parents=True, exist_ok=True)
-    samples = {s.name: {step: {"wall": [], "cpu": []} for step in STEPS} for s in servers}
+    sizes = (0, grown) if grown else (0,)
+    samples = {
+        size: {s.name: {step: {"wall": [], "cpu": []} for step in STEPS} for s in servers} for size in sizes
+    }
+    # Cycle n starts with n completed tasks in the session: which size each measured one counts for.
+    measured = {warmup + i: 0 for i in range(cycles)}
+    if grown:
+        if grown < warmup + cycles:
+            raise ValueError(f"the grown session ({grown} tasks) must hold more than the first measurement's cycles")
+        measured.update({grown + i: grown for i in range(cycles)})
     text = TextMaker()
     async with AsyncExitStack() as stack:
         for s in servers:
             await s.start(stack)
-        for n in range(warmup + cycles):
+        for n in range(max(measured) + 1):
+            if n == warmup + cycles and grown:
+                progress(f"peers: growing each session to {grown} completed tasks")
             task = _task(text, n)
+            size = measured.get(n)
             for i, step in enumerate(STEPS):
                 # Each step in turn on every server, starting with a different one each time.
                 order = (
@@ -307,16 +326,17 @@ async def _measure(
                 )
                 for s in order:
                     took, cpu = await s.timed(step, task)
-                    if n >= warmup:
-                        samples[s.name][step]["wall"].append(took * 1000)
-                        samples[s.name][step]["cpu"].append(cpu * 1000)
+                    if size is not None:
+                        samples[size][s.name][step]["wall"].append(took * 1000)
+                        samples[size][s.name][step]["cpu"].append(cpu * 1000)
     return samples
 
 
-def rows(samples: dict) -> list[dict]:
+def rows(samples: dict, size: int) -> list[dict]:
     """Per step: 9plan's median time against the fastest peer's (the target), then the
     server's mean CPU per call against the peer using the least (shown)."""
     peers = [name for name in samples if name != "9plan"]
+    where = "fresh session" if not size else f"from {size} completed tasks"
     out = []
     for step in STEPS:
         for what, figure, target in (
@@ -330,9 +350,9 @@ def rows(samples: dict) -> list[dict]:
             shown = ", ".join(f"{name} {value:.2f} ms" for name, value in theirs.items())
             ratio = mine / best if best else math.nan
             out.append({
-                "bench": "peers", "figure": f"{step}: {figure} ({shown})", "value": mine, "baseline": best,
+                "bench": "peers", "figure": f"{step}, {where}: {figure} ({shown})", "value": mine, "baseline": best,
                 "unit": "ms", "ratio": ratio, "target": target, "met": ratio <= RATIO_TARGET if what == "wall" else None,
-                "step": step, "what": what, "peers": theirs,
+                "step": step, "what": what, "peers": theirs, "size": size,
             })
     return out
 
@@ -356,20 +376,30 @@ def run(data_dir: Path, params: dict) -> dict:
         }
     setup_django(data_dir / "9plan")
     progress(
-        f"peers: {params['peers_cycles']} cycles of add, pull, complete, search on 9plan and two peers"
+        f"peers: {params['peers_cycles']} cycles of add, pull, complete, search on 9plan and two peers, "
+        f"in a fresh session and in one of {params['peers_grown']} completed tasks"
     )
-    samples = asyncio.run(
-        _measure(data_dir, params["peers_cycles"], params["peers_warmup"])
+    by_size = asyncio.run(
+        _measure(data_dir, params["peers_cycles"], params["peers_warmup"], params["peers_grown"])
     )
-    return {"rows": [{k: v for k, v in r.items() if k not in ("step", "what", "peers")} for r in rows(samples)]}
+    return {
+        "rows": [
+            {k: v for k, v in r.items() if k not in ("step", "what", "peers", "size")}
+            for size, samples in by_size.items()
+            for r in rows(samples, size)
+        ]
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--cycles", type=int, default=40)
+    parser.add_argument("--cycles", type=int, default=40, help="measured cycles at each session size")
     parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument(
+        "--grown", type=int, default=200, help="completed tasks of the second measurement (0: fresh session only)"
+    )
     args = parser.parse_args()
     if not installed():
         raise SystemExit(
@@ -388,17 +418,19 @@ def main() -> None:
             check=True,
         )
         load = os.getloadavg()[0]
-        samples = asyncio.run(_measure(root, args.cycles, args.warmup))
+        by_size = asyncio.run(_measure(root, args.cycles, args.warmup, args.grown))
         print(
-            f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.cycles} cycles per server"
+            f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.cycles} cycles per server "
+            "at each session size"
         )
-        names = [n for n in samples if n != "9plan"]
-        print(f"| step | figure | 9plan | {' | '.join(names)} | 9plan / best peer |")
-        print("|---|---|---:|" + "---:|" * len(samples))
-        for r in rows(samples):
-            figure = "median time" if r["what"] == "wall" else "server CPU (mean)"
-            peers = " | ".join(f"{r['peers'][n]:.2f} ms" for n in names)
-            print(f"| {r['step']} | {figure} | {r['value']:.2f} ms | {peers} | {r['ratio']:.2f}x |")
+        for size, samples in by_size.items():
+            names = [n for n in samples if n != "9plan"]
+            print(f"| completed tasks | step | figure | 9plan | {' | '.join(names)} | 9plan / best peer |")
+            print("|---:|---|---|---:|" + "---:|" * len(samples))
+            for r in rows(samples, size):
+                figure = "median time" if r["what"] == "wall" else "server CPU (mean)"
+                peers = " | ".join(f"{r['peers'][n]:.2f} ms" for n in names)
+                print(f"| {size} | {r['step']} | {figure} | {r['value']:.2f} ms | {peers} | {r['ratio']:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -70,6 +70,7 @@ SIZES = {
     "teams_plans": (3_000, 100),
     "peers_cycles": (30, 3),
     "peers_warmup": (3, 1),
+    "peers_grown": (200, 4),
     "pages_sizes": ([[100, 10_000], [1_000, 100_000]], [[5, 100], [10, 200]]),
     "pages_repeats": (5, 1),
     "export_sizes": ([10_000, 100_000], [100, 1_000]),
