@@ -178,8 +178,10 @@ def test_reads_grouped_on_sqlite_see_one_snapshot_while_another_writer_commits(s
     make_plan(session)
 
     def add_elsewhere():
+        # A thread of its own does not inherit the test's caller (access.acting_as).
         try:
-            make_plan(session, goal="Added meanwhile")
+            with access.acting_as(access.LOCAL):
+                make_plan(session, goal="Added meanwhile")
         finally:
             connection.close()
 
