@@ -10,6 +10,7 @@ from django.db import connection
 from django.utils import timezone
 
 from sessions_app import queries, search, services
+from sessions_app.errors import SessionNotFound
 from sessions_app.models import Plan
 from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS
 from tests.conftest import plan_fields
@@ -407,8 +408,8 @@ def test_a_small_session_is_searched_in_an_index_of_its_own(session, corpus, com
         hits = queries.history_search("sqlite", session_name=session.name)
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
     sqls = [q["sql"] for q in captured.captured_queries]
-    # The shared index is never read: its cost grows with every other session's plans.
-    assert not [sql for sql in sqls if FTS_TABLE in sql]
+    # The shared index is never searched: its cost grows with every other session's plans.
+    assert not [sql for sql in sqls if f"{FTS_TABLE} MATCH" in sql]
     assert search.SCOPE_TABLE in sqls[-1]
 
     # Past SMALL_SESSION completed plans, the shared index is searched, with the same hits.
@@ -426,6 +427,40 @@ def in_the_shared_index(query: str, session) -> list:
     assert FTS_TABLE in captured.captured_queries[-1]["sql"]
     assert not [q for q in captured.captured_queries if search.SCOPE_TABLE in q["sql"]]
     return hits
+
+
+@pytest.mark.django_db
+@sqlite_only
+def test_a_large_session_matches_on_its_key_only_while_it_holds_a_small_share_of_the_index(
+    session, corpus, complete_plan, monkeypatch
+):
+    from django.test.utils import CaptureQueriesContext
+
+    monkeypatch.setattr(search, "SMALL_SESSION", 1)  # every session searched in the shared index
+
+    def match_text(target) -> str:
+        with CaptureQueriesContext(connection) as captured:
+            hits = queries.history_search("sqlite", session_name=target.name)
+        matches = [q["sql"] for q in captured.captured_queries if f"{FTS_TABLE} MATCH" in q["sql"]]
+        assert len(matches) == 1 and "CASE" not in matches[0]  # the way was decided before the search
+        return matches[0], {h.plan.id for h in hits}
+
+    # The session holds the whole index: its rows are kept by name, not through its key.
+    sql, hits = match_text(session)
+    assert "session_key" not in sql and hits == {corpus["dense"], corpus["sparse"]}
+
+    # Beside a session holding most of the index, it matches on its key, with the same hits.
+    other = services.session_create()
+    for i in range(4 * len(corpus)):
+        complete_plan(other, goal=f"Elsewhere {i}", outcome="sqlite elsewhere")
+    sql, hits = match_text(session)
+    assert "session_key" in sql and hits == {corpus["dense"], corpus["sparse"]}
+    sql, theirs = match_text(other)
+    assert "session_key" not in sql and len(theirs) == 5 and not theirs & hits
+
+    # A session that does not exist is searched by name, and finds nothing.
+    with pytest.raises(SessionNotFound):
+        queries.history_search("sqlite", session_name="no-such-session")
 
 
 @on_both_sqlite_paths
