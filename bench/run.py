@@ -58,7 +58,7 @@ SIZES = {
     "roundtrip_warmup": (3, 1),
     "http_cycles": (150, 3),
     "search_plans": (100_000, 2_000),
-    "search_repeats": (10, 2),
+    "search_repeats": (20, 2),
     "throughput_processes": (4, 4),
     "throughput_seconds": (5, 1),
     "throughput_rounds": (3, 1),
