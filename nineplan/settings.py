@@ -188,6 +188,10 @@ TEMPLATES = [
 WSGI_APPLICATION = "nineplan.wsgi.application"
 ASGI_APPLICATION = "nineplan.asgi.application"
 
+# On PostgreSQL with the connection pool: executions of one statement on a connection after
+# which it is prepared (psycopg's own default).
+PREPARE_AFTER = 5
+
 
 def _databases() -> dict:
     url = os.environ.get("DATABASE_URL", "").strip()
@@ -215,6 +219,13 @@ def _databases() -> dict:
         db["CONN_HEALTH_CHECKS"] = True
         if pool_size:
             db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 30}
+            # Statements are prepared on the pooled connections (sent with their parameters
+            # apart, prepared once a connection has run one PREPARE_AFTER times): PostgreSQL
+            # then plans each once per connection instead of at every call, which had become
+            # more of its work than running them (docs/design.md, "PostgreSQL"). Without the
+            # pool (PgBouncer in front) every request has a new connection and nothing is
+            # prepared, as a pooler in transaction mode needs.
+            db["OPTIONS"].update(server_side_binding=True, prepare_threshold=PREPARE_AFTER)
         # The suite creates (and drops) this database; the role needs CREATEDB.
         db["TEST"] = {"NAME": f"test_{db['NAME']}"}
         return {"default": db}

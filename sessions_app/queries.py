@@ -79,8 +79,9 @@ def plan_path(plan: Plan) -> str:
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
     fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
-    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s ORDER BY t.sort_key"
-    params: list = [session.name, Plan.Status.QUEUED]
+    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_QUEUED} "
+    sql += "ORDER BY t.sort_key"
+    params: list = [session.name]
     if limit:
         sql += " LIMIT %s"
         params.append(limit)
@@ -94,9 +95,9 @@ def claimed_plans(session: Session) -> list[Plan]:
     return statements.load(
         Plan,
         fields,
-        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s "
+        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_ACTIVE} "
         "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
-        [session.name, Plan.Status.ACTIVE, DEFAULT_WORKER],
+        [session.name, DEFAULT_WORKER],
     )
 
 
@@ -206,12 +207,12 @@ def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
         _BLOCKED_FIELDS,
         f"""SELECT {_columns(_BLOCKED_FIELDS)}, q.id, q.status, q.worker, q.lease_expires_at
         FROM (SELECT {', '.join(f.column for f in _BLOCKED_FIELDS)} FROM {_PLANS}
-              WHERE {_SESSION} = %s AND status = %s ORDER BY sort_key LIMIT %s) t
+              WHERE {_SESSION} = %s AND status = {statements.SQL_QUEUED} ORDER BY sort_key LIMIT %s) t
         LEFT JOIN {_DEPS} d ON d.plan_id = t.id
-        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> %s
-        WHERE t.waiting_for_person = %s OR q.id IS NOT NULL
+        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> {statements.SQL_COMPLETED}
+        WHERE t.waiting_for_person OR q.id IS NOT NULL
         ORDER BY t.sort_key, q.created_at, q.id""",
-        [session_name, Plan.Status.QUEUED, BLOCKED_SCAN, Plan.Status.COMPLETED, True],
+        [session_name, BLOCKED_SCAN],
         extra=4,
     )
     found: dict[str, tuple[Plan, list[Waited]]] = {}
@@ -293,8 +294,8 @@ def dependency_outcomes(plan_id: str) -> list[Plan]:
         Plan,
         _OUTCOME_FIELDS,
         f"SELECT p.id, p.goal, p.outcome FROM {_PLANS} p JOIN {_DEPS} d ON d.depends_on_id = p.id "
-        "WHERE d.plan_id = %s AND p.status = %s ORDER BY p.id",
-        [plan_id, Plan.Status.COMPLETED],
+        f"WHERE d.plan_id = %s AND p.status = {statements.SQL_COMPLETED} ORDER BY p.id",
+        [plan_id],
     )
 
 
@@ -347,6 +348,7 @@ class QueueStatus:
 
 
 UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
+_UNFINISHED = ", ".join(statements.fixed(status) for status in UNFINISHED)
 
 
 def queue_status(name: str) -> QueueStatus:
@@ -356,13 +358,13 @@ def queue_status(name: str) -> QueueStatus:
     with connection.cursor() as cur:
         cur.execute(
             f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
-                (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN (%s, %s, %s))
+                (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
             FROM {_SESSIONS} AS s LEFT JOIN (
-                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = %s AND {statements.READY}
-                ORDER BY t.sort_key LIMIT 1
+                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_QUEUED}
+                AND {statements.READY} ORDER BY t.sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",
-            [name, *UNFINISHED, name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED, name],
+            [name, name, name],
         )
         row = cur.fetchone()
     if row is None:

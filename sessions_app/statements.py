@@ -15,6 +15,7 @@ from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
+from django.db.models import Choices
 from django.db.models.base import ModelState
 
 from sessions_app import event_feed, webhook_types
@@ -120,6 +121,21 @@ def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> lis
     return found
 
 
+def fixed(value: Choices) -> str:
+    """A value the code fixes (a plan's status), written into a statement as a literal
+    rather than sent as a parameter. PostgreSQL plans a prepared statement once for all its
+    calls only when that plan suits every call; given the status as a parameter, it could
+    not tell how many rows the one plan would meet, and planned the statement anew at every
+    call (docs/design.md, "PostgreSQL"). Only a choice of the code's own is accepted: no
+    caller's text is ever written into a statement."""
+    if not isinstance(value, Choices) or not value.value.replace("_", "").isalpha():
+        raise TypeError(f"not a fixed choice: {value!r}")
+    return f"'{value.value}'"
+
+
+SQL_ACTIVE, SQL_QUEUED, SQL_COMPLETED = (fixed(s) for s in (Plan.Status.ACTIVE, Plan.Status.QUEUED, Plan.Status.COMPLETED))
+
+
 ALL_PLAN_FIELDS = tuple(Plan._meta.concrete_fields)
 
 
@@ -171,12 +187,10 @@ def session_for_pull(name: str, now: datetime) -> tuple[Session, bool] | None:
     snapshot the statement began with, before it waited for the lock: a claim that runs out
     meanwhile is reclaimed by the next pull."""
     also = (
-        f", EXISTS (SELECT 1 FROM {PLANS} p WHERE p.session_name = s.name AND p.status = %s "
+        f", EXISTS (SELECT 1 FROM {PLANS} p WHERE p.session_name = s.name AND p.status = {SQL_ACTIVE} "
         "AND p.lease_expires_at < %s)"
     )
-    rows = load(
-        Session, _LOCKED_SESSION_FIELDS, _session_row(True, also), [Plan.Status.ACTIVE, when(now), name], extra=1
-    )
+    rows = load(Session, _LOCKED_SESSION_FIELDS, _session_row(True, also), [when(now), name], extra=1)
     if not rows:
         return None
     session, expiring = rows[0]
@@ -218,8 +232,8 @@ def claimed_plan(
         _PLAN_FIELDS,
         f"SELECT {_PLAN_COLUMNS}, s.lease_seconds, s.project_name, {value} FROM {PLANS} t JOIN {SESSIONS} s "
         "ON s.name = t.session_name "
-        f"WHERE t.session_name = %s AND t.status = %s AND t.claimant = %s AND t.worker = %s{_for_update()}",
-        [*value_params, session_name, Plan.Status.ACTIVE, claimant, worker],
+        f"WHERE t.session_name = %s AND t.status = {SQL_ACTIVE} AND t.claimant = %s AND t.worker = %s{_for_update()}",
+        [*value_params, session_name, claimant, worker],
         extra=3,
     )
     return _first(rows)
@@ -240,8 +254,9 @@ def claimed_file_stem(session_name: str, claimant: str, worker: str) -> str | No
 def _claimed(session_name: str, claimant: str, worker: str) -> tuple[str, int] | None:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT id, reclaims FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s",
-            [session_name, Plan.Status.ACTIVE, claimant, worker],
+            f"SELECT id, reclaims FROM {PLANS} WHERE session_name = %s AND status = {SQL_ACTIVE} AND claimant = %s "
+            "AND worker = %s",
+            [session_name, claimant, worker],
         )
         return cur.fetchone()
 
@@ -249,7 +264,7 @@ def _claimed(session_name: str, claimant: str, worker: str) -> tuple[str, int] |
 def claim_holder(plan_id: str) -> str | None:
     """The worker holding the plan (its name), if it is active."""
     with connection.cursor() as cur:
-        cur.execute(f"SELECT worker FROM {PLANS} WHERE id = %s AND status = %s", [plan_id, Plan.Status.ACTIVE])
+        cur.execute(f"SELECT worker FROM {PLANS} WHERE id = %s AND status = {SQL_ACTIVE}", [plan_id])
         row = cur.fetchone()
     return None if row is None else row[0]
 
@@ -273,14 +288,12 @@ def dependent_for_write(session_name: str, plan_id: str) -> Plan | None:
     return _first(_plans(f"t.session_name = %s AND t.id = %s{_for_update()}", [session_name, plan_id]))
 
 
-# A queued plan is ready when it waits for no person and every plan it depends on is
-# completed. Walks the queue in order along the (session, status, sort_key) index, so
-# the first ready plan is found after the blocked ones ahead of it only.
-# A queued plan is ready when no person must act first and every plan it depends on is
-# completed (parameters: False, Plan.Status.COMPLETED).
+# A queued plan (the table aliased t) is ready when no person must act first and every
+# plan it depends on is completed. Walks the queue in order along the (session, status,
+# sort_key) index, so the first ready plan is found after the blocked ones ahead of it only.
 READY = (
-    f"t.waiting_for_person = %s AND NOT EXISTS (SELECT 1 FROM {DEPENDENCIES} d JOIN {PLANS} q "
-    f"ON q.id = d.depends_on_id WHERE d.plan_id = t.id AND q.status <> %s)"
+    f"NOT t.waiting_for_person AND NOT EXISTS (SELECT 1 FROM {DEPENDENCIES} d JOIN {PLANS} q "
+    f"ON q.id = d.depends_on_id WHERE d.plan_id = t.id AND q.status <> {SQL_COMPLETED})"
 )
 
 
@@ -289,17 +302,17 @@ def expired_claims(session_name: str, now: datetime) -> list[Plan]:
     (on PostgreSQL, a plan whose holder is writing right now is passed over: that write
     renews it)."""
     return _plans(
-        "t.session_name = %s AND t.status = %s AND t.lease_expires_at < %s "
+        f"t.session_name = %s AND t.status = {SQL_ACTIVE} AND t.lease_expires_at < %s "
         f"ORDER BY t.lease_expires_at, t.id{_for_update(skip_locked=True)}",
-        [session_name, Plan.Status.ACTIVE, when(now)],
+        [session_name, when(now)],
     )
 
 
 def sessions_with_expired_claims(now: datetime) -> list[str]:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT DISTINCT session_name FROM {PLANS} WHERE status = %s AND lease_expires_at < %s",
-            [Plan.Status.ACTIVE, when(now)],
+            f"SELECT DISTINCT session_name FROM {PLANS} WHERE status = {SQL_ACTIVE} AND lease_expires_at < %s",
+            [when(now)],
         )
         return [row[0] for row in cur.fetchall()]
 
@@ -342,13 +355,13 @@ def record_lost_claim(session_name: str, claimant: str, worker: str, plan_id: st
 # What a pull reads of its worker: the plan it holds (or NULL), and whether it lost a claim
 # it has not been told of.
 _WORKER_BEFORE_CLAIM = (
-    f"(SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s AND claimant = %s AND worker = %s), "
+    f"(SELECT id FROM {PLANS} WHERE session_name = %s AND status = {SQL_ACTIVE} AND claimant = %s AND worker = %s), "
     f"EXISTS (SELECT 1 FROM {LOST} WHERE session_name = %s AND claimant = %s AND worker = %s)"
 )
 
 
 def _worker_before_claim_params(session_name: str, claimant: str, worker: str) -> list:
-    return [session_name, Plan.Status.ACTIVE, claimant, worker, session_name, claimant, worker]
+    return [session_name, claimant, worker, session_name, claimant, worker]
 
 
 def worker_before_claim(session_name: str, claimant: str, worker: str) -> tuple[str | None, bool]:
@@ -370,12 +383,9 @@ def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan 
         Plan,
         _PLAN_FIELDS,
         f"SELECT {_PLAN_COLUMNS}, {_WORKER_BEFORE_CLAIM} FROM {PLANS} t "
-        f"WHERE t.session_name = %s AND t.status = %s AND {READY} "
+        f"WHERE t.session_name = %s AND t.status = {SQL_QUEUED} AND {READY} "
         f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
-        [
-            *_worker_before_claim_params(session_name, claimant, worker),
-            session_name, Plan.Status.QUEUED, False, Plan.Status.COMPLETED,
-        ],
+        [*_worker_before_claim_params(session_name, claimant, worker), session_name],
         extra=2,
     )
     if not rows:
@@ -403,14 +413,14 @@ def insert_dependencies(pairs: list[tuple[str, str]]) -> None:
 def plan_in(session_name: str, status: str, *, first_in_queue: bool = False) -> Plan | None:
     """A plan of the session in ``status`` (the front one, for the queue)."""
     order = " ORDER BY t.sort_key LIMIT 1" if first_in_queue else " LIMIT 1"
-    return _first(_plans(f"t.session_name = %s AND t.status = %s{order}", [session_name, status]))
+    return _first(_plans(f"t.session_name = %s AND t.status = {fixed(status)}{order}", [session_name]))
 
 
 def active_plan_id(session_name: str) -> str | None:
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = %s LIMIT 1",
-            [session_name, Plan.Status.ACTIVE],
+            f"SELECT id FROM {PLANS} WHERE session_name = %s AND status = {SQL_ACTIVE} LIMIT 1",
+            [session_name],
         )
         row = cur.fetchone()
     return None if row is None else row[0]
@@ -421,9 +431,9 @@ def end_of_queue(session_name: str, *, front: bool) -> int | None:
     direction = "ASC" if front else "DESC"
     with connection.cursor() as cur:
         cur.execute(
-            f"SELECT sort_key FROM {PLANS} WHERE session_name = %s AND status = %s "
+            f"SELECT sort_key FROM {PLANS} WHERE session_name = %s AND status = {SQL_QUEUED} "
             f"ORDER BY sort_key {direction} LIMIT 1",
-            [session_name, Plan.Status.QUEUED],
+            [session_name],
         )
         row = cur.fetchone()
     return None if row is None else row[0]
@@ -452,8 +462,7 @@ def update_plan(plan: Plan, names: tuple[str, ...], *, only_if_status: str | Non
     sql = f"UPDATE {PLANS} SET {sets} WHERE id = %s"
     values.append(plan.id)
     if only_if_status is not None:
-        sql += " AND status = %s"
-        values.append(only_if_status)
+        sql += f" AND status = {fixed(only_if_status)}"
     with connection.cursor() as cur:
         cur.execute(sql, values)
         return cur.rowcount
@@ -481,8 +490,9 @@ _INSERT_DELIVERIES = (
 # A queue empties when the event's plan (not yet changed: the event is written first) was
 # queued or active and no other plan of the session is.
 _IF_LAST_OPEN = (
-    f" AND EXISTS (SELECT 1 FROM {PLANS} WHERE id = %s AND status IN (%s, %s))"
-    f" AND NOT EXISTS (SELECT 1 FROM {PLANS} WHERE session_name = %s AND status IN (%s, %s) AND id <> %s)"
+    f" AND EXISTS (SELECT 1 FROM {PLANS} WHERE id = %s AND status IN ({SQL_QUEUED}, {SQL_ACTIVE}))"
+    f" AND NOT EXISTS (SELECT 1 FROM {PLANS} WHERE session_name = %s AND status IN ({SQL_QUEUED}, {SQL_ACTIVE})"
+    " AND id <> %s)"
 )
 
 
@@ -500,8 +510,7 @@ def _subscribed_params(session_name: str) -> list:
 
 
 def _last_open_params(session_name: str, plan_id: str) -> list:
-    open_ = [Plan.Status.QUEUED, Plan.Status.ACTIVE]
-    return [plan_id, *open_, session_name, *open_, plan_id]
+    return [plan_id, session_name, plan_id]
 
 
 # On PostgreSQL the feed's shared lock, the event and its outbox messages are one statement:

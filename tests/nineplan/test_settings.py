@@ -4,6 +4,7 @@ username and address (django-axes), and a production configuration that `manage.
 
 from __future__ import annotations
 
+import ast
 import io
 import os
 import subprocess
@@ -186,3 +187,24 @@ def test_check_deploy_warns_without_them(tmp_path):
     # The check itself works and would catch a missing setting: HSTS and the redirect.
     assert "security.W004" in result.stderr + result.stdout
     assert "security.W008" in result.stderr + result.stdout
+
+
+def _database_options(tmp_path, **env: str) -> dict:
+    env = server_environment(tmp_path / "data", DATABASE_URL="postgres://someone:secret@127.0.0.1:25999/nineplan", **env)
+    code = "from django.conf import settings as s; print(repr(s.DATABASES['default'].get('OPTIONS', {})))"
+    done = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    return ast.literal_eval(done.stdout.strip().splitlines()[-1])
+
+
+def test_on_postgresql_the_pooled_connections_prepare_their_statements(tmp_path):
+    options = _database_options(tmp_path)
+    assert options["pool"]["max_size"] == 10
+    assert options["server_side_binding"] is True and options["prepare_threshold"] == 5
+
+
+def test_without_the_pool_nothing_is_prepared_as_a_pooler_in_front_needs(tmp_path):
+    options = _database_options(tmp_path, NINEPLAN_DB_POOL_SIZE="0")
+    assert "pool" not in options and "server_side_binding" not in options and "prepare_threshold" not in options
