@@ -126,8 +126,8 @@ def fixed(value: Choices) -> str:
     rather than sent as a parameter. PostgreSQL plans a prepared statement once for all its
     calls only when that plan suits every call; given the status as a parameter, it could
     not tell how many rows the one plan would meet, and planned the statement anew at every
-    call (docs/design.md, "PostgreSQL"). Only a choice of the code's own is accepted: no
-    caller's text is ever written into a statement."""
+    call (docs/design.md, "Transactions and writer turns": prepared statements). Only a
+    choice of the code's own is accepted: no caller's text is ever written into a statement."""
     if not isinstance(value, Choices) or not value.value.replace("_", "").isalpha():
         raise TypeError(f"not a fixed choice: {value!r}")
     return f"'{value.value}'"
