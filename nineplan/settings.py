@@ -222,9 +222,10 @@ def _databases() -> dict:
             # Statements are prepared on the pooled connections (sent with their parameters
             # apart, prepared once a connection has run one PREPARE_AFTER times): PostgreSQL
             # then plans each once per connection instead of at every call, which had become
-            # more of its work than running them (docs/design.md, "Transactions and writer
-            # turns"). Without the pool (PgBouncer in front) every request has a new
-            # connection and nothing is prepared, as a pooler in transaction mode needs.
+            # more of its work than running them
+            # (docs/design.md, "Transactions and writer turns"). Without the pool (PgBouncer
+            # in front) every request has a new connection and nothing is prepared, as a
+            # pooler in transaction mode needs.
             db["OPTIONS"].update(server_side_binding=True, prepare_threshold=PREPARE_AFTER)
         # The suite creates (and drops) this database; the role needs CREATEDB.
         db["TEST"] = {"NAME": f"test_{db['NAME']}"}
