@@ -505,18 +505,20 @@ def _postgres_search(
             params.append([plan.id for plan, _ in found])
         params += [PG_RANK_CANDIDATES, limit - len(found)]
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
-        # a word in a short plan counts for more than in a long one.
-        rows = statements.hits_with_score(
-            f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
-                matches AS (
-                    SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
-                    FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
-                best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
-            SELECT {statements.HIT_COLUMNS}, best.score
-            FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
-            ORDER BY best.score DESC, p.completed_at DESC, p.id""",
-            params,
-        )
+        # a word in a short plan counts for more than in a long one. Planned for each
+        # search: the best plan depends on how many plans the session holds.
+        with statements.planned_for_each_call():
+            rows = statements.hits_with_score(
+                f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
+                    matches AS (
+                        SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
+                        FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
+                    best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
+                SELECT {statements.HIT_COLUMNS}, best.score
+                FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
+                ORDER BY best.score DESC, p.completed_at DESC, p.id""",
+                params,
+            )
         found += [(plan, _relevance(score, joiner == "&")) for plan, score in rows]
         if len(found) >= limit:
             break

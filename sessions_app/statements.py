@@ -11,6 +11,8 @@ code that uses them reads the same.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
@@ -131,6 +133,27 @@ def fixed(value: Choices) -> str:
     if not isinstance(value, Choices) or not value.value.replace("_", "").isalpha():
         raise TypeError(f"not a fixed choice: {value!r}")
     return f"'{value.value}'"
+
+
+@contextmanager
+def planned_for_each_call() -> Iterator[None]:
+    """On PostgreSQL, the statements inside are not prepared: each is planned for its own
+    parameters. For a statement whose best plan depends on them, as a search's does on how
+    many plans its session holds (the session's own rows for a small one, the word index
+    for a large one): one plan for every session, made after a run of large ones, took a
+    small session's search from half a millisecond to a hundred (docs/design.md,
+    "Transactions and writer turns": prepared statements)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    connection.ensure_connection()
+    driver = connection.connection
+    was = driver.prepare_threshold
+    driver.prepare_threshold = None
+    try:
+        yield
+    finally:
+        driver.prepare_threshold = was
 
 
 SQL_ACTIVE, SQL_QUEUED, SQL_COMPLETED = (fixed(s) for s in (Plan.Status.ACTIVE, Plan.Status.QUEUED, Plan.Status.COMPLETED))

@@ -6,6 +6,7 @@ from __future__ import annotations
 import sqlite3
 
 import pytest
+from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
@@ -815,6 +816,30 @@ def test_the_search_uses_the_index(session, basics):
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert search.PG_INDEX in plan, plan
     assert found("pgbouncer", session, max_results=10) == [basics["pooling"]]
+
+
+@pytest.mark.django_db
+@on_postgres
+def test_a_small_sessions_search_beside_a_large_one_is_planned_for_its_session(session, basics):
+    # A large session searched again and again, as agents do: a statement prepared from its
+    # searches would keep one plan for every session, the word index's, which reads all of
+    # the large session's matches to keep the small session's few.
+    now = timezone.now()
+    large = services.session_create(task_description="Large")
+    Plan.objects.bulk_create(
+        Plan(id=f"g{i:04d}", session=large, status="completed", completed_at=now, goal=f"pgbouncer {i}", outcome="x")
+        for i in range(3000)
+    )
+    with connection.cursor() as cur:
+        cur.execute("ANALYZE sessions_app_plan")
+    for _ in range(12):
+        assert len(found("pgbouncer", large, max_results=5)) == 5
+    assert found("pgbouncer", session, max_results=10) == [basics["pooling"]]
+    with connection.cursor() as cur:
+        cur.execute("SELECT statement FROM pg_prepared_statements WHERE statement LIKE %s", ["%ts_rank%"])
+        assert cur.fetchall() == []
+    # The connection still prepares every other statement it runs often.
+    assert connection.connection.prepare_threshold == settings.PREPARE_AFTER
 
 
 @pytest.mark.django_db
