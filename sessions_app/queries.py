@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import access, inputs, interventions, plan_counts, planfiles, search, statements, transactions
+from sessions_app import access, inputs, interventions, plan_counts, planfiles, prepared, search, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
@@ -79,7 +79,7 @@ def plan_path(plan: Plan) -> str:
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
     fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
-    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_QUEUED} "
+    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED} "
     sql += "ORDER BY t.sort_key"
     params: list = [session.name]
     if limit:
@@ -95,7 +95,7 @@ def claimed_plans(session: Session) -> list[Plan]:
     return statements.load(
         Plan,
         fields,
-        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_ACTIVE} "
+        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_ACTIVE} "
         "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
         [session.name, DEFAULT_WORKER],
     )
@@ -207,9 +207,9 @@ def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
         _BLOCKED_FIELDS,
         f"""SELECT {_columns(_BLOCKED_FIELDS)}, q.id, q.status, q.worker, q.lease_expires_at
         FROM (SELECT {', '.join(f.column for f in _BLOCKED_FIELDS)} FROM {_PLANS}
-              WHERE {_SESSION} = %s AND status = {statements.SQL_QUEUED} ORDER BY sort_key LIMIT %s) t
+              WHERE {_SESSION} = %s AND status = {prepared.SQL_QUEUED} ORDER BY sort_key LIMIT %s) t
         LEFT JOIN {_DEPS} d ON d.plan_id = t.id
-        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> {statements.SQL_COMPLETED}
+        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> {prepared.SQL_COMPLETED}
         WHERE t.waiting_for_person OR q.id IS NOT NULL
         ORDER BY t.sort_key, q.created_at, q.id""",
         [session_name, BLOCKED_SCAN],
@@ -294,7 +294,7 @@ def dependency_outcomes(plan_id: str) -> list[Plan]:
         Plan,
         _OUTCOME_FIELDS,
         f"SELECT p.id, p.goal, p.outcome FROM {_PLANS} p JOIN {_DEPS} d ON d.depends_on_id = p.id "
-        f"WHERE d.plan_id = %s AND p.status = {statements.SQL_COMPLETED} ORDER BY p.id",
+        f"WHERE d.plan_id = %s AND p.status = {prepared.SQL_COMPLETED} ORDER BY p.id",
         [plan_id],
     )
 
@@ -348,7 +348,7 @@ class QueueStatus:
 
 
 UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
-_UNFINISHED = ", ".join(statements.fixed(status) for status in UNFINISHED)
+_UNFINISHED = ", ".join(prepared.fixed(status) for status in UNFINISHED)
 
 
 def queue_status(name: str) -> QueueStatus:
@@ -360,7 +360,7 @@ def queue_status(name: str) -> QueueStatus:
             f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
                 (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
             FROM {_SESSIONS} AS s LEFT JOIN (
-                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {statements.SQL_QUEUED}
+                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED}
                 AND {statements.READY} ORDER BY t.sort_key LIMIT 1
             ) AS front ON 1 = 1
             WHERE s.name = %s""",

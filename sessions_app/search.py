@@ -486,7 +486,7 @@ def _ts_query(words: list[str], joiner: str) -> str:
 def _postgres_search(
     words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
 ) -> list[tuple]:
-    from sessions_app import statements
+    from sessions_app import prepared, statements
 
     found: list[tuple] = []
     joiners = ["&", "|"] if len(words) > 1 else ["&"]
@@ -507,7 +507,7 @@ def _postgres_search(
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
         # a word in a short plan counts for more than in a long one. Planned for each
         # search: the best plan depends on how many plans the session holds.
-        with statements.planned_for_each_call():
+        with prepared.planned_for_each_call():
             rows = statements.hits_with_score(
                 f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
                     matches AS (

@@ -11,16 +11,14 @@ code that uses them reads the same.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connection, connections
-from django.db.models import Choices
 from django.db.models.base import ModelState
 
 from sessions_app import event_feed, webhook_types
+from sessions_app.prepared import SQL_ACTIVE, SQL_COMPLETED, SQL_QUEUED, fixed
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
 PLANS = Plan._meta.db_table
@@ -121,42 +119,6 @@ def load(model, fields: tuple, sql: str, params: list, *, extra: int = 0) -> lis
         obj._state.db = alias
         found.append((obj, *row[width:]) if extra else obj)
     return found
-
-
-def fixed(value: Choices) -> str:
-    """A value the code fixes (a plan's status), written into a statement as a literal
-    rather than sent as a parameter. PostgreSQL plans a prepared statement once for all its
-    calls only when that plan suits every call; given the status as a parameter, it could
-    not tell how many rows the one plan would meet, and planned the statement anew at every
-    call (docs/design.md, "Transactions and writer turns": prepared statements). Only a
-    choice of the code's own is accepted: no caller's text is ever written into a statement."""
-    if not isinstance(value, Choices) or not value.value.replace("_", "").isalpha():
-        raise TypeError(f"not a fixed choice: {value!r}")
-    return f"'{value.value}'"
-
-
-@contextmanager
-def planned_for_each_call() -> Iterator[None]:
-    """On PostgreSQL, the statements inside are not prepared: each is planned for its own
-    parameters. For a statement whose best plan depends on them, as a search's does on how
-    many plans its session holds (the session's own rows for a small one, the word index
-    for a large one): one plan for every session, made after a run of large ones, took a
-    small session's search from half a millisecond to a hundred (docs/design.md,
-    "Transactions and writer turns": prepared statements)."""
-    if connection.vendor != "postgresql":
-        yield
-        return
-    connection.ensure_connection()
-    driver = connection.connection
-    was = driver.prepare_threshold
-    driver.prepare_threshold = None
-    try:
-        yield
-    finally:
-        driver.prepare_threshold = was
-
-
-SQL_ACTIVE, SQL_QUEUED, SQL_COMPLETED = (fixed(s) for s in (Plan.Status.ACTIVE, Plan.Status.QUEUED, Plan.Status.COMPLETED))
 
 
 ALL_PLAN_FIELDS = tuple(Plan._meta.concrete_fields)

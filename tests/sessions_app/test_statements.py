@@ -147,39 +147,3 @@ def test_no_init_signal_listens_to_the_models_store_builds():
         assert not signals.pre_init.has_listeners(model)
         assert not signals.post_init.has_listeners(model)
 
-
-def test_only_a_choice_of_the_code_is_written_into_a_statement():
-    assert statements.fixed(Plan.Status.IN_REVIEW) == "'in_review'"
-    for value in ["queued", "x' OR '1'='1", Plan.Status.QUEUED.value, None]:
-        with pytest.raises(TypeError):
-            statements.fixed(value)
-
-
-@pytest.mark.postgres
-@pytest.mark.django_db(transaction=True)
-def test_on_postgresql_a_pull_and_its_answer_are_planned_once_per_connection(session):
-    from django.db import connection
-
-    # Statistics that show few plans queued or active among many completed ones, as in any
-    # database that has been used for a while.
-    done = services.session_create(task_description="History")
-    Plan.objects.bulk_create(
-        Plan(id=f"h{i:04d}", session=done, status=Plan.Status.COMPLETED, completed_at=clock.now(), **plan_fields())
-        for i in range(2000)
-    )
-    with connection.cursor() as cur:
-        cur.execute(f"ANALYZE {statements.PLANS}")
-    queued(session, *[f"Plan {i}" for i in range(14)])
-    for _ in range(12):  # past the prepare threshold and PostgreSQL's five custom plans
-        services.plan_pull(session_name=session.name)
-        services.plan_complete(session_name=session.name, outcome="done")
-    with connection.cursor() as cur:
-        cur.execute("SELECT statement, generic_plans, custom_plans FROM pg_prepared_statements")
-        prepared = cur.fetchall()
-    # The statements whose plan depends on the status they filter on: given the status as a
-    # parameter, each was planned anew at every call (custom plans only).
-    for marker in ["AND t.status = 'queued' AND NOT t.waiting_for_person", "p.status = 'active' AND p.lease_expires_at"]:
-        found = [(generic, custom) for sql, generic, custom in prepared if marker in sql]
-        assert found, (marker, [sql[:120] for sql, _, _ in prepared])
-        generic, custom = found[0]
-        assert generic > 0 and custom <= 5, (marker, generic, custom)
