@@ -50,11 +50,10 @@ class NineplanServer(MCPServer):
     tools_inline = False
 
     async def run_stdio_async(self) -> None:
-        """The SDK's stdio loop over mcp_bridge/stdio.py's ends, which save three thread
-        hand-overs per call; over the SDK's own ends where the event loop cannot wait on
-        stdin or stdout (a regular file). Either way the tools run inline (call_tool)."""
-        from mcp.server.stdio import stdio_server
-
+        """The SDK's server loop over mcp_bridge/stdio.py's message streams, which read and
+        write the pipes on the event loop itself; over the SDK's own stdio transport where
+        the loop cannot wait on stdin or stdout (a regular file). Either way the tools run
+        inline (call_tool)."""
         from mcp_bridge import stdio
 
         self.tools_inline = True
@@ -66,7 +65,7 @@ class NineplanServer(MCPServer):
         # go of the interpreter lock, which doubled a call's time on a busy machine.
         sys.setswitchinterval(SWITCH_INTERVAL)
         lowlevel = self._lowlevel_server
-        async with stdio.streams() as (stdin, stdout), stdio_server(stdin=stdin, stdout=stdout) as (read, write):
+        async with stdio.streams() as (read, write):
             await lowlevel.run(read, write, lowlevel.create_initialization_options())
 
     async def list_tools(self):

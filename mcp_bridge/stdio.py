@@ -8,6 +8,11 @@ returns at once, so the descriptor's mode is left alone), and writes each answer
 straight to the pipe, without blocking: when the client has stopped reading, the writer
 waits on the loop while requests are still read and calls still run.
 
+The server loop is handed these ends as its message streams (``streams``): a line is
+parsed when the loop asks for the next message, and an answer is written when the loop
+sends it. The SDK's transport puts a task and a memory stream between each pipe and the
+loop, two more hand-overs per call, each a turn of the event loop.
+
 As in the SDK, the process's own descriptors 0 and 1 point elsewhere while serving (the
 null device, stderr), so that nothing a library prints can reach the protocol's stream;
 the transport keeps private duplicates of them, and puts them back on exit.
@@ -21,6 +26,10 @@ import os
 import select
 import sys
 from contextlib import asynccontextmanager
+
+import anyio
+import mcp_types
+from mcp.shared.message import SessionMessage
 
 
 def usable() -> bool:
@@ -103,8 +112,8 @@ class LineWriter:
 
     The descriptor does not block: when the client stops reading and the pipe fills, the
     write waits for the loop to report it writable, so the loop goes on reading requests
-    and the calls already running finish and commit meanwhile. Only one task writes (the
-    SDK's stdout writer), so answers never interleave."""
+    and the calls already running finish and commit meanwhile. One write at a time:
+    asyncio keeps one writable callback per descriptor (MessageWriter takes turns)."""
 
     def __init__(self, fd: int):
         self.fd = fd
@@ -126,9 +135,76 @@ class LineWriter:
         return None
 
 
+class MessageReader:
+    """The server's read stream: each line of stdin parsed into a JSON-RPC message as the
+    server asks for it (a line that is not one is handed on as its parse error, which the
+    SDK answers), with no task or memory stream between the pipe and the server."""
+
+    def __init__(self, lines: LineReader):
+        self.lines = lines
+        self.closed = False
+
+    async def receive(self) -> SessionMessage | Exception:
+        if self.closed:
+            raise anyio.EndOfStream
+        try:
+            line = await self.lines.__anext__()
+        except StopAsyncIteration:
+            raise anyio.EndOfStream from None
+        try:
+            return SessionMessage(mcp_types.jsonrpc_message_adapter.validate_json(line, by_name=False))
+        except Exception as exc:  # handed to the server, as the SDK's own stdio transport does
+            return exc
+
+    def __aiter__(self) -> MessageReader:
+        return self
+
+    async def __anext__(self) -> SessionMessage | Exception:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> MessageReader:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+
+class MessageWriter:
+    """The server's write stream: each message written to stdout as it is sent, one at a
+    time (a lock keeps two answers of concurrent calls from interleaving in the pipe)."""
+
+    def __init__(self, lines: LineWriter):
+        self.lines = lines
+        self.turn = asyncio.Lock()
+        self.closed = False
+
+    async def send(self, item: SessionMessage) -> None:
+        if self.closed:
+            raise anyio.ClosedResourceError
+        text = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
+        async with self.turn:
+            await self.lines.write(text)
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self) -> MessageWriter:
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+
 @asynccontextmanager
 async def streams():
-    """(stdin, stdout) for the SDK's stdio_server, descriptors 0 and 1 diverted meanwhile."""
+    """(read, write) message streams over stdin and stdout for the SDK's server loop,
+    descriptors 0 and 1 diverted meanwhile."""
     sys.stdout.flush()
     stdin = _Diverted(0, os.open(os.devnull, os.O_RDONLY))
     try:
@@ -138,7 +214,7 @@ async def streams():
         raise
     writer = LineWriter(stdout.private)
     try:
-        yield LineReader(stdin.private), writer
+        yield MessageReader(LineReader(stdin.private)), MessageWriter(writer)
     finally:
         writer.release()
         stdout.release()
