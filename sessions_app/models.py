@@ -185,6 +185,9 @@ class Plan(models.Model):
     depends_on = models.ManyToManyField(
         "self", symmetrical=False, through="PlanDependency", related_name="dependents", blank=True
     )
+    # Not stored: on the plan a pull returns, what the pull knew as it handed it out
+    # (services.Handout), for the pull's answer.
+    handout = None
 
     class Meta:
         ordering = ["session", "sort_key", "created_at"]

@@ -358,25 +358,27 @@ def worker_before_claim(session_name: str, claimant: str, worker: str) -> tuple[
     return holding, bool(lost)
 
 
-def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool]:
+def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool, bool]:
     """What a pull reads under the session's lock: the first ready plan in queue order,
     locked on PostgreSQL (rows held by other writers are passed over: such a plan is being
     changed, not waiting to be pulled), None when the worker holds one; the plan the worker
-    holds; and whether it lost a claim (as ``worker_before_claim``). One statement when a
+    holds; whether it lost a claim (as ``worker_before_claim``); and whether the ready plan
+    depends on others (its answer then shows what they produced). One statement when a
     plan is ready, the common case; two when none is."""
     rows = load(
         Plan,
         _PLAN_FIELDS,
-        f"SELECT {_PLAN_COLUMNS}, {_WORKER_BEFORE_CLAIM} FROM {PLANS} t "
+        f"SELECT {_PLAN_COLUMNS}, {_WORKER_BEFORE_CLAIM}, "
+        f"EXISTS (SELECT 1 FROM {DEPENDENCIES} d WHERE d.plan_id = t.id) FROM {PLANS} t "
         f"WHERE t.session_name = %s AND t.status = {SQL_QUEUED} AND {READY} "
         f"ORDER BY t.sort_key LIMIT 1{_for_update(skip_locked=True)}",
         [*_worker_before_claim_params(session_name, claimant, worker), session_name],
-        extra=2,
+        extra=3,
     )
     if not rows:
-        return None, *worker_before_claim(session_name, claimant, worker)
-    plan, holding, lost = rows[0]
-    return (None if holding else plan), holding, bool(lost)
+        return None, *worker_before_claim(session_name, claimant, worker), False
+    plan, holding, lost, depends = rows[0]
+    return (None if holding else plan), holding, bool(lost), bool(depends)
 
 
 def forget_lost_claim(session_name: str, claimant: str, worker: str) -> None:

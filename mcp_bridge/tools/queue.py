@@ -128,13 +128,13 @@ def queue_pull(
 
     def body(name: str | None) -> CallToolResult:
         plan = services.plan_pull(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
-        remaining = queries.queue_length(name)
+        handout = plan.handout
         local = calls.files_for(ctx)
         data = {
             "plan_id": plan.id,
             **answers.file_path(local, plan),
             "goal": excerpts.one_line(plan.goal, 300),
-            "queue_remaining": remaining,
+            "queue_remaining": handout.queue_remaining,
         }
         if plan.worker != DEFAULT_WORKER or plan.attempts:
             data.update(
@@ -145,7 +145,8 @@ def queue_pull(
         summary = "Plan pulled; its full text follows. " + (
             "Edit the file's Notes as you work." if local else "Write what you find with 9plan_plan_note as you work."
         )
-        answers.add_dependency_outcomes(data, plan)
+        if handout.has_dependencies:
+            answers.add_dependency_outcomes(data, plan)
         if "dependencies" in data:
             summary += " What its dependencies produced is in dependencies (9plan_plan_read gives one whole)."
         late = queries.late_writes(plan.id) if plan.attempts else []
@@ -154,7 +155,7 @@ def queue_pull(
                 {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
-        text, notice = answers.plan_text(local, plan)
+        text, notice = (handout.file_text, "") if local and handout.file_text is not None else answers.plan_text(local, plan)
         rejected = queries.last_rejection(plan)
         if rejected is not None:
             # Shown first: the reviewer's notes say what the last attempt lacked.

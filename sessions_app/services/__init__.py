@@ -13,7 +13,7 @@ and restoring a revision), ``projects`` (projects and their members), ``webhooks
 sent again with its request_id is answered, not applied twice).
 """
 
-from sessions_app.services.claims import RECLAIM_ACTOR, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.claims import RECLAIM_ACTOR, Handout, plan_pull, plan_reclaim, plan_renew, reclaim_expired
 from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
@@ -34,6 +34,7 @@ from sessions_app.services.writing import Written, compose_append, worker_actor
 __all__ = [
     "DECISIONS",
     "Granted",
+    "Handout",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
     "Subscribed",

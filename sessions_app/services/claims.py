@@ -41,11 +41,22 @@ RECLAIM_ACTOR = "lease"
 BLOCKED_SHOWN = 5
 
 
+@dataclass(frozen=True)
+class Handout:
+    """What a pull knew as it handed its plan out (``Plan.handout`` of the plan it returns),
+    so that its answer needs no statement or file read of its own."""
+
+    queue_remaining: int  # plans still queued once the pull committed
+    has_dependencies: bool  # the plan waited for others: its answer shows what they produced
+    file_text: str | None  # its plan file's text as the pull left it; None: files off, or unusable
+
+
 def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "agent") -> Plan:
     """Claims the first ready plan in queue order for ``worker`` (one plan per worker);
     exactly one caller wins each plan when several race. Expired claims of the session's
     other workers are reclaimed first, and stay reclaimed even when nothing can be handed
-    out; the caller's own expired claim stays its own."""
+    out; the caller's own expired claim stays its own. The plan returned carries its
+    ``handout``."""
     worker = inputs.worker(worker)
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
@@ -62,9 +73,8 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # missed, and the claim below would wait on that process's completion while it
         # waits for the session.
         session, expiring = lock_session_for_pull(name, access.WORK, now)
-        if expiring:
-            reclaim_expired_in(session, now, undo, keep=(claimant, worker))
-        plan, holding, lost_a_claim = statements.pull_candidate(session.name, claimant, worker)
+        reclaimed = reclaim_expired_in(session, now, undo, keep=(claimant, worker)) if expiring else []
+        plan, holding, lost_a_claim, has_dependencies = statements.pull_candidate(session.name, claimant, worker)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
             refusal = PlanAlreadyActive(
@@ -94,7 +104,11 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
             # Written inside the transaction: if the file cannot be written the pull is
             # undone, rather than reporting an error for a plan that is now active anyway.
-            refresh_copy(undo, plan)
+            file_text = refresh_copy(undo, plan)
+            # The session's row is held, so its count changes only by this transaction's
+            # writes: the claim, and reclaims, which put plans back (read again then).
+            remaining = queries.queue_length(session.name) if reclaimed else session.count_queued - 1
+            plan.handout = Handout(remaining, has_dependencies, file_text)
     if refusal is not None:
         raise refusal
     remember_held_file(session.name, claimant, worker, plan.file_stem)

@@ -253,19 +253,25 @@ def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead
     undo.append(lambda: planfiles.write_base(session_name, stem, base))
 
 
-def refresh_copy(undo: transactions.Undo, plan: Plan) -> None:
+def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:
     """Before a worker reads the plan it pulled: its file is written when missing, and
     rewritten when it is a stale copy nobody edited. A file with edits stays for the next
     write to take in; anything that is not a plain file is left alone (the answer's text then
-    comes from the database)."""
+    comes from the database). Returns the text the file now holds, None when plan files are
+    off or the file cannot be used."""
     if not planfiles.enabled():
-        return
+        return None
     read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
     if read.state == planfiles.MISSING:
         write_file(undo, plan, previous=None)
-    elif read.usable and read.text != planfiles.render(plan.sections()):
-        if read.text == planfiles.read_base(plan.session_id, plan.file_stem):
-            write_file(undo, plan, read)
+        return planfiles.render(plan.sections())
+    if not read.usable:
+        return None
+    rendered = planfiles.render(plan.sections())
+    if read.text != rendered and read.text == planfiles.read_base(plan.session_id, plan.file_stem):
+        write_file(undo, plan, read)
+        return rendered
+    return read.text
 
 
 def fence_file(plan: Plan, worker: str, actor: str) -> None:

@@ -58,24 +58,29 @@ def test_a_plan_waiting_for_another_is_not_ready(session):
         )
     )
     assert ready(session).id == first.id
+    assert statements.pull_candidate(session.name, access.current().claimant, "other")[3] is False
     services.plan_pull(session_name=session.name)
     assert ready(session) is None
     assert Plan.objects.get(id=later.id).status == Plan.Status.QUEUED
+    services.plan_complete(session_name=session.name, outcome="done")
+    # Ready now, and it says it depends on others (its answer shows what they produced).
+    candidate = statements.pull_candidate(session.name, access.current().claimant, "other")
+    assert (candidate[0].id, candidate[3]) == (later.id, True)
 
 
 def test_a_pull_reads_the_worker_s_plan_and_lost_claim_with_the_first_ready_one(session):
     a, b = queued(session, "A", "B")
     claimant = access.current().claimant
-    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, False)
+    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, False, False)
     services.plan_pull(session_name=session.name, worker="w1")
     # The worker holds a plan: nothing is handed to it, whatever is ready.
-    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False)
+    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False, False)
     services.plan_pull(session_name=session.name, worker="w2")
     # Nothing is ready: the worker's own state is still read.
-    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False)
-    assert statements.pull_candidate(session.name, claimant, "w3") == (None, None, False)
+    assert statements.pull_candidate(session.name, claimant, "w1") == (None, a.id, False, False)
+    assert statements.pull_candidate(session.name, claimant, "w3") == (None, None, False, False)
     services.plan_reclaim(session_name=session.name, plan_id=a.id, actor="alice")
-    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, True)
+    assert statements.pull_candidate(session.name, claimant, "w1") == (a, None, True, False)
 
 
 def test_a_taken_plan_id_is_known(session):

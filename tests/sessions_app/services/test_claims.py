@@ -151,6 +151,40 @@ def test_an_expired_claim_is_reclaimed_by_the_next_pull_with_its_notes(short, no
     assert not LostClaim.objects.filter(worker="w1").exists()
 
 
+def test_a_pull_hands_out_the_queue_s_length_its_dependencies_and_its_file_s_text(short, now, sessions_dir):
+    a = add(short, "A")
+    b = add(short, "B", depends_on=[a.id])
+    c = add(short, "C")
+    first = pull(short, "w1")
+    assert first.id == a.id
+    assert first.handout == services.Handout(
+        queue_remaining=2, has_dependencies=False, file_text=plan_file(sessions_dir, a).read_text()
+    )
+    assert queries.queue_length(short.name) == 2
+
+    # w1's claim runs out and w2's pull takes it back: A goes back to the queue and out again.
+    now.advance(61)
+    again = pull(short, "w2")
+    assert again.id == a.id and again.reclaims == 1
+    assert again.handout.queue_remaining == queries.queue_length(short.name) == 2
+    assert again.handout.file_text == plan_file(sessions_dir, again).read_text()
+    assert "Reclaimed " in again.handout.file_text
+
+    services.plan_complete(session_name=short.name, worker="w2", outcome="A done")
+    dependent = pull(short, "w2")
+    assert dependent.id == b.id
+    assert dependent.handout.has_dependencies and dependent.handout.queue_remaining == 1
+
+    # A file edited while its plan was queued stays as it is, and is what the pull hands out.
+    original = plan_file(sessions_dir, c).read_text()
+    edited = original.replace("# Notes\n", "# Notes\nread the old service first\n")
+    assert edited != original
+    plan_file(sessions_dir, c).write_text(edited)
+    last = pull(short, "w1")
+    assert last.id == c.id and last.handout == services.Handout(0, False, edited)
+    assert plan_file(sessions_dir, c).read_text() == edited
+
+
 def test_a_lone_worker_keeps_its_expired_claim_and_its_writes_renew_it(short, now):
     a = add(short, "A")
     pull(short)

@@ -144,6 +144,7 @@ def test_with_files_off_nothing_is_written_and_everything_works(db, sessions_dir
     services.plan_complete(session_name=session.name, outcome="Done.")
     again = services.plan_pull(session_name=session.name)
     assert again.id == plan.id and "A finding" in again.notes
+    assert again.handout.file_text is None  # no file: the answer renders the database's text
     assert not (sessions_dir / session.name).exists()
     assert invariants.check_invariants(session.name).valid
     assert queries.plan_file_text(again) == (planfiles.render(again.sections()), "")
