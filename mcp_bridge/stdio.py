@@ -135,14 +135,29 @@ class LineWriter:
         return None
 
 
-class MessageReader:
+class _Closable:
+    """A stream the server loop closes (``aclose``, or leaving ``async with``); it then
+    reads or sends nothing more."""
+
+    closed = False
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc_info) -> None:
+        await self.aclose()
+
+
+class MessageReader(_Closable):
     """The server's read stream: each line of stdin parsed into a JSON-RPC message as the
     server asks for it (a line that is not one is handed on as its parse error, which the
     SDK answers), with no task or memory stream between the pipe and the server."""
 
     def __init__(self, lines: LineReader):
         self.lines = lines
-        self.closed = False
 
     async def receive(self) -> SessionMessage | Exception:
         if self.closed:
@@ -165,24 +180,14 @@ class MessageReader:
         except anyio.EndOfStream:
             raise StopAsyncIteration from None
 
-    async def aclose(self) -> None:
-        self.closed = True
 
-    async def __aenter__(self) -> MessageReader:
-        return self
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.aclose()
-
-
-class MessageWriter:
+class MessageWriter(_Closable):
     """The server's write stream: each message written to stdout as it is sent, one at a
     time (a lock keeps two answers of concurrent calls from interleaving in the pipe)."""
 
     def __init__(self, lines: LineWriter):
         self.lines = lines
         self.turn = asyncio.Lock()
-        self.closed = False
 
     async def send(self, item: SessionMessage) -> None:
         if self.closed:
@@ -190,15 +195,6 @@ class MessageWriter:
         text = item.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
         async with self.turn:
             await self.lines.write(text)
-
-    async def aclose(self) -> None:
-        self.closed = True
-
-    async def __aenter__(self) -> MessageWriter:
-        return self
-
-    async def __aexit__(self, *exc_info) -> None:
-        await self.aclose()
 
 
 @asynccontextmanager
