@@ -155,7 +155,10 @@ def queue_pull(
                 {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
-        text, notice = (handout.file_text, "") if local and handout.file_text is not None else answers.plan_text(local, plan)
+        if local and handout.file_text is not None:
+            text, notice = handout.file_text, ""  # the file as the pull read or wrote it
+        else:
+            text, notice = answers.plan_text(local, plan)
         rejected = queries.last_rejection(plan)
         if rejected is not None:
             # Shown first: the reviewer's notes say what the last attempt lacked.
