@@ -131,9 +131,6 @@ class LineWriter:
             except BlockingIOError:
                 await _ready(self.fd, reading=False)
 
-    async def flush(self) -> None:
-        return None
-
 
 class _Closable:
     """A stream the server loop closes (``aclose``, or leaving ``async with``); it then
