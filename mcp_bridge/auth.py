@@ -20,6 +20,7 @@ from datetime import timezone as dt_timezone
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
+from sessions_app import driver
 from sessions_app.access import Caller
 from sessions_app.clock import utc_text
 from sessions_app.models import DEFAULT_PROJECT, Role
@@ -188,7 +189,6 @@ def token_rows(wanted: str) -> list[_Row]:
     the projects it is narrowed to: one statement, so checking a token costs one round trip
     whatever rights it carries."""
     from django.contrib.auth import get_user_model
-    from django.db import connection
 
     from mcp_bridge.models import McpToken
     from sessions_app.models import Membership
@@ -197,20 +197,18 @@ def token_rows(wanted: str) -> list[_Row]:
     narrowed = McpToken.projects.through._meta.db_table
     members = Membership._meta.db_table
     users = get_user_model()._meta.db_table
-    with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT 0, t.id, t.name, t.last_used_at, t.user_id, u.username, u.is_superuser, u.is_active, '', ''
-                FROM {tokens} t LEFT JOIN {users} u ON u.id = t.user_id WHERE t.token_hash = %s AND t.revoked = %s
-            UNION ALL
-            SELECT 1, NULL, '', NULL, NULL, NULL, NULL, NULL, m.project_name, m.role
-                FROM {members} m JOIN {tokens} t ON t.user_id = m.user_id WHERE t.token_hash = %s AND t.revoked = %s
-            UNION ALL
-            SELECT 2, NULL, '', NULL, NULL, NULL, NULL, NULL, n.project_id, ''
-                FROM {narrowed} n JOIN {tokens} t ON t.id = n.mcptoken_id WHERE t.token_hash = %s AND t.revoked = %s
-            ORDER BY 1""",
-            [wanted, False] * 3,
-        )
-        found = cur.fetchall()
+    found = driver.rows(
+        f"""SELECT 0, t.id, t.name, t.last_used_at, t.user_id, u.username, u.is_superuser, u.is_active, '', ''
+            FROM {tokens} t LEFT JOIN {users} u ON u.id = t.user_id WHERE t.token_hash = %s AND t.revoked = %s
+        UNION ALL
+        SELECT 1, NULL, '', NULL, NULL, NULL, NULL, NULL, m.project_name, m.role
+            FROM {members} m JOIN {tokens} t ON t.user_id = m.user_id WHERE t.token_hash = %s AND t.revoked = %s
+        UNION ALL
+        SELECT 2, NULL, '', NULL, NULL, NULL, NULL, NULL, n.project_id, ''
+            FROM {narrowed} n JOIN {tokens} t ON t.id = n.mcptoken_id WHERE t.token_hash = %s AND t.revoked = %s
+        ORDER BY 1""",
+        [wanted, False] * 3,
+    )
     kinds = ("token", "member", "project")
     rows = []
     for kind, token_id, name, last_used, user_id, username, superuser, active, project, role in found:

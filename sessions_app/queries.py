@@ -6,10 +6,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 
 from django.conf import settings
-from django.db import connection
 from django.db.models import Exists, F, OuterRef, Q
 
-from sessions_app import access, inputs, interventions, plan_counts, planfiles, prepared, search, statements, transactions
+from sessions_app import access, driver, inputs, interventions, plan_counts, planfiles, prepared, search, statements, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
 from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
@@ -328,9 +327,7 @@ def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
 
 
 def queue_length(name: str) -> int:
-    with connection.cursor() as cur:
-        cur.execute(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
-        row = cur.fetchone()
+    row = driver.first(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
     if row is None:
         raise SessionNotFound.named(name)
     return row[0]
@@ -355,18 +352,16 @@ def queue_status(name: str) -> QueueStatus:
     """The queue's length, the plan a pull would hand out next (the first ready one), the
     completed count and how many plans are still out of the queue unfinished, for a session
     known to exist: what an agent needs after finishing a plan, in one statement."""
-    with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
-                (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
-            FROM {_SESSIONS} AS s LEFT JOIN (
-                SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED}
-                AND {statements.READY} ORDER BY t.sort_key LIMIT 1
-            ) AS front ON 1 = 1
-            WHERE s.name = %s""",
-            [name, name, name],
-        )
-        row = cur.fetchone()
+    row = driver.first(
+        f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
+            (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
+        FROM {_SESSIONS} AS s LEFT JOIN (
+            SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED}
+            AND {statements.READY} ORDER BY t.sort_key LIMIT 1
+        ) AS front ON 1 = 1
+        WHERE s.name = %s""",
+        [name, name, name],
+    )
     if row is None:
         raise SessionNotFound.named(name)
     return QueueStatus(*row)

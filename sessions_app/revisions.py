@@ -23,7 +23,7 @@ from datetime import datetime
 
 from django.db import connection
 
-from sessions_app import clock, statements
+from sessions_app import clock, driver, statements
 from sessions_app.models import SECTIONS, Plan, Revision
 
 REVISIONS = Revision._meta.db_table
@@ -96,23 +96,20 @@ def record(
     ]
     if first:
         # Nothing to look up (an imported plan may bring revisions of its own: not first).
-        with connection.cursor() as cur:
-            cur.execute(
-                f"INSERT INTO {REVISIONS} (plan_id, kind, actor, sections, undo, created_at, number) "
-                "VALUES (%s, %s, %s, %s, %s, %s, 1)",
-                values,
-            )
+        driver.run(
+            f"INSERT INTO {REVISIONS} (plan_id, kind, actor, sections, undo, created_at, number) "
+            "VALUES (%s, %s, %s, %s, %s, %s, 1)",
+            values,
+        )
         return 1
     # One statement: the number is the next one of the plan's (the writer holds the plan's
     # row, or SQLite's write turn, so no other writer numbers this plan's revisions meanwhile).
-    with connection.cursor() as cur:
-        cur.execute(
-            f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
-            f"SELECT %s, COALESCE(MAX(number), 0) + 1, %s, %s, %s, %s, %s FROM {REVISIONS} WHERE plan_id = %s "
-            "RETURNING number",
-            [*values, plan.id],
-        )
-        return cur.fetchone()[0]
+    return driver.first(
+        f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
+        f"SELECT %s, COALESCE(MAX(number), 0) + 1, %s, %s, %s, %s, %s FROM {REVISIONS} WHERE plan_id = %s "
+        "RETURNING number",
+        [*values, plan.id],
+    )[0]
 
 
 # --- reading ----------------------------------------------------------------------------

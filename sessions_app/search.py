@@ -18,6 +18,7 @@ from typing import Any
 
 from django.db import connection
 
+from sessions_app import driver
 from sessions_app.models import Plan, Session
 
 PLAN_TABLE = Plan._meta.db_table
@@ -321,6 +322,23 @@ def _fts_query(words: list[str], joiner: str, session_name: str | None = None) -
 OWN_INDEX, BY_KEY, BY_NAME = "own index", "by key", "by name"
 
 
+_SEARCH_WAY = f"""SELECT CASE WHEN count_completed <= %s AND (
+        SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs) + length(outcome)), 0)
+        FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s THEN %s
+    WHEN count_completed * %s < (SELECT coalesce(max(id), 0) FROM {FTS_TABLE}_docsize) THEN %s
+    ELSE %s END
+FROM {SESSION_TABLE} WHERE name = %s"""
+_SCOPE_SAME_TEXT = " AND ".join(f"p.{column} IS s.{column}" for column in SCOPE_COLUMNS)
+_SCOPE_DROP_STALE = f"""DELETE FROM temp.{SCOPE_TABLE} WHERE rowid IN (
+    SELECT s.rowid FROM temp.{SCOPE_TABLE} AS s LEFT JOIN {PLAN_TABLE} AS p
+    ON p.id = s.plan_id AND p.session_name = %s AND p.status = 'completed' AND {_SCOPE_SAME_TEXT}
+    WHERE p.id IS NULL)"""
+_SCOPE_ADD_NEW = f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, {", ".join(SCOPE_COLUMNS)})
+    SELECT id, {", ".join(SCOPE_COLUMNS)} FROM {PLAN_TABLE}
+    WHERE session_name = %s AND status = 'completed'
+    AND id NOT IN (SELECT plan_id FROM temp.{SCOPE_TABLE})"""
+
+
 def _search_way(session_name: str) -> str:
     """How to search the session, read in one statement from its row: a small session (few
     completed plans, and little text in them: indexing is that path's cost) in an index of
@@ -333,18 +351,9 @@ def _search_way(session_name: str) -> str:
     the entries instead read every page of the index's size table on every search (0.35
     ms at 100,000 plans once the search's own pages had pushed them out of SQLite's
     cache), and so did the CASE that chose the MATCH text inside the search's statement."""
-    with connection.cursor() as cur:
-        cur.execute(
-            f"""SELECT CASE WHEN count_completed <= %s AND (
-                    SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs)
-                                        + length(outcome)), 0)
-                    FROM {PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s THEN %s
-                WHEN count_completed * %s < (SELECT coalesce(max(id), 0) FROM {FTS_TABLE}_docsize) THEN %s
-                ELSE %s END
-            FROM {SESSION_TABLE} WHERE name = %s""",
-            [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, OWN_INDEX, SESSION_SHARE, BY_KEY, BY_NAME, session_name],
-        )
-        row = cur.fetchone()
+    row = driver.first(
+        _SEARCH_WAY, [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, OWN_INDEX, SESSION_SHARE, BY_KEY, BY_NAME, session_name]
+    )
     # No such session: nothing of it is indexed, and matching by name finds nothing.
     return row[0] if row else BY_NAME
 
@@ -360,23 +369,9 @@ def _fill_scope(session_name: str) -> None:
     was completed indexes that plan alone, not the whole session again; a search in
     another session replaces every entry. The index is a table of the connection, so a
     rolled-back transaction takes its changes back with the rest."""
-    same_text = " AND ".join(f"p.{column} IS s.{column}" for column in SCOPE_COLUMNS)
-    with connection.cursor() as cur:
-        cur.execute(SCOPE_SCHEMA)
-        cur.execute(
-            f"""DELETE FROM temp.{SCOPE_TABLE} WHERE rowid IN (
-                SELECT s.rowid FROM temp.{SCOPE_TABLE} AS s LEFT JOIN {PLAN_TABLE} AS p
-                ON p.id = s.plan_id AND p.session_name = %s AND p.status = 'completed' AND {same_text}
-                WHERE p.id IS NULL)""",
-            [session_name],
-        )
-        cur.execute(
-            f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, {", ".join(SCOPE_COLUMNS)})
-            SELECT id, {", ".join(SCOPE_COLUMNS)} FROM {PLAN_TABLE}
-            WHERE session_name = %s AND status = 'completed'
-            AND id NOT IN (SELECT plan_id FROM temp.{SCOPE_TABLE})""",
-            [session_name],
-        )
+    driver.run(SCOPE_SCHEMA)
+    driver.run(_SCOPE_DROP_STALE, [session_name])
+    driver.run(_SCOPE_ADD_NEW, [session_name])
 
 
 def _in_projects(column: str, projects: frozenset[str] | None) -> tuple[str, list]:

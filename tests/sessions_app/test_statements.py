@@ -97,6 +97,42 @@ def test_an_update_writes_only_the_named_fields(session):
     assert (stored.goal, stored.context) == ("Changed goal", plan_fields()["context"])
 
 
+def test_each_field_s_parameter_is_what_django_makes_of_it(session):
+    from datetime import datetime, timezone
+
+    from django.db import connection
+
+    plan = services.plan_pull(session_name=queued(session, "A")[0].session_id)
+    plan = Plan.objects.get(id=plan.id)  # every field loaded, timestamps and lease set
+    assert plan.lease_expires_at is not None and plan.claimed_at is not None
+    for name, adapt in statements._INSERT_PARAMETERS:
+        field = Plan._meta.get_field(name.removesuffix("_id"))
+        value = getattr(plan, name)
+        assert adapt(value, connection) == field.get_db_prep_save(value, connection), name
+    # A value of another type than the field's own goes through Django.
+    by_name = dict(statements._INSERT_PARAMETERS)
+    odd = {
+        "goal": 42,
+        "attempts": "3",
+        "waiting_for_person": 0,
+        "created_at": datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc).isoformat(),
+    }
+    for name, value in odd.items():
+        field = Plan._meta.get_field(name)
+        assert by_name[name](value, connection) == field.get_db_prep_save(value, connection), name
+    assert by_name["goal"](42, connection) == "42"
+
+
+def test_an_update_of_other_fields_uses_its_own_statement(session):
+    plan = queued(session, "A")[0]
+    plan.goal, plan.context = "Goal two", "Context two"
+    assert statements.update_plan(plan, ("goal",)) == 1
+    assert statements.update_plan(plan, ("context",)) == 1
+    assert statements.update_plan(plan, ("goal",)) == 1
+    stored = Plan.objects.get(id=plan.id)
+    assert (stored.goal, stored.context) == ("Goal two", "Context two")
+
+
 def test_a_compare_and_set_on_a_status_the_plan_no_longer_has_changes_nothing(session):
     plan = queued(session, "A")[0]
     before = Plan.objects.filter(id=plan.id).values().get()
