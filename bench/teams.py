@@ -22,6 +22,7 @@ import http.client
 import json
 import os
 import re
+import shutil
 import socket
 import subprocess
 import sys
@@ -121,11 +122,15 @@ def _wait_listening(proc: subprocess.Popen, port: int, log: Path) -> None:
     raise RuntimeError("an HTTP server did not start listening")
 
 
-def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, servers: int = SERVERS) -> dict:
-    """One run of the workload against ``repo``'s code on a database of its own."""
+def one_run(
+    repo: Path, postgres_url: str, seconds: float, racing_plans: int, servers: int = SERVERS, within: Path | None = None
+) -> dict:
+    """One run of the workload against ``repo``'s code on a database of its own, with its
+    sessions folder and server logs in a new folder: inside ``within`` (which its owner
+    deletes or keeps), or in the system's temp folder, deleted at the end."""
     scratch = f"nineplan_bench_teams_{os.getpid()}_{int(time.time() * 1000) % 100000}"
     with scratch_database(postgres_url, scratch) as db_url:
-        data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-"))
+        data_dir = Path(tempfile.mkdtemp(prefix="9plan-bench-teams-", dir=within))
         (data_dir / "sessions").mkdir()
         env = bench_env(data_dir, db_url)
         env.update(PYTHONPATH=str(repo), NINEPLAN_HTTP_STATELESS="1")
@@ -176,6 +181,8 @@ def one_run(repo: Path, postgres_url: str, seconds: float, racing_plans: int, se
                     proc.wait(timeout=30)
                 except subprocess.TimeoutExpired:
                     proc.kill()
+            if within is None:
+                shutil.rmtree(data_dir, ignore_errors=True)
     latencies = [x * 1000 for r in results for x in r["latencies"]]
     elapsed = max(r["elapsed"] for r in results)
     errors = [e for r in results for e in r["errors"]]
@@ -222,7 +229,7 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     if not url:
         return skipped_without_postgres("teams (PostgreSQL)")
     progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {params['teams_seconds']} s")
-    r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"])
+    r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"], within=data_dir)
 
     def row(figure, value, unit, target="(shown)", met=None):
         return {"bench": "teams (PostgreSQL)", "figure": figure, "value": value, "baseline": None, "unit": unit,
