@@ -324,8 +324,14 @@ def write_in(folder: int, name: str, data: bytes) -> None:
     tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}.txt"
     fd = os.open(tmp, _CREATE_FLAGS, 0o600, dir_fd=folder)
     try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
+        try:
+            # Straight to the descriptor: a file object around it would first ask whether
+            # it is a terminal and where it stands (two more system calls a file).
+            written = memoryview(data)
+            while written:
+                written = written[os.write(fd, written) :]
+        finally:
+            os.close(fd)
         # An old file is swapped out rather than replaced (swap.py says why).
         swapped = st is not None and swap_in(folder, tmp, name)
         if not swapped:

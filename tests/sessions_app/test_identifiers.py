@@ -14,6 +14,27 @@ def test_what_is_made_passes_the_checks():
         assert identifiers.is_plan_id(identifiers.new_plan_id())
 
 
+def test_plan_ids_use_every_character_at_every_position():
+    # 3,000 ids: a character missing from a position by chance has odds of about e**-83.
+    ids = [identifiers.new_plan_id() for _ in range(3000)]
+    for position in range(5):
+        assert {i[position] for i in ids} == set(identifiers.PLAN_ID_ALPHABET), position
+    assert len(set(ids)) > 2990  # 60 million ids: a repeat among 3,000 is rare
+
+
+def test_a_plan_id_reads_the_system_s_random_source_once(monkeypatch):
+    drawn = []
+    real = identifiers.secrets.randbelow
+
+    def counted(n):
+        drawn.append(n)
+        return real(n)
+
+    monkeypatch.setattr(identifiers.secrets, "randbelow", counted)
+    assert identifiers.is_plan_id(identifiers.new_plan_id())
+    assert drawn == [36**5]
+
+
 @pytest.mark.parametrize("name", ["calm-blue-heron", "a-b-c"])
 def test_three_lowercase_words_are_a_session_name(name):
     assert identifiers.is_session_name(name)
