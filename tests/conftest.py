@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -137,6 +138,19 @@ def postgres_url(db: dict) -> str:
 
 PYTHON = sys.executable
 MANAGE = str(REPO / "manage.py")
+
+
+def run_bench(script: str, *args: str, tmp_path: Path, postgres: bool) -> subprocess.CompletedProcess:
+    """``bench/<script>`` run as a user runs it: without the test run's settings (and without
+    DATABASE_URL unless ``postgres``), whatever it makes in the temp folder landing in
+    ``tmp_path``, so a test can tell that it removed it."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_"))}
+    if not postgres:
+        env.pop("DATABASE_URL", None)
+    env["TMPDIR"] = str(tmp_path)
+    return subprocess.run(
+        [PYTHON, str(REPO / "bench" / script), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=600
+    )
 
 
 def manage(command: str, *args, **options) -> tuple[str, str]:

@@ -6,12 +6,9 @@ test to assert.
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.conftest import run_bench
 
 pytestmark = pytest.mark.slow
 
@@ -56,17 +53,8 @@ FIGURES = [
 
 
 def test_quick_run_prints_every_figure_with_its_target(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_"))}
-    env.pop("DATABASE_URL", None)  # the PostgreSQL variant is optional; here it reports itself skipped
-    env["TMPDIR"] = str(tmp_path)  # the runner's data directories land here, and must be gone after
-    result = subprocess.run(
-        [PYTHON, str(REPO / "bench" / "run.py"), "--quick"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(REPO),
-        timeout=600,
-    )
+    # Without PostgreSQL: its variants are optional, and here they report themselves skipped.
+    result = run_bench("run.py", "--quick", tmp_path=tmp_path, postgres=False)
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     lines = [line for line in out.splitlines() if line.startswith("| ")]

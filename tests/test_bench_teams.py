@@ -5,27 +5,15 @@ Only that the run works is checked: its figures are for the benchmark to report.
 
 from __future__ import annotations
 
-import os
-import subprocess
-
 import pytest
 
-from tests.conftest import PYTHON, REPO
+from tests.conftest import run_bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
 
 def test_a_short_teams_run_answers_every_call_and_cleans_up(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "NINEPLAN_", "DJANGO_"))}
-    env["TMPDIR"] = str(tmp_path)
-    result = subprocess.run(
-        [PYTHON, str(REPO / "bench" / "teams.py"), "--seconds", "1", "--rounds", "1", "--plans", "50"],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=str(REPO),
-        timeout=300,
-    )
+    result = run_bench("teams.py", "--seconds", "1", "--rounds", "1", "--plans", "50", tmp_path=tmp_path, postgres=True)
     assert result.returncode == 0, result.stderr[-3000:]
     summary = next(line for line in result.stdout.splitlines() if line.startswith("| "))
     assert "calls/s" in summary and "| 0 errors |" in summary, result.stdout
