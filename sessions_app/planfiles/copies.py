@@ -120,9 +120,10 @@ def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
 
 def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:
     """Writes the plan's file from ``sections``, then its base: the same text, kept where
-    the agent does not edit it. Written in this order, a crash between the two leaves a file
-    newer than its base that differs from it only in what the database holds too, which the
-    next write takes as no edit at all."""
+    the agent does not edit it. Both are written inside the write's transaction, before its
+    commit: a process killed after the file and before the base leaves text the database
+    never committed in the file, which the next write takes as the agent's edit
+    (docs/design.md, "Known gaps")."""
     text = render(sections)
     path = write_file(session_name, plan_id, text)
     write_base(session_name, plan_id, text)
