@@ -44,11 +44,7 @@ def _run(text: str, params: Sequence[Any] | None, fetch: Callable[[Any], Any], m
         conn.close_if_health_check_failed()  # what Django's cursor does first (a pool checks its own)
     if conn.connection is None or conn.needs_rollback or conn.execute_wrappers or conn.queries_logged:
         with conn.cursor() as cur:
-            if many:
-                cur.executemany(text, params)
-            else:
-                cur.execute(text, params)
-            return fetch(cur)
+            return _execute(cur, text, params, fetch, many)
     with conn.wrap_database_errors:
         if conn.vendor == "sqlite":
             cur = conn.connection.cursor()
@@ -57,15 +53,20 @@ def _run(text: str, params: Sequence[Any] | None, fetch: Callable[[Any], Any], m
         else:
             cur = conn.create_cursor()
         try:
-            if many:
-                cur.executemany(text, params)
-            elif params is None:
-                cur.execute(text)
-            else:
-                cur.execute(text, params)
-            return fetch(cur)
+            return _execute(cur, text, params, fetch, many)
         finally:
             cur.close()
+
+
+def _execute(cur, text: str, params: Sequence[Any] | None, fetch: Callable[[Any], Any], many: bool) -> Any:
+    """Runs the statement on ``cur`` (Django's cursor or the driver's) and fetches from it."""
+    if many:
+        cur.executemany(text, params)
+    elif params is None:
+        cur.execute(text)
+    else:
+        cur.execute(text, params)
+    return fetch(cur)
 
 
 def _all(cur) -> list[tuple]:

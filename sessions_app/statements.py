@@ -17,8 +17,7 @@ from typing import Any, Callable
 from django.db import DEFAULT_DB_ALIAS, connection, connections
 from django.db.models.base import ModelState
 
-from sessions_app import event_feed, webhook_types
-from sessions_app import driver
+from sessions_app import driver, event_feed, webhook_types
 from sessions_app.prepared import SQL_ACTIVE, SQL_COMPLETED, SQL_QUEUED, fixed
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
 
