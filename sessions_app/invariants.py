@@ -212,8 +212,8 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
     open_ids = {p.id for p in plans}
     leftover = sorted(set(found.files) - set(current))
     # A leftover copy is only harmless if its plan's row (which holds all its text) is there.
-    known = set(Plan.objects.filter(session=session, id__in={planfiles.split_stem(s)[0] for s in leftover})
-                .values_list("id", flat=True)) if leftover else set()  # fmt: skip
+    known = dict(Plan.objects.filter(session=session, id__in={planfiles.split_stem(s)[0] for s in leftover})
+                 .values_list("id", "version")) if leftover else {}  # fmt: skip
     for stem in leftover:
         what = found.files[stem]
         plan_id = planfiles.split_stem(stem)[0]
@@ -223,7 +223,7 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
                 f"{stem}.txt in the plans folder is {what} and belongs to no queued or active plan: {planfiles.LEFT_ALONE}; "
                 "fix: remove it by hand.",
             )
-        elif plan_id in known and planfiles.untouched(session.name, stem):
+        elif plan_id in known and planfiles.untouched(session.name, stem, known[plan_id]):
             continue  # a copy nobody edited of a plan that moved on (here or on another server): no text at stake
         elif plan_id in open_ids:
             result.fail(

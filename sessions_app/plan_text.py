@@ -25,9 +25,14 @@ def _escape(body: str) -> str:
     return "\n".join("\\" + line if _heading_like(line) else line for line in body.split("\n"))
 
 
-def render(sections: dict[str, str]) -> str:
-    parts = []
+def render(sections: dict[str, str], *, every: bool = True, preamble: str = "") -> str:
+    """The file's text: each section under its heading, in order; with ``every=False`` only
+    the sections ``sections`` holds (a parsed file's, whose missing headings stay missing),
+    and ``preamble`` above the first heading."""
+    parts = [preamble] if preamble else []
     for name in SECTIONS:
+        if not every and name not in sections:
+            continue
         body = _escape((sections.get(name) or "").strip("\r\n"))
         parts.append(f"# {SECTION_TITLES[name]}\n{body}\n" if body else f"# {SECTION_TITLES[name]}\n")
     return "\n".join(parts)
@@ -88,6 +93,18 @@ def merge_section(base: str, current: str, edited: str) -> tuple[str, bool]:
     if current.startswith(base) and edited.startswith(base):
         return _joined(current, edited[len(base):]), True
     return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
+
+
+def rebase_section(base: str, onto: str, edited: str) -> str:
+    """A section of a file written from ``base`` and then edited, moved onto ``onto``: the
+    text the file held before ``base`` was written over it (by a write that never committed).
+    A section left alone is ``onto``'s; text appended to ``base`` is appended to ``onto``;
+    where ``onto`` and ``base`` agree, or the agent rewrote the section, the edit stands."""
+    if edited == base:
+        return onto
+    if onto == base or not edited.startswith(base):
+        return edited
+    return _joined(onto, edited[len(base) :])
 
 
 def _joined(head: str, tail: str) -> str:

@@ -3,13 +3,15 @@ machine to read and edit (docs/design.md, "Plan files").
 
 Layout: ``{NINEPLAN_SESSIONS_PATH}/{session}/plans/{plan_id}.txt``, and beside each file its
 base, ``{session}/.bases/{plan_id}.txt``: the text the file was written from, against which
-an agent's edits are told apart from text others wrote since. The database holds the plan;
+an agent's edits are told apart from text others wrote since, kept as a record of the last
+write so that a write killed before its commit is read as never having happened. The database holds the plan;
 a file is only ever merged into it, never taken as the whole truth. NINEPLAN_PLAN_FILES=off
 (the default of ``mcp --transport http``) keeps no files at all.
 
 One module per idea: ``folders`` (where files live, and reaching them safely), ``copies``
-(reading, writing and removing one plan's file and its base) and ``listing`` (what a
-session's plans folder holds). This package's face is the list below.
+(reading, writing and removing one plan's file and its base), ``bases`` (what a base
+records, and reading a file against it) and ``listing`` (what a session's plans folder
+holds). This package's face is the list below.
 """
 
 from sessions_app.models import SECTION_TITLES
@@ -18,9 +20,11 @@ from sessions_app.planfiles.copies import (
     delete_plan,
     ensure_session_dir,
     file_identity,
+    judge_file,
     preserve_bytes,
     preserve_file,
     probe,
+    put_back,
     read_base,
     read_plan,
     read_plan_file,
@@ -77,6 +81,7 @@ __all__ = [
     "enabled",
     "ensure_session_dir",
     "file_identity",
+    "judge_file",
     "kind_of",
     "list_plan_files",
     "list_temp_files",
@@ -87,6 +92,7 @@ __all__ = [
     "preserve_bytes",
     "preserve_file",
     "probe",
+    "put_back",
     "read_base",
     "read_cap",
     "read_plan",

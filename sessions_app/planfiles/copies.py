@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from sessions_app import errors
 from sessions_app.errors import FileSystemFailed
 from sessions_app.plan_text import render
+from sessions_app.planfiles import bases
 from sessions_app.planfiles.folders import (
     BASES_DIR,
     MISSING,
@@ -29,6 +31,7 @@ from sessions_app.planfiles.folders import (
     plain,
     plan_path,
     plans_dir,
+    read_cap,
     read_in,
     remove_in,
     session_dir,
@@ -93,16 +96,19 @@ def probe(session_name: str, plan_id: str) -> FileRead:
     return FileRead(OK, identity=identity_of(st), size=st.st_size)
 
 
-def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
+def write_file(
+    session_name: str, plan_id: str, content: str | bytes, before_swap: Callable[[int], None] | None = None
+) -> Path:
     """Writes a plan file atomically, creating the session's folders as needed; refuses
-    (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place."""
+    (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place.
+    ``before_swap``: see ``folders.write_in``."""
     if not enabled():
         return plan_path(session_name, plan_id)
     name = file_name(plan_id)
     data = content.encode("utf-8") if isinstance(content, str) else content
     try:
         with open_folder(session_name, create=True) as folder:
-            write_in(folder, name, data)
+            write_in(folder, name, data, before_swap)
         return plans_dir(session_name) / name
     except UnsafeFolder as exc:
         path = plan_path(session_name, plan_id)
@@ -118,16 +124,46 @@ def write_file(session_name: str, plan_id: str, content: str | bytes) -> Path:
         raise FileSystemFailed(f"Could not write the plan file {path}: {exc.strerror or exc}.") from exc
 
 
-def write_plan(session_name: str, plan_id: str, sections: dict[str, str]) -> Path:
-    """Writes the plan's file from ``sections``, then its base: the same text, kept where
-    the agent does not edit it. Both are written inside the write's transaction, before its
-    commit: a process killed after the file and before the base leaves text the database
-    never committed in the file, which the next write takes as the agent's edit
-    (docs/design.md, "Known gaps")."""
+def write_plan(
+    session_name: str,
+    plan_id: str,
+    sections: dict[str, str],
+    *,
+    version: int | None = None,
+    stored: str | None = None,
+    before: FileRead | None = None,
+) -> Path:
+    """Writes the plan's file from ``sections``, its base first: the same text, kept where
+    the agent does not edit it. With ``version`` (the plan's, once the write commits) the
+    base is a record of the write (``bases``), over ``stored`` (the base as it was) and
+    ``before`` (the file as the write found it): a process killed before the commit, with
+    the file written or not, then leaves nothing the next write takes for the agent's edit,
+    and loses no edit the killed write had taken in. Without it the base is the plain text
+    (the repair's re-render of a plan file the database holds)."""
     text = render(sections)
-    path = write_file(session_name, plan_id, text)
-    write_base(session_name, plan_id, text)
-    return path
+
+    def put_base(inode: int) -> None:
+        if version is None:
+            write_base(session_name, plan_id, text)
+            return
+        found = before.text if before is not None and before.usable else None
+        found_inode = before.identity[1] if found is not None and before.identity else None
+        write_base(session_name, plan_id, bases.dump(bases.record(version, text, inode, stored, found, found_inode)))
+
+    return write_file(session_name, plan_id, text, before_swap=put_base)
+
+
+def put_back(
+    session_name: str, plan_id: str, content: str | bytes, stored: str | None, inode: int | None, version: int
+) -> None:
+    """Puts a plan file back as a write found it (``content``, once of inode ``inode``) with
+    its base as stored then (``bases.moved``): the undo of a write, which would have made
+    the plan ``version``, whose transaction failed."""
+
+    def put_base(new_inode: int) -> None:
+        write_base(session_name, plan_id, bases.moved(stored, inode, new_inode, version))
+
+    write_file(session_name, plan_id, content, before_swap=put_base)
 
 
 def write_base(session_name: str, plan_id: str, text: str | None) -> None:
@@ -150,22 +186,34 @@ def write_base(session_name: str, plan_id: str, text: str | None) -> None:
 
 
 def read_base(session_name: str, plan_id: str) -> str | None:
-    """The text the plan's file was written from; None when there is none (a file an older
-    9plan or an import wrote, or one 9plan did not write here) or it is unusable."""
+    """The plan file's base as stored (``bases`` reads it); None when there is none (a file
+    an older 9plan or an import wrote, or one 9plan did not write here) or it is unusable."""
     if not enabled():
         return None
     try:
         with open_folder(session_name, plans=False, sub=BASES_DIR) as folder:
-            found = read_in(folder, file_name(plan_id))
+            # A record holds up to three texts of a plan, and more after writes killed in turn.
+            found = read_in(folder, file_name(plan_id), cap=(2 + 2 * bases.MOST_UNCOMMITTED) * read_cap())
     except (OSError, UnsafeFolder):
         return None
     return found.text if found.usable else None
 
 
-def untouched(session_name: str, stem: str) -> bool:
+def judge_file(session_name: str, stem: str, read: FileRead, version: int | None) -> tuple[str | None, str | None]:
+    """The plan file ``read`` (usable) as the agent left it, and the text to read it against:
+    what 9plan wrote it from, with any write that never committed undone (``bases.judge``;
+    ``version``: the plan's in the database, None when unknown)."""
+    inode = read.identity[1] if read.identity else None
+    return bases.judge(bases.load(read_base(session_name, stem)), read.text, inode, version)
+
+
+def untouched(session_name: str, stem: str, version: int | None = None) -> bool:
     """Whether the file is exactly the text 9plan wrote it from: a copy nobody edited."""
     read = read_plan_file(session_name, stem)
-    return read.usable and read.text == read_base(session_name, stem)
+    if not read.usable:
+        return False
+    base, text = judge_file(session_name, stem, read, version)
+    return text == base
 
 
 def _forget_base(session_name: str, plan_id: str) -> None:

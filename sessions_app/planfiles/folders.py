@@ -9,7 +9,7 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,14 +258,16 @@ def _read_fd(fd: int, cap: int) -> bytes:
     return b"".join(chunks)
 
 
-def read_in(folder: int, name: str) -> FileRead:
+def read_in(folder: int, name: str, cap: int | None = None) -> FileRead:
+    """Reads ``name`` inside ``folder``: a regular file of at most ``cap`` bytes (by default
+    ``read_cap()``), strictly UTF-8, never blocking."""
     try:
         before = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return FileRead(MISSING)
     if not plain(before):
         return FileRead(REFUSED, problem=f"is {kind(before)}, not a regular file", identity=identity_of(before))
-    cap = read_cap()
+    cap = read_cap() if cap is None else cap
     if before.st_size > cap:
         return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, identity=identity_of(before))
     try:
@@ -308,8 +310,10 @@ def in_unsafe_folder(exc: UnsafeFolder) -> FileRead:
     return FileRead(MISSING, problem=f"{exc.path} is {exc.what}, not a folder")
 
 
-def write_in(folder: int, name: str, data: bytes) -> None:
+def write_in(folder: int, name: str, data: bytes, before_swap: Callable[[int], None] | None = None) -> None:
     """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one.
+    ``before_swap`` is called with the new file's inode once its data is written, before it
+    takes the name; if it raises, nothing is put in place.
 
     Not fsynced: a plan file is as durable as the commit it goes with, which runs with
     synchronous=NORMAL and may itself be lost to a power cut; the database's copy is the
@@ -330,8 +334,11 @@ def write_in(folder: int, name: str, data: bytes) -> None:
             written = memoryview(data)
             while written:
                 written = written[os.write(fd, written) :]
+            inode = os.fstat(fd).st_ino if before_swap is not None else 0
         finally:
             os.close(fd)
+        if before_swap is not None:
+            before_swap(inode)
         # An old file is swapped out rather than replaced (swap.py says why).
         swapped = st is not None and swap_in(folder, tmp, name)
         if not swapped:

@@ -158,13 +158,13 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
         )
     if read.text == planfiles.render(plan.sections()):
         return TAKEN_IN  # untouched since 9plan wrote it: nothing to parse
-    base_text = planfiles.read_base(plan.session_id, plan.file_stem)
-    if read.text == base_text:
+    base_text, text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
+    if text == base_text:
         # A copy nobody edited, written before others changed the plan (on another server,
-        # by another worker, a reviewer or a restore): never taken in; the next write
-        # rewrites it.
+        # by another worker, a reviewer or a restore), or by a write that never committed:
+        # never taken in; the next write rewrites it.
         return TAKEN_IN
-    parsed = planfiles.parse(read.text)
+    parsed = planfiles.parse(text)
     base = planfiles.parse(base_text) if base_text is not None else None
     new = plan.sections()
     changed, both = [], []
@@ -241,16 +241,17 @@ def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead
         return
     session_name, stem = plan.session_id, plan.file_stem
     if previous is None or previous.state == planfiles.MISSING:
-        planfiles.write_plan(session_name, stem, plan.sections())
+        planfiles.write_plan(session_name, stem, plan.sections(), version=plan.version)
         undo.append(lambda: planfiles.delete_plan(session_name, stem))
         return
     base = planfiles.read_base(session_name, stem)
-    planfiles.write_plan(session_name, stem, plan.sections())
-    if previous.state == planfiles.OK:
-        undo.append(lambda: planfiles.write_file(session_name, stem, previous.text))
-    elif previous.state == planfiles.NOT_UTF8:
-        undo.append(lambda: planfiles.write_file(session_name, stem, previous.data))
-    undo.append(lambda: planfiles.write_base(session_name, stem, base))
+    planfiles.write_plan(session_name, stem, plan.sections(), version=plan.version, stored=base, before=previous)
+    found = previous.text if previous.state == planfiles.OK else previous.data
+    if found is None:
+        undo.append(lambda: planfiles.write_base(session_name, stem, base))
+    else:
+        inode, version = previous.identity[1] if previous.identity else None, plan.version
+        undo.append(lambda: planfiles.put_back(session_name, stem, found, base, inode, version))
 
 
 def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:
@@ -268,9 +269,11 @@ def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:
     if not read.usable:
         return None
     rendered = planfiles.render(plan.sections())
-    if read.text != rendered and read.text == planfiles.read_base(plan.session_id, plan.file_stem):
-        write_file(undo, plan, read)
-        return rendered
+    if read.text != rendered:
+        base_text, text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
+        if text == base_text:
+            write_file(undo, plan, read)
+            return rendered
     return read.text
 
 
@@ -283,10 +286,10 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
     read = planfiles.read_plan_file(plan.session_id, stem)
     if not read.usable or read.text == planfiles.render(plan.sections()):
         return
-    base_text = planfiles.read_base(plan.session_id, stem)
-    if read.text == base_text:
+    base_text, text = planfiles.judge_file(plan.session_id, stem, read, plan.version)
+    if text == base_text:
         return
-    edited = planfiles.parse(read.text)
+    edited = planfiles.parse(text)
     was = planfiles.parse(base_text if base_text is not None else planfiles.render(plan.sections()))
     parts = [
         f"# {planfiles.SECTION_TITLES[name]}\n{text}"

@@ -1,0 +1,77 @@
+"""A base's record of a write: read back against the plan's version and the file's inode, a
+write that never committed is read as never having happened."""
+
+from __future__ import annotations
+
+from sessions_app.plan_text import render
+from sessions_app.planfiles import bases
+
+
+def text(notes: str, approach: str = "1. Read the schema") -> str:
+    return render({"goal": "Model invoices", "approach": approach, "notes": notes})
+
+
+T0 = text("First")  # the committed text
+EDITED = text("First\n\nEdited in the file")  # the agent's file before the write
+T1 = text("First\n\nEdited in the file\n\nWritten, never committed")  # the write's text
+
+
+def write(version=2, *, inode=11, stored: str | None = T0, before=EDITED, before_inode=10) -> str:
+    return bases.dump(bases.record(version, T1, inode, stored, before, before_inode))
+
+
+def test_a_plain_base_is_its_text_and_a_record_reads_back_as_written():
+    assert bases.load(T0) == T0
+    assert bases.load(None) is None
+    record = bases.load(write())
+    assert record == bases.Record(2, T1, 11, T0, EDITED, 10)
+
+
+def test_text_that_is_not_a_record_is_a_plain_base():
+    for stored in ('{"version": "two"', '{"written": "no version"}', '{"version": 1, "written": "x", "inode": 3, "before": 7}'):
+        assert bases.load(stored) == stored
+        assert bases.judge(bases.load(stored), stored, 3, 0) == (stored, stored)
+
+
+def test_a_committed_write_s_text_is_the_base():
+    stored = bases.load(write())
+    for version in (2, 3, None):  # committed, moved on since, or unknown
+        assert bases.judge(stored, T1, 11, version) == (T1, T1)
+        assert bases.judge(stored, EDITED, 99, version) == (T1, EDITED)
+
+
+def test_a_write_that_never_put_its_file_in_place_leaves_the_file_it_found():
+    stored = bases.load(write())
+    assert bases.judge(stored, EDITED, 10, 1) == (T0, EDITED)
+
+
+def test_a_write_that_put_its_file_in_place_is_read_as_the_file_it_found():
+    stored = bases.load(write())
+    assert bases.judge(stored, T1, 11, 1) == (T0, EDITED)
+    # Appended to in place after the kill: the append moves onto the file it found.
+    later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
+    assert bases.judge(stored, later, 11, 1) == (T0, text("First\n\nEdited in the file\n\nAppended after the kill"))
+
+
+def test_a_write_of_a_first_file_is_its_own_base():
+    stored = bases.load(bases.dump(bases.record(2, T1, 11, None, None, None)))
+    assert bases.judge(stored, T1, 11, 1) == (T1, T1)
+    assert bases.judge(stored, None, None, 1) == (None, None)  # its file gone since: nothing to read
+
+
+def test_a_committed_record_is_kept_as_its_text_and_an_uncommitted_one_whole():
+    committed = write(version=2)
+    assert bases.record(3, T1, 12, committed, T1, 11).earlier == T1
+    uncommitted = bases.record(2, T1, 12, committed, T1, 11)
+    assert uncommitted.earlier == bases.load(committed)
+
+
+def test_writes_killed_in_turn_are_remembered_up_to_a_limit():
+    stored = T0
+    for inode in range(20, 20 + bases.MOST_UNCOMMITTED + 3):
+        stored = bases.dump(bases.record(2, T1, inode, stored, T1, inode - 1))
+    depth, record = 0, bases.load(stored)
+    while isinstance(record, bases.Record):
+        depth, record = depth + 1, record.earlier
+    assert depth == bases.MOST_UNCOMMITTED
+    assert record == T1  # the oldest remembered write is taken as committed
