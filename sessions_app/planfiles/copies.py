@@ -138,8 +138,9 @@ def write_plan(
     base is a record of the write (``bases``), over ``stored`` (the base as it was) and
     ``before`` (the file as the write found it): a process killed before the commit, with
     the file written or not, then leaves nothing the next write takes for the agent's edit,
-    and loses no edit the killed write had taken in. Without it the base is the plain text
-    (the repair's re-render of a plan file the database holds)."""
+    and loses no edit the killed write had taken in. Without it the base is the plain text:
+    for the first file of a plan (a record would read the same, with nothing found before
+    it), and the repair's re-render of a plan file the database holds."""
     text = render(sections)
 
     def put_base(inode: int) -> None:

@@ -241,7 +241,7 @@ def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead
         return
     session_name, stem = plan.session_id, plan.file_stem
     if previous is None or previous.state == planfiles.MISSING:
-        planfiles.write_plan(session_name, stem, plan.sections(), version=plan.version)
+        planfiles.write_plan(session_name, stem, plan.sections())
         undo.append(lambda: planfiles.delete_plan(session_name, stem))
         return
     base = planfiles.read_base(session_name, stem)

@@ -42,10 +42,13 @@ def stale_copy_elsewhere(session, plan, note: str) -> str:
 def test_a_file_and_its_base_are_written_together_and_removed_together(session, make_plan, sessions_dir):
     plan = make_plan(session)
     path = plan_file(sessions_dir, plan)
-    base = bases.load(planfiles.read_base(session.name, plan.id))
+    # A first file's base is its text; a later write's is a record of the write.
+    assert planfiles.read_base(session.name, plan.id) == path.read_text() == planfiles.render(plan.sections())
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="A note")
+    base, plan = bases.load(planfiles.read_base(session.name, plan.id)), Plan.objects.get(id=plan.id)
     assert base.written == path.read_text() == planfiles.render(plan.sections())
     assert (base.version, base.inode) == (plan.version, path.stat().st_ino)
-    services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="Done.")
     assert not path.exists() and planfiles.read_base(session.name, plan.id) is None
 
