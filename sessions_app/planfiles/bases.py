@@ -161,8 +161,12 @@ def _rebased(written: str, before: str, text: str) -> str:
     was, onto, edited = parse(written), parse(before), parse(text)
     sections = dict(onto.sections)
     for name in SECTIONS:
-        if name in edited.sections:
-            sections[name] = rebase_section(was.sections.get(name, ""), onto.sections.get(name, ""), edited.sections[name])
+        if name not in edited.sections:
+            continue
+        base = was.sections.get(name, "")
+        if name not in onto.sections and edited.sections[name] == base:
+            continue  # a heading the agent had removed stays removed (its section keeps the database's text)
+        sections[name] = rebase_section(base, onto.sections.get(name, ""), edited.sections[name])
     preamble = onto.preamble
     if edited.preamble and edited.preamble != was.preamble:
         preamble = f"{preamble}\n\n{edited.preamble}" if preamble else edited.preamble

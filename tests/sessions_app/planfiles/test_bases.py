@@ -3,7 +3,7 @@ write that never committed is read as never having happened."""
 
 from __future__ import annotations
 
-from sessions_app.plan_text import render
+from sessions_app.plan_text import parse, render
 from sessions_app.planfiles import bases
 
 
@@ -51,6 +51,16 @@ def test_a_write_that_put_its_file_in_place_is_read_as_the_file_it_found():
     # Appended to in place after the kill: the append moves onto the file it found.
     later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
     assert bases.judge(stored, later, 11, 1) == (T0, text("First\n\nEdited in the file\n\nAppended after the kill"))
+
+
+def test_a_heading_removed_before_the_killed_write_stays_removed():
+    found = EDITED.replace("# Approach\n1. Read the schema\n\n", "")
+    stored = bases.load(bases.dump(bases.record(2, T1, 11, T0, found, 10)))
+    later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
+    base, text = bases.judge(stored, later, 11, 1)
+    assert base == T0
+    assert "approach" not in parse(text).sections
+    assert parse(text).sections["notes"] == "First\n\nEdited in the file\n\nAppended after the kill"
 
 
 def test_a_write_of_a_first_file_is_its_own_base():
