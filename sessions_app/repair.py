@@ -176,7 +176,7 @@ def _repair_files(run: _Run) -> None:
             continue
         # A copy nobody edited holds nothing its plan's row lacks: but only where that row
         # is still there.
-        untouched = plan is not None and not run.orphan and planfiles.untouched(name, stem, plan.version)
+        untouched = plan is not None and not run.orphan and planfiles.untouched(name, stem, plan.version, read)
         earlier_claim = plan is not None and plan.is_open
         if not untouched and (not read.usable or earlier_claim or file_adds_text(read.text, plan)):
             why = "the file holds text the database lacks" if read.usable else f"the file {read.problem}"

@@ -208,9 +208,11 @@ def judge_file(session_name: str, stem: str, read: FileRead, version: int | None
     return bases.judge(bases.load(read_base(session_name, stem)), read.text, inode, version)
 
 
-def untouched(session_name: str, stem: str, version: int | None = None) -> bool:
-    """Whether the file is exactly the text 9plan wrote it from: a copy nobody edited."""
-    read = read_plan_file(session_name, stem)
+def untouched(session_name: str, stem: str, version: int | None = None, read: FileRead | None = None) -> bool:
+    """Whether the file (``read``, when the caller has just read it) is exactly the text 9plan
+    wrote it from: a copy nobody edited."""
+    if read is None:
+        read = read_plan_file(session_name, stem)
     if not read.usable:
         return False
     base, text = judge_file(session_name, stem, read, version)

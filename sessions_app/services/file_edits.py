@@ -269,11 +269,9 @@ def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:
     if not read.usable:
         return None
     rendered = planfiles.render(plan.sections())
-    if read.text != rendered:
-        base_text, text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
-        if text == base_text:
-            write_file(undo, plan, read)
-            return rendered
+    if read.text != rendered and planfiles.untouched(plan.session_id, plan.file_stem, plan.version, read):
+        write_file(undo, plan, read)
+        return rendered
     return read.text
 
 
