@@ -1,0 +1,79 @@
+"""Drop the single-column indexes whose column already leads a composite index, on SQLite
+as 0011 did on PostgreSQL.
+
+Each of them was kept up to date by every write that touched its table, and none is read:
+a lookup of a session's events or plans (the cascade of a session's deletion included)
+uses event_session_id or plan_session_status_pos, which begin with the session name, and a
+lookup of a plan's revisions uses the unique (plan_id, number) index of revision_plan_number.
+On SQLite an index is also pages that every write after another process's commit reads
+again (docs/design.md, "Transactions and writer turns"): each event and revision row
+written now updates one index fewer.
+
+SQLite: the event and plan tables' session name indexes and the revision table's plan
+index go. PostgreSQL: the revision table's plain plan index goes (0011 took the others).
+Only the database changes: the models still declare the foreign keys with db_index, as
+after 0011, so the migration state is left as it was. A later migration that rebuilds one
+of these tables on SQLite makes its index again and must drop it after. Going back creates
+the indexes again under the names Django gives them.
+"""
+
+from django.db import migrations
+
+# (table, column): a composite index that begins with the column serves every lookup by it.
+COVERED = {
+    "sqlite": (
+        ("sessions_app_event", "session_name"),
+        ("sessions_app_plan", "session_name"),
+        ("sessions_app_revision", "plan_id"),
+    ),
+    "postgresql": (("sessions_app_revision", "plan_id"),),
+}
+
+
+def _single_column_indexes(cursor, vendor: str, table: str, column: str) -> list[str]:
+    """Names of the indexes of ``table`` on ``column`` alone that are neither unique, partial
+    nor a primary key's."""
+    if vendor == "sqlite":
+        cursor.execute(
+            """SELECT l.name FROM pragma_index_list(%s) AS l
+            WHERE l."unique" = 0 AND l.partial = 0 AND l.origin = 'c'
+            AND (SELECT group_concat(i.name) FROM pragma_index_info(l.name) AS i) = %s""",
+            [table, column],
+        )
+    else:
+        cursor.execute(
+            """SELECT i.relname
+            FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
+            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
+            WHERE t.relname = %s AND a.attname = %s AND x.indnatts = 1 AND NOT x.indisunique
+            AND NOT x.indisprimary AND x.indpred IS NULL AND pg_get_indexdef(x.indexrelid) NOT LIKE %s""",
+            [table, column, "%pattern_ops%"],
+        )
+    return [row[0] for row in cursor.fetchall()]
+
+
+def drop(apps, schema_editor):
+    vendor = schema_editor.connection.vendor
+    with schema_editor.connection.cursor() as cursor:
+        for table, column in COVERED.get(vendor, ()):
+            for name in _single_column_indexes(cursor, vendor, table, column):
+                cursor.execute(f'DROP INDEX IF EXISTS "{name}"')
+
+
+def restore(apps, schema_editor):
+    """The indexes Django made, under the names it gave them (its hash of the columns)."""
+    from django.db.backends.utils import names_digest, split_identifier
+
+    connection = schema_editor.connection
+    with connection.cursor() as cursor:
+        for table, column in COVERED.get(connection.vendor, ()):
+            _, table_name = split_identifier(table)
+            name = f"{table_name}_{column}_{names_digest(table_name, column, length=8)}"
+            name = connection.ops.quote_name(name)[1:-1]
+            cursor.execute(f'CREATE INDEX IF NOT EXISTS "{name}" ON {table} ({column})')
+
+
+class Migration(migrations.Migration):
+    dependencies = [("sessions_app", "0013_search_vector_when_completed")]
+
+    operations = [migrations.RunPython(drop, restore)]
