@@ -148,7 +148,7 @@ def write_plan(
             write_base(session_name, plan_id, text)
             return
         found = before.text if before is not None and before.usable else None
-        found_inode = before.identity[1] if found is not None and before.identity else None
+        found_inode = before.inode if found is not None else None
         write_base(session_name, plan_id, bases.dump(bases.record(version, text, inode, stored, found, found_inode)))
 
     return write_file(session_name, plan_id, text, before_swap=put_base)
@@ -204,8 +204,7 @@ def judge_file(session_name: str, stem: str, read: FileRead, version: int | None
     """The plan file ``read`` (usable) as the agent left it, and the text to read it against:
     what 9plan wrote it from, with any write that never committed undone (``bases.judge``;
     ``version``: the plan's in the database, None when unknown)."""
-    inode = read.identity[1] if read.identity else None
-    return bases.judge(bases.load(read_base(session_name, stem)), read.text, inode, version)
+    return bases.judge(bases.load(read_base(session_name, stem)), read.text, read.inode, version)
 
 
 def untouched(session_name: str, stem: str, version: int | None = None, read: FileRead | None = None) -> bool:

@@ -242,6 +242,11 @@ class FileRead:
     def usable(self) -> bool:
         return self.state == OK
 
+    @property
+    def inode(self) -> int | None:
+        """The inode of the entry that was read (None: not known, as for a missing file)."""
+        return self.identity[1] if self.identity else None
+
 
 def _read_fd(fd: int, cap: int) -> bytes:
     chunks: list[bytes] = []

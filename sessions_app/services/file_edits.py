@@ -250,7 +250,7 @@ def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead
     if found is None:
         undo.append(lambda: planfiles.write_base(session_name, stem, base))
     else:
-        inode, version = previous.identity[1] if previous.identity else None, plan.version
+        inode, version = previous.inode, plan.version
         undo.append(lambda: planfiles.put_back(session_name, stem, found, base, inode, version))
 
 
