@@ -158,13 +158,13 @@ def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: boo
         )
     if read.text == planfiles.render(plan.sections()):
         return TAKEN_IN  # untouched since 9plan wrote it: nothing to parse
-    base_text, text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
-    if text == base_text:
+    base_text, file_text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
+    if file_text == base_text:
         # A copy nobody edited, written before others changed the plan (on another server,
         # by another worker, a reviewer or a restore), or by a write that never committed:
         # never taken in; the next write rewrites it.
         return TAKEN_IN
-    parsed = planfiles.parse(text)
+    parsed = planfiles.parse(file_text)
     base = planfiles.parse(base_text) if base_text is not None else None
     new = plan.sections()
     changed, both = [], []
@@ -284,10 +284,10 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
     read = planfiles.read_plan_file(plan.session_id, stem)
     if not read.usable or read.text == planfiles.render(plan.sections()):
         return
-    base_text, text = planfiles.judge_file(plan.session_id, stem, read, plan.version)
-    if text == base_text:
+    base_text, file_text = planfiles.judge_file(plan.session_id, stem, read, plan.version)
+    if file_text == base_text:
         return
-    edited = planfiles.parse(text)
+    edited = planfiles.parse(file_text)
     was = planfiles.parse(base_text if base_text is not None else planfiles.render(plan.sections()))
     parts = [
         f"# {planfiles.SECTION_TITLES[name]}\n{text}"
