@@ -17,7 +17,12 @@ of these tables on SQLite makes its index again and must drop it after. Going ba
 the indexes again under the names Django gives them.
 """
 
+from importlib import import_module
+
 from django.db import migrations
+
+# Earlier migrations are frozen too: 0011's lookup of an index by its one column is reused.
+_0011 = import_module("sessions_app.migrations.0011_drop_redundant_indexes")
 
 # (table, column): a composite index that begins with the column serves every lookup by it.
 COVERED = {
@@ -32,7 +37,7 @@ COVERED = {
 
 def _single_column_indexes(cursor, vendor: str, table: str, column: str) -> list[str]:
     """Names of the indexes of ``table`` on ``column`` alone that are neither unique, partial
-    nor a primary key's."""
+    nor a primary key's (on PostgreSQL nor a prefix index, 0011's to drop)."""
     if vendor == "sqlite":
         cursor.execute(
             """SELECT l.name FROM pragma_index_list(%s) AS l
@@ -40,16 +45,8 @@ def _single_column_indexes(cursor, vendor: str, table: str, column: str) -> list
             AND (SELECT group_concat(i.name) FROM pragma_index_info(l.name) AS i) = %s""",
             [table, column],
         )
-    else:
-        cursor.execute(
-            """SELECT i.relname
-            FROM pg_index x JOIN pg_class i ON i.oid = x.indexrelid JOIN pg_class t ON t.oid = x.indrelid
-            JOIN pg_attribute a ON a.attrelid = t.oid AND a.attnum = x.indkey[0]
-            WHERE t.relname = %s AND a.attname = %s AND x.indnatts = 1 AND NOT x.indisunique
-            AND NOT x.indisprimary AND x.indpred IS NULL AND pg_get_indexdef(x.indexrelid) NOT LIKE %s""",
-            [table, column, "%pattern_ops%"],
-        )
-    return [row[0] for row in cursor.fetchall()]
+        return [row[0] for row in cursor.fetchall()]
+    return [name for name, definition in _0011._indexes(cursor, table, column) if "pattern_ops" not in definition]
 
 
 def drop(apps, schema_editor):
