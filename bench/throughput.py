@@ -5,10 +5,14 @@ are) and calls the services in a loop: add, pull, note, defer, pull, complete, t
 state read and a history search. Every call's latency is kept; a "database is locked"
 error is counted apart from any other failure.
 
-Two more races say where the processes' extra CPU goes (shown, no target): the same
-processes each on a copy of the database file of its own (nothing shared), and on the one
+Three more races say where the processes' extra CPU goes (shown, no target): the same
+processes each on a copy of the database file of its own (nothing shared), on the one
 file with the writer turns left out (``BENCH_WRITER_TURNS=off``: SQLite's own
-sleep-and-retry orders the writers).
+sleep-and-retry orders the writers), and one process alone that sleeps after each
+operation for as long as the other processes' turns would take (``BENCH_PAUSE_FACTOR``:
+that many times the operation's own time). A process taking turns waits before nearly
+every write; the last race is that waiting with nothing else running, and says what it
+alone costs the operations on this machine.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ def worker(data_dir: Path, session: str, seconds: float) -> None:
 
     if os.environ.get("BENCH_WRITER_TURNS") == "off":
         transactions.writer_turn = nullcontext  # what the turns cost: see the module's docstring
+    pause_factor = float(os.environ.get("BENCH_PAUSE_FACTOR", "0"))
 
     text = TextMaker(seed=sum(map(ord, session)))
     pulled = {"notes": 0}
@@ -90,7 +95,10 @@ def worker(data_dir: Path, session: str, seconds: float) -> None:
                     other += 1
                     if len(errors) < 3:
                         errors.append(f"{op}: {type(exc).__name__}: {exc}")
-            latencies.append(time.perf_counter() - t0)
+            took = time.perf_counter() - t0
+            latencies.append(took)
+            if pause_factor:
+                time.sleep(pause_factor * took)  # off the CPU, as a process waiting for its turn
     elapsed = time.perf_counter() - start
     cpu = time.process_time() - cpu_start
     sys.stdout.write(
@@ -102,13 +110,18 @@ def worker(data_dir: Path, session: str, seconds: float) -> None:
     sys.stdout.flush()
 
 
-def _race(data_dir: Path | list[Path], sessions: list[str], seconds: float, *, turns: bool = True) -> dict:
+def _race(
+    data_dir: Path | list[Path], sessions: list[str], seconds: float, *, turns: bool = True, pause_factor: float = 0
+) -> dict:
     """Run one worker per session (on ``data_dir``, or on each of a list of them in turn),
-    all started at once; their pooled figures."""
+    all started at once; their pooled figures. ``pause_factor``: each worker sleeps after
+    every operation for that many times the operation's time."""
     dirs = data_dir if isinstance(data_dir, list) else [data_dir] * len(sessions)
     env = bench_env(dirs[0])
     if not turns:
         env["BENCH_WRITER_TURNS"] = "off"
+    if pause_factor:
+        env["BENCH_PAUSE_FACTOR"] = str(pause_factor)
     # All start together: each is blocked on its stdin until every one is ready.
     commands = [[PYTHON, RUNNER, "--worker", str(d), name, str(seconds)] for d, name in zip(dirs, sessions)]
     results = race(commands, env, "throughput")
@@ -170,10 +183,14 @@ def run(data_dir: Path, params: dict) -> dict:
             "together": lambda: _race(data_dir, sessions[1:], seconds),
             "apart": lambda: _race(copies, sessions[1:], seconds),
             "no turns": lambda: _race(data_dir, sessions[1:], seconds, turns=False),
+            # Waiting as a turn-taker does: for the other processes' operations, each
+            # about as long as its own.
+            "pausing": lambda: _race(data_dir, sessions[:1], seconds, pause_factor=processes - 1),
         },
     )
     alone, race = _pooled(runs["alone"]), _pooled(runs["together"])
     apart, unturned = _pooled(runs["apart"]), _pooled(runs["no turns"])
+    pausing = _pooled(runs["pausing"])
     for copy in copies:
         shutil.rmtree(copy, ignore_errors=True)
     latencies = race["latencies"]
@@ -221,8 +238,14 @@ def run(data_dir: Path, params: dict) -> dict:
                    unturned["ops"], "ops/s", "(shown)", None),
              "baseline": alone["ops"], "ratio": unturned["ops"] / alone["ops"]},
             row("latency p99, no writer turns", percentile(unturned["latencies"], 99), "ms", "(shown)", None),
-            row("errors of the last two races (a file each; no writer turns)",
-                apart["locked"] + apart["other"] + unturned["locked"] + unturned["other"], "count", "(shown)", None),
+            {**row(f"CPU time per operation (1 process alone, sleeping {processes - 1}x each operation's time after it,"
+                   " as turns make it wait) vs 1 process alone", pausing["cpu_per_op"], "ms", "(shown)", None),
+             "baseline": alone["cpu_per_op"], "ratio": pausing["cpu_per_op"] / alone["cpu_per_op"]},
+            {**row(f"CPU time per operation ({label}) vs 1 process alone sleeping likewise",
+                   race["cpu_per_op"], "ms", "(shown)", None),
+             "baseline": pausing["cpu_per_op"], "ratio": race["cpu_per_op"] / pausing["cpu_per_op"]},
+            row("errors of the last three races (a file each; no writer turns; alone, sleeping)",
+                sum(r["locked"] + r["other"] for r in (apart, unturned, pausing)), "count", "(shown)", None),
         ]
     }
 

@@ -37,6 +37,8 @@ FIGURES = [
     "1 process alone, same mix: operations/s",
     "CPU time per operation",
     "ceiling: ",
+    "CPU time per operation (1 process alone, sleeping 3x each operation's time after it",
+    "vs 1 process alone sleeping likewise",
     "admin: sessions list",
     "admin: session page",
     "manage.py mcp, start-up + one tool call (ru_maxrss)",
