@@ -5,9 +5,7 @@ Each of them was kept up to date by every write that touched its table, and none
 a lookup of a session's events or plans (the cascade of a session's deletion included)
 uses event_session_id or plan_session_status_pos, which begin with the session name, and a
 lookup of a plan's revisions uses the unique (plan_id, number) index of revision_plan_number.
-On SQLite an index is also pages that every write after another process's commit reads
-again (docs/design.md, "Transactions and writer turns"): each event and revision row
-written now updates one index fewer.
+Each event and revision row written now updates one index fewer.
 
 SQLite: the event and plan tables' session name indexes and the revision table's plan
 index go. PostgreSQL: the revision table's plain plan index goes (0011 took the others).
