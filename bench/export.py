@@ -26,7 +26,7 @@ IN_MEMORY = """
 import json, sys, django
 django.setup()
 import nineplan.urls  # what the command's system checks load, so that both start alike
-from sessions_app import export_import
+from sessions_app.maintenance import export_import
 text = json.dumps(export_import.export_session(sys.argv[1]), ensure_ascii=False, indent=1)
 with open(sys.argv[2], "w", encoding="utf-8") as out:
     out.write(text)

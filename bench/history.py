@@ -85,7 +85,7 @@ def _time(call, repeats: int) -> list[float]:
 
 
 def _small_times(session: str, query: str, repeats: int) -> list[float]:
-    from sessions_app import queries as reads
+    from sessions_app.reads import queries as reads
 
     return _time(
         lambda: reads.history_search(query, session_name=session, max_results=LIMIT),
@@ -164,7 +164,7 @@ class HandWritten:
 
 
 def _measure(queries: tuple[str, ...], session: str, hand, repeats: int, compare: bool = True) -> tuple[list, list]:
-    from sessions_app import queries as reads
+    from sessions_app.reads import queries as reads
 
     ours, theirs = [], []
     for query in queries:

@@ -77,7 +77,8 @@ def _mcp_op(server: StdioServer, op: str, text: TextMaker) -> tuple[float, int]:
 
 
 def _service_op(session: str, op: str, text: TextMaker) -> float:
-    from sessions_app import queries, services
+    from sessions_app import services
+    from sessions_app.reads import queries
 
     t0 = time.perf_counter()
     if op == "add":

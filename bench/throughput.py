@@ -43,7 +43,9 @@ RUNNER = str(Path(__file__).resolve().parent / "run.py")
 def worker(data_dir: Path, session: str, seconds: float) -> None:
     """One worker process: wait for "go" on stdin, loop for ``seconds``, print JSON figures."""
     setup_django(data_dir, migrate=False)
-    from sessions_app import queries, services, transactions
+    from sessions_app import services
+    from sessions_app.reads import queries
+    from sessions_app.store import transactions
 
     if os.environ.get("BENCH_WRITER_TURNS") == "off":
         transactions.writer_turn = nullcontext  # what the turns cost: see the module's docstring

@@ -20,7 +20,7 @@ from datetime import timezone as dt_timezone
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
-from sessions_app import driver
+from sessions_app.store import driver
 from sessions_app.access import Caller
 from sessions_app.clock import utc_text
 from sessions_app.models import DEFAULT_PROJECT, Role

@@ -26,13 +26,14 @@ _thread: threading.Thread | None = None
 def prepare_database() -> None:
     from django.db import close_old_connections
 
-    from nineplan import tables
+    from sessions_app.store import datadir
 
     # Nothing is printed (stdout is the protocol's); every start migrates, so that what
     # runs after a migrate (the search and count triggers) is in place too.
-    tables.migrate()
+    datadir.migrate()
     # What a killed process left behind is put right before the first tool call.
-    from sessions_app import access, repair
+    from sessions_app import access
+    from sessions_app.maintenance import repair
 
     try:
         with access.acting_as(access.LOCAL):  # the server's own work, over every session

@@ -19,7 +19,7 @@ from mcp_types import INTERNAL_ERROR, ToolAnnotations
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, readiness, responses, suggestions
-from nineplan.version import version
+from sessions_app.version import version
 from sessions_app import inputs
 from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name

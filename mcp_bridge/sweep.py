@@ -61,7 +61,9 @@ def sweep_once() -> int:
     raises: a database that is briefly unavailable is tried again on the next round."""
     from django.db import close_old_connections
 
-    from sessions_app import access, clock, queries, services
+    from sessions_app import access, clock, services
+
+    from sessions_app.reads import queries
     from sessions_app.clock import utc_text
 
     try:

@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> None:
     else:
         os.environ["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
     if argv[1:2] == ["--version"]:
-        from nineplan.version import version
+        from sessions_app.version import version
 
         sys.stdout.write(f"9plan {version()}\n")
         return
@@ -62,10 +62,10 @@ def main(argv: list[str] | None = None) -> None:
             sys.stdout.write(commands_help(os.path.basename(argv[0])))
             return
         if argv[1] in LOGIN_COMMANDS:
-            from nineplan import tables
+            from sessions_app.store import datadir
 
             django.setup()
-            tables.make_if_missing()
+            datadir.make_if_missing()
         from django.core.management import execute_from_command_line
 
         execute_from_command_line(argv)

@@ -24,7 +24,7 @@ from nineplan.config import (
     env_seconds,
     env_str,
 )
-from nineplan.version import version
+from sessions_app.version import version
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 

@@ -9,7 +9,9 @@ class SessionsAppConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_migrate, pre_migrate, pre_save
 
-        from sessions_app import backup, plan_counts, event_feed, search
+        from sessions_app import search
+        from sessions_app.maintenance import backup
+        from sessions_app.store import event_feed, plan_counts
 
         # A later migration that rebuilds the plan table on SQLite drops its triggers
         # without a word; re-creating them after every migrate keeps search in sync.

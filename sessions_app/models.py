@@ -103,7 +103,7 @@ class Session(models.Model):
     lease_seconds = models.PositiveIntegerField(default=LEASE_SECONDS, db_default=LEASE_SECONDS)
     max_attempts = models.PositiveIntegerField(default=MAX_ATTEMPTS, db_default=MAX_ATTEMPTS)
     # How many of the session's plans are in each status, kept by database triggers
-    # (sessions_app/plan_counts.py): never written by 9plan's code.
+    # (sessions_app/store/plan_counts.py): never written by 9plan's code.
     count_queued = models.IntegerField(default=0, db_default=0, editable=False)
     count_completed = models.IntegerField(default=0, db_default=0, editable=False)
     count_discarded = models.IntegerField(default=0, db_default=0, editable=False)

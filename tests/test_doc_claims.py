@@ -87,7 +87,7 @@ def test_what_the_readme_calls_public_is_exactly_what_answers_without_credential
     assert anonymous.get("/api/").status_code == 401
 
 
-# What resume reports (sessions_app/interventions.py), as the README's table of tools names it.
+# What resume reports (sessions_app/reads/interventions.py), as the README's table of tools names it.
 RESUME_REPORTS = {
     "plan_discarded": "discards",
     "plan_requeued": "plans taken back to the queue",
@@ -100,7 +100,7 @@ RESUME_REPORTS = {
 
 
 def test_the_readme_says_what_resume_reports_of_others_changes():
-    from sessions_app import interventions
+    from sessions_app.reads import interventions
 
     row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `9plan_session_resume`"))
     # A new kind of intervention must be named in the README too (and one dropped, removed).

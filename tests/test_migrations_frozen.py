@@ -56,10 +56,10 @@ def test_the_check_sees_a_live_import(tmp_path):
         "from importlib import import_module\n"
         "def run(apps, schema_editor):\n"
         "    from sessions_app import search\n"
-        "    import_module('sessions_app.plan_counts')\n"
+        "    import_module('sessions_app.store.plan_counts')\n"
         "    import_module('sessions_app.migrations.0004_plan_counters')\n",
         encoding="utf-8",
     )
     names = _imported(bad)
-    assert "sessions_app.search" in names and "sessions_app.plan_counts" in names
-    assert _live(names) == ["sessions_app", "sessions_app.search", "sessions_app.plan_counts"]
+    assert "sessions_app.search" in names and "sessions_app.store.plan_counts" in names
+    assert _live(names) == ["sessions_app", "sessions_app.search", "sessions_app.store.plan_counts"]

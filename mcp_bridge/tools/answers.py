@@ -13,7 +13,10 @@ from typing import Any
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from sessions_app import excerpts, interventions, planfiles, queries, services
+from sessions_app import planfiles, services
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
+from sessions_app.reads import interventions
 from sessions_app.models import DEFAULT_WORKER, Plan
 
 LIST_CAP = 8

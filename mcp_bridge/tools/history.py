@@ -8,7 +8,9 @@ from mcp_types import CallToolResult
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
 from mcp_bridge.tools.arguments import SessionArg, optional, required
-from sessions_app import excerpts, inputs, queries
+from sessions_app import inputs
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
 
 
 def history_search(

@@ -8,7 +8,10 @@ from mcp_types import CallToolResult
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
 from mcp_bridge.tools.arguments import SessionArg
-from sessions_app import excerpts, invariants, planfiles, queries
+from sessions_app import planfiles
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
+from sessions_app.maintenance import invariants
 
 
 def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolResult:

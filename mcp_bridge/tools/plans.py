@@ -8,7 +8,7 @@ from mcp_types import CallToolResult
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
 from mcp_bridge.tools.arguments import SessionArg, WorkerArg, optional
-from sessions_app import queries
+from sessions_app.reads import queries
 from sessions_app.models import Plan
 
 

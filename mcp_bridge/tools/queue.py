@@ -18,7 +18,9 @@ from mcp_bridge.tools.arguments import (
     optional,
     required,
 )
-from sessions_app import excerpts, planfiles, queries, services
+from sessions_app import planfiles, services
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
 from sessions_app.models import DEFAULT_WORKER
 
 

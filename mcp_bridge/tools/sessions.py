@@ -8,7 +8,10 @@ from mcp_types import CallToolResult
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
 from mcp_bridge.tools.arguments import RequestIdArg, one_of, optional, required
-from sessions_app import excerpts, interventions, queries, services
+from sessions_app import services
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
+from sessions_app.reads import interventions
 
 
 def session_create(

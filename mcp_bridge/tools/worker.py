@@ -7,7 +7,9 @@ from mcp_types import CallToolResult
 
 from mcp_bridge.tools import answers, calls
 from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of, required
-from sessions_app import excerpts, queries, services
+from sessions_app import services
+from sessions_app.reads import queries
+from sessions_app.reads import excerpts
 from sessions_app.models import Plan
 
 

@@ -9,7 +9,9 @@ from django.http import HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from sessions_app import excerpts, queries
+from sessions_app.reads import queries
+
+from sessions_app.reads import excerpts
 from sessions_app.admin import render
 from sessions_app.admin.roles import can_view
 from sessions_app.errors import NineplanError

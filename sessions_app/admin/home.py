@@ -1,5 +1,5 @@
 """The admin's home, "Needs you": what waits for a person in the projects the user sees
-(reads in sessions_app/needs_you.py), each item linking to where it is decided, with
+(reads in sessions_app/reads/needs_you.py), each item linking to where it is decided, with
 Django's list of apps below it."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ from __future__ import annotations
 from django.template.response import TemplateResponse
 from django.urls import reverse
 
-from sessions_app import access, needs_you
+from sessions_app import access
+
+from sessions_app.reads import needs_you
 from sessions_app.admin.roles import can_intervene, can_review, can_view
 
 TEMPLATE = "admin/sessions_app/home.html"

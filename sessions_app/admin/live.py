@@ -13,7 +13,9 @@ from django.http import Http404, HttpResponse, HttpResponseNotAllowed, JsonRespo
 from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 
-from sessions_app import access, clock, needs_you
+from sessions_app import access, clock
+
+from sessions_app.reads import needs_you
 from sessions_app.admin import home, review_pages
 from sessions_app.admin import sessions as session_pages
 from sessions_app.admin.roles import can_view

@@ -14,7 +14,9 @@ from django.template.response import TemplateResponse
 from django.urls import path
 from django.utils.html import format_html
 
-from sessions_app import clock, excerpts, services
+from sessions_app import clock, services
+
+from sessions_app.reads import excerpts
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
 from sessions_app.admin.base import NineplanAdmin, plan_url, redirect_back, session_url

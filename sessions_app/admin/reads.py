@@ -1,4 +1,4 @@
-"""Reads behind the admin pages. Like sessions_app.queries they never write, and each page
+"""Reads behind the admin pages. Like sessions_app.reads.queries they never write, and each page
 costs a fixed number of queries however many sessions, plans and events there are."""
 
 from __future__ import annotations
@@ -9,7 +9,13 @@ from datetime import datetime
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from sessions_app import clock, invariants, needs_you, planfiles, queries
+from sessions_app import clock, planfiles
+
+from sessions_app.reads import queries
+
+from sessions_app.reads import needs_you
+
+from sessions_app.maintenance import invariants
 from sessions_app.errors import PlanNotFound
 from sessions_app.models import SECTIONS, Event, Plan, Session
 

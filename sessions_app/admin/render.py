@@ -21,7 +21,9 @@ from django.utils.timezone import localtime
 from markdown_it import MarkdownIt
 from markdown_it.common.utils import escapeHtml
 
-from sessions_app import excerpts, queries
+from sessions_app.reads import queries
+
+from sessions_app.reads import excerpts
 from sessions_app.models import SECTION_TITLES, Event
 
 # html=False makes markdown-it print any HTML in the source as text; its link check

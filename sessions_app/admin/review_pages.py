@@ -19,7 +19,11 @@ from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from sessions_app import access, clock, needs_you, revisions, services
+from sessions_app import access, clock, services
+
+from sessions_app.reads import needs_you
+
+from sessions_app.store import revisions
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.admin.base import plan_url, redirect_back, session_url
@@ -88,7 +92,7 @@ INBOX_PARTS = {
 def inbox_context(request) -> dict:
     """Everything that waits for a person, in a fixed number of queries however many rows:
     the plans in review with what changed since their pull, the held plans, the plans
-    waiting after their attempts ran out (sessions_app/needs_you.py)."""
+    waiting after their attempts ran out (sessions_app/reads/needs_you.py)."""
     counts = needs_you.counts()
     waiting = needs_you.oldest_first(needs_you.IN_REVIEW, limit=INBOX_SHOWN, whole=True)
     changed = needs_you.since_pull(waiting)

@@ -8,7 +8,9 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from sessions_app import excerpts, needs_you
+from sessions_app.reads import excerpts
+
+from sessions_app.reads import needs_you
 from sessions_app.admin import history_search, render, review_pages
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.base import NineplanAdmin, annotated_column, plan_url

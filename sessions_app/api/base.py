@@ -12,7 +12,7 @@ from rest_framework import permissions
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from sessions_app.admin.roles import VIEW_PERMISSION
+from sessions_app import access
 from sessions_app.api import etags, pagination, params
 from sessions_app.api import reads as api_reads
 
@@ -33,7 +33,7 @@ class ApiView(APIView):
     """A REST endpoint; ``required_perms`` are what its caller must hold in some project."""
 
     permission_classes = [HasViewPermission]
-    required_perms: tuple[str, ...] = (VIEW_PERMISSION,)
+    required_perms: tuple[str, ...] = (access.VIEW,)
 
     def initial(self, request, *args, **kwargs):
         super().initial(request, *args, **kwargs)

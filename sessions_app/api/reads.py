@@ -1,4 +1,4 @@
-"""Reads behind the REST API. Like sessions_app.queries they never write, and each costs a
+"""Reads behind the REST API. Like sessions_app.reads.queries they never write, and each costs a
 fixed number of queries however many sessions, plans and events there are.
 
 Fingerprints (for ETags) rely on the event log: every change to a session's queue or to a
@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
 
-from sessions_app import access, queries
+from sessions_app import access
+
+from sessions_app.reads import queries
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import Event, Plan, PlanDependency, Session
 

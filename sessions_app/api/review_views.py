@@ -18,8 +18,9 @@ from drf_spectacular.utils import OpenApiExample, OpenApiResponse
 from rest_framework import serializers
 from rest_framework.response import Response
 
-from sessions_app import inputs, revisions, services
-from sessions_app.admin.roles import REVIEW_PERMISSION, VIEW_PERMISSION, actor_for
+from sessions_app import access, inputs, services
+
+from sessions_app.store import revisions
 from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
@@ -49,7 +50,7 @@ class ReviewDecisionSerializer(serializers.Serializer):
 
 class PlanReviewView(ApiView):
     permission_classes = [HasReviewPermission]
-    required_perms = (VIEW_PERMISSION, REVIEW_PERMISSION)
+    required_perms = (access.VIEW, access.REVIEW)
 
     @documented(
         "plans_review",
@@ -94,7 +95,7 @@ class PlanReviewView(ApiView):
             plan_id=plan_id,
             decision=body.validated_data["decision"],
             notes=body.validated_data.get("notes"),
-            actor=actor_for(request.user),
+            actor=access.caller_for_user(request.user).label,
             precondition=unchanged,
         )
         detail = api_reads.plan_detail(name, plan_id)

@@ -7,7 +7,11 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app import event_feed, excerpts, invariants
+from sessions_app.reads import excerpts
+
+from sessions_app.maintenance import invariants
+
+from sessions_app.store import event_feed
 from sessions_app.models import Plan
 
 SNIPPET_CHARS = 120

@@ -19,7 +19,15 @@ from rest_framework.response import Response
 from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
-from sessions_app import access, event_feed, export_import, invariants, queries
+from sessions_app import access
+
+from sessions_app.reads import queries
+
+from sessions_app.maintenance import invariants
+
+from sessions_app.store import event_feed
+
+from sessions_app.maintenance import export_import
 from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
 from sessions_app.api.base import ApiView

@@ -15,7 +15,7 @@ holds). This package's face is the list below.
 """
 
 from sessions_app.models import SECTION_TITLES
-from sessions_app.plan_text import HEADINGS, ParsedFile, parse, render
+from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
 from sessions_app.planfiles.copies import (
     delete_plan,
     ensure_session_dir,

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass, replace
 
 from sessions_app.models import SECTIONS
-from sessions_app.plan_text import parse, rebase_section, render
+from sessions_app.planfiles.text import parse, rebase_section, render
 
 # How many writes in a row that never committed a record remembers. Past that the oldest is
 # taken as committed: its text becomes a base, so its own text is never taken in, but an

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from sessions_app import errors
 from sessions_app.errors import FileSystemFailed
-from sessions_app.plan_text import render
+from sessions_app.planfiles.text import render
 from sessions_app.planfiles import bases
 from sessions_app.planfiles.folders import (
     BASES_DIR,

@@ -12,8 +12,16 @@ from datetime import datetime
 
 from django.db import IntegrityError
 
-from sessions_app import access, clock, errors, inputs, interventions, queries, revisions, statements
-from sessions_app import transactions
+from sessions_app import access, clock, errors, inputs
+
+from sessions_app.reads import queries
+
+from sessions_app.store import revisions
+
+from sessions_app.store import statements
+
+from sessions_app.reads import interventions
+from sessions_app.store import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
 from sessions_app.errors import ValidationFailed

@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError
 
-from sessions_app import errors, inputs, plan_text, planfiles, revisions, statements, transactions
+from sessions_app import errors, inputs, planfiles
+
+from sessions_app.planfiles import text as plan_text
+
+from sessions_app.store import revisions
+
+from sessions_app.store import statements
+
+from sessions_app.store import transactions
 from sessions_app.errors import FileSystemFailed, ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision

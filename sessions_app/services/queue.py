@@ -10,7 +10,13 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Count
 
-from sessions_app import access, clock, inputs, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, inputs, planfiles
+
+from sessions_app.store import revisions
+
+from sessions_app.store import statements
+
+from sessions_app.store import transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import MAX_DEPENDENTS, Event, Plan, PlanDependency, Revision, Session

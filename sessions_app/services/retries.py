@@ -17,7 +17,9 @@ from typing import Any
 
 from django.db import connection
 
-from sessions_app import access, clock, inputs, transactions
+from sessions_app import access, clock, inputs
+
+from sessions_app.store import transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import WriteRequest
 

@@ -17,7 +17,13 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from sessions_app import access, clock, errors, inputs, revisions, statements, transactions
+from sessions_app import access, clock, errors, inputs
+
+from sessions_app.store import revisions
+
+from sessions_app.store import statements
+
+from sessions_app.store import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision

@@ -4,7 +4,11 @@ queued plan is in queue.py, taking a claim back in claims.py, the review gate in
 
 from __future__ import annotations
 
-from sessions_app import access, inputs, statements, transactions
+from sessions_app import access, inputs
+
+from sessions_app.store import statements
+
+from sessions_app.store import transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
 from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, retire_file, write_file

@@ -14,7 +14,13 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import transaction
 
-from sessions_app import access, clock, inputs, transactions, webhook_types, webhook_urls
+from sessions_app import access, clock, inputs
+
+from sessions_app.webhooks import addresses
+
+from sessions_app.store import transactions
+
+from sessions_app.webhooks import event_types as webhook_types
 from sessions_app.errors import NotPermitted, ValidationFailed
 from sessions_app.models import Project, WebhookDelivery, WebhookSubscription
 
@@ -61,7 +67,7 @@ def webhook_subscribe(*, project: str, url: str, events: object, actor: str) -> 
         raise ValidationFailed(f"project: no project named '{name}'.", field="project")
     access.require_in_project(access.MANAGE, name)
     stored = event_types(events)
-    webhook_urls.resolve(url)
+    addresses.resolve(url)
     secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
     with transaction.atomic():
         subscription = WebhookSubscription.objects.create(

@@ -9,7 +9,17 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
-from sessions_app import access, clock, excerpts, inputs, interventions, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, inputs, planfiles
+
+from sessions_app.reads import excerpts
+
+from sessions_app.store import revisions
+
+from sessions_app.store import statements
+
+from sessions_app.store import transactions
+
+from sessions_app.reads import interventions
 from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew

@@ -2,7 +2,7 @@
 locked for it, the event it records, and the few steps of a plan's life that several
 services take (back to the queue, a note appended when it fits).
 
-Each piece runs inside the caller's write transaction (sessions_app/transactions.py);
+Each piece runs inside the caller's write transaction (sessions_app/store/transactions.py);
 none opens one itself.
 """
 
@@ -13,7 +13,9 @@ from datetime import datetime, timedelta
 
 from django.conf import settings
 
-from sessions_app import access, clock, errors, statements
+from sessions_app import access, clock, errors
+
+from sessions_app.store import statements
 from sessions_app.errors import PlanNotFound, SessionNotFound, ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Session
 

@@ -1,5 +1,5 @@
 """Filters for the admin's templates: agent text shown the one safe way (sessions_app.admin.render)
-and cut the one way (sessions_app.excerpts), never with Django's own truncatechars, which
+and cut the one way (sessions_app.reads.excerpts), never with Django's own truncatechars, which
 cuts through words; waits in words; and the admin site's names for pages rendered outside it."""
 
 from __future__ import annotations
@@ -9,7 +9,9 @@ from datetime import timedelta
 from django import template
 from django.utils.safestring import SafeString
 
-from sessions_app import excerpts, needs_you
+from sessions_app.reads import excerpts
+
+from sessions_app.reads import needs_you
 from sessions_app.admin import render
 
 register = template.Library()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 
 from nineplan import cli
-from nineplan.version import version
+from sessions_app.version import version
 
 
 def test_version_is_answered_before_django_is_set_up(capsys, monkeypatch):

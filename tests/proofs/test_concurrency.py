@@ -18,7 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import invariants, plan_counts, planfiles, services
+from sessions_app import planfiles, services
+
+from sessions_app.maintenance import invariants
+
+from sessions_app.store import plan_counts
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import PYTHON, REPO, plan_fields
 

@@ -12,7 +12,11 @@ import subprocess
 
 import pytest
 
-from sessions_app import invariants, planfiles, services, transactions
+from sessions_app import planfiles, services
+
+from sessions_app.maintenance import invariants
+
+from sessions_app.store import transactions
 from sessions_app.models import Event, Plan
 from sessions_app.services import file_edits
 from sessions_app.services.writing import touch

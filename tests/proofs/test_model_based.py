@@ -29,7 +29,13 @@ from hypothesis.stateful import (
     run_state_machine_as_test,
 )
 
-from sessions_app import clock, invariants, planfiles, queries, revisions, services
+from sessions_app import clock, planfiles, services
+
+from sessions_app.reads import queries
+
+from sessions_app.store import revisions
+
+from sessions_app.maintenance import invariants
 from sessions_app.errors import NineplanError
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, Revision, Session
 

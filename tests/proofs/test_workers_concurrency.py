@@ -10,7 +10,9 @@ from collections import Counter
 
 import pytest
 
-from sessions_app import queries, services
+from sessions_app import services
+
+from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
 from tests.proofs.test_concurrency import assert_valid, op, start_workers  # noqa: F401 (a fixture)

@@ -11,10 +11,12 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app import clock, invariants, planfiles, search, services
+from sessions_app import clock, planfiles, search, services
+
+from sessions_app.maintenance import invariants
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Plan, Revision, Session
-from sessions_app.search import FTS_TABLE
+from sessions_app.search import FTS_TABLE, backends
 from tests.conftest import manage, plan_fields
 
 
@@ -134,7 +136,7 @@ def search_path(request, monkeypatch):
     """Each test runs on both SQLite paths: a small session's own temporary index, and the
     shared index that larger sessions (and searches of every session) read."""
     if request.param == "shared index":
-        monkeypatch.setattr(search, "SMALL_SESSION", -1)
+        monkeypatch.setattr(backends, "SMALL_SESSION", -1)
     return request.param
 
 

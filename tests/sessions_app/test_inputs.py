@@ -5,7 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import invariants, queries, services
+from sessions_app import services
+
+from sessions_app.reads import queries
+
+from sessions_app.maintenance import invariants
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
 

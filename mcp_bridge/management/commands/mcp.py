@@ -53,7 +53,7 @@ class Command(BaseCommand):
         django.setup()
         readiness.start()
         sweep.start()
-        from sessions_app import webhook_sender
+        from sessions_app.webhooks import sender as webhook_sender
 
         # Webhooks go out from long-running servers only (docs/design.md, "Webhooks").
         webhook_sender.start(wait_for=readiness.wait_ready)

@@ -19,8 +19,9 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from nineplan.commands import PersonCommand
-from sessions_app import queries, services
+from sessions_app.management.base import PersonCommand
+from sessions_app import services
+from sessions_app.reads import queries
 from sessions_app.errors import LeaseLost
 from sessions_app.models import Event, Plan, Revision, Session
 

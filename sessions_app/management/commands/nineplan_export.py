@@ -7,8 +7,8 @@ import sys
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand
-from sessions_app import export_import
+from sessions_app.management.base import PersonCommand
+from sessions_app.maintenance import export_import
 from sessions_app.errors import NineplanError
 
 

@@ -9,8 +9,8 @@ import tempfile
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand
-from sessions_app import export_import
+from sessions_app.management.base import PersonCommand
+from sessions_app.maintenance import export_import
 from sessions_app.errors import NineplanError
 
 # Not for memory (the document is read as a stream): a bound on the time and the disk an

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand, add_session_option
-from sessions_app import repair
+from sessions_app.management.base import PersonCommand, add_session_option
+from sessions_app.maintenance import repair
 
 
 class Command(PersonCommand):

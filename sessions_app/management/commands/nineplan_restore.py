@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from nineplan import tables
-from nineplan.commands import PersonCommand
-from sessions_app import repair
-from sessions_app.backup import BackupRefused, backup_restore
+from sessions_app.store import datadir
+from sessions_app.management.base import PersonCommand
+from sessions_app.maintenance import repair
+from sessions_app.maintenance.backup import BackupRefused, backup_restore
 
 
 class Command(PersonCommand):
@@ -31,7 +31,7 @@ class Command(PersonCommand):
         except BackupRefused as exc:
             raise CommandError(str(exc)) from exc
         # A backup of an older 9plan lacks the newer migrations.
-        tables.make_if_missing()
+        datadir.make_if_missing()
         actions = repair.repair_all(apply=True, progress=self.progress())
         failed = [action for action in actions if action.failed]
         self.stdout.write(f"Restored {folder}.")

@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from nineplan.commands import PersonCommand
-from sessions_app import access, queries, services, webhook_types
+from sessions_app.management.base import PersonCommand
+from sessions_app import access, services
+from sessions_app.reads import queries
+from sessions_app.webhooks import event_types
 from sessions_app.errors import NineplanError
 
 
@@ -26,7 +28,7 @@ class Command(PersonCommand):
         add.add_argument(
             "--events",
             required=True,
-            help=f"event types separated by commas, or 'all': {', '.join(webhook_types.TYPES)}",
+            help=f"event types separated by commas, or 'all': {', '.join(event_types.TYPES)}",
         )
         actions.add_parser("list", help="every subscription with its deliveries' counts")
         remove = actions.add_parser("remove", help="remove a subscription and its deliveries")

@@ -14,8 +14,8 @@ import threading
 
 from django.conf import settings
 
-from nineplan.commands import PersonCommand
-from sessions_app import webhook_sender
+from sessions_app.management.base import PersonCommand
+from sessions_app.webhooks import sender as webhook_sender
 
 DEFAULT_INTERVAL = 2
 

@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from nineplan.commands import PersonCommand
+from sessions_app.management.base import PersonCommand
 
 
 class Command(PersonCommand):
@@ -35,7 +35,7 @@ class Command(PersonCommand):
             raise CommandError(f"--port {port} is not a port; use a whole number from 1 to 65535.")
         if not 1 <= workers <= 64:
             raise CommandError(f"--workers {workers} is not accepted; use a whole number from 1 to 64.")
-        # The tables were made before handle (nineplan/commands.py).
+        # The tables were made before handle (sessions_app/management/base.py).
         Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
         call_command("collectstatic", interactive=False, verbosity=0, stdout=io.StringIO())
         # The workers open their own connections; none of ours may be inherited.
@@ -52,7 +52,8 @@ class Command(PersonCommand):
             sys.executable,
             "-m",
             "gunicorn",
-            "nineplan.wsgi",
+            # gunicorn takes "module:name"; Django's setting is "module.name".
+            ":".join(settings.WSGI_APPLICATION.rsplit(".", 1)),
             "--bind",
             bind,
             "--workers",
@@ -62,9 +63,9 @@ class Command(PersonCommand):
             # 9plan never uses gunicorn's control interface, whose one socket per user
             # would be contended by a second server on the same machine.
             "--no-control-socket",
-            # Each worker starts a webhook delivery loop once it is up (nineplan/serving.py).
+            # Each worker starts a webhook delivery loop once it is up (sessions_app/management/serving.py).
             "--config",
-            "python:nineplan.serving",
+            "python:sessions_app.management.serving",
         ]
         # gunicorn takes over this process, so that a signal sent to `9plan serve` (a
         # terminal's Ctrl-C, a service manager's stop) reaches gunicorn's master itself.

@@ -11,7 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from sessions_app import interventions, services
+from sessions_app import services
+
+from sessions_app.reads import interventions
 from sessions_app.models import Plan
 from tests.mcp_bridge.helpers import error, in_thread, ok, plan_args, snapshot, started, text_of
 

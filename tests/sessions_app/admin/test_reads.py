@@ -12,7 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import clock, needs_you, services
+from sessions_app import clock, services
+
+from sessions_app.reads import needs_you
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures

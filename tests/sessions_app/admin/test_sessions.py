@@ -14,7 +14,11 @@ from django.core.management import call_command
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import excerpts, interventions, services
+from sessions_app import services
+
+from sessions_app.reads import excerpts
+
+from sessions_app.reads import interventions
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.models import Event, Plan, Session

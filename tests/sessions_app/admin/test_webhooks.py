@@ -7,7 +7,9 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from sessions_app import clock, services, statements
+from sessions_app import clock, services
+
+from sessions_app.store import statements
 from sessions_app.models import Event, Project, WebhookDelivery
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 (fixtures)

@@ -11,7 +11,8 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from mcp_bridge import auth
-from sessions_app import access, queries, services
+from sessions_app import access, services
+from sessions_app.reads import queries
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Membership, Session
 

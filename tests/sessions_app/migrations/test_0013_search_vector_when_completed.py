@@ -7,7 +7,9 @@ from __future__ import annotations
 import pytest
 from django.db import connection
 
-from sessions_app import queries, services
+from sessions_app import services
+
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 
 pytestmark = [

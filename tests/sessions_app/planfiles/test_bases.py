@@ -3,7 +3,7 @@ write that never committed is read as never having happened."""
 
 from __future__ import annotations
 
-from sessions_app.plan_text import parse, render
+from sessions_app.planfiles.text import parse, render
 from sessions_app.planfiles import bases
 
 

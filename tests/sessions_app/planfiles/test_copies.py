@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import planfiles, queries, services
+from sessions_app import planfiles, services
+
+from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import events, plan_file

@@ -21,7 +21,17 @@ from pathlib import Path
 import pytest
 from django.core.management import CommandError, call_command
 
-from sessions_app import backup, errors, export_import, invariants, planfiles, queries, repair, services
+from sessions_app import errors, planfiles, services
+
+from sessions_app.maintenance import backup
+
+from sessions_app.maintenance import repair
+
+from sessions_app.reads import queries
+
+from sessions_app.maintenance import invariants
+
+from sessions_app.maintenance import export_import
 from sessions_app.services import file_edits
 from sessions_app.admin import reads as admin_reads
 from sessions_app.errors import NineplanError

@@ -9,7 +9,13 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import clock, errors, invariants, planfiles, queries, repair, services
+from sessions_app import clock, errors, planfiles, services
+
+from sessions_app.maintenance import repair
+
+from sessions_app.reads import queries
+
+from sessions_app.maintenance import invariants
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file  # the now fixture is there too
@@ -395,7 +401,7 @@ def test_resume_state_shows_every_worker_and_what_blocked_plans_wait_for(short, 
 def test_an_export_carries_claims_and_dependencies_and_imports_them_back(short, now, sessions_dir):
     import shutil
 
-    from sessions_app import export_import
+    from sessions_app.maintenance import export_import
     from sessions_app.models import Session
 
     a = add(short, "A")

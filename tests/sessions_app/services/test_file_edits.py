@@ -8,7 +8,15 @@ from __future__ import annotations
 import pytest
 from django.test import override_settings
 
-from sessions_app import invariants, plan_text, planfiles, queries, repair, services
+from sessions_app import planfiles, services
+
+from sessions_app.maintenance import repair
+
+from sessions_app.reads import queries
+
+from sessions_app.planfiles import text as plan_text
+
+from sessions_app.maintenance import invariants
 from sessions_app.errors import LeaseLost
 from sessions_app.models import Event, Plan, Revision
 from sessions_app.planfiles import bases

@@ -6,7 +6,11 @@ import re
 
 import pytest
 
-from sessions_app import invariants, planfiles, queries, services
+from sessions_app import planfiles, services
+
+from sessions_app.reads import queries
+
+from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan, Revision, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import events, plan_file

@@ -11,7 +11,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from sessions_app import access, clock, errors, services, statements
+from sessions_app import access, clock, errors, services
+
+from sessions_app.store import statements
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Project, Role, WebhookDelivery, WebhookSubscription
 from tests.conftest import plan_fields

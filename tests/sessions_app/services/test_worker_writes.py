@@ -7,7 +7,9 @@ import re
 
 import pytest
 
-from sessions_app import planfiles, queries, services
+from sessions_app import planfiles, services
+
+from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder
 from tests.sessions_app.conftest import events, plan_file, queue_ids

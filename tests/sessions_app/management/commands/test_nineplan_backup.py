@@ -1,7 +1,7 @@
 """`nineplan_backup` (sessions_app/management/commands/nineplan_backup.py): writes a backup
 and names its folder; `--verify FOLDER` says whether a backup is whole and how to restore
 it, and refuses one that is not. (What a backup holds, and one killed midway, are in
-tests/sessions_app/test_backup.py.)"""
+tests/sessions_app/maintenance/test_backup.py.)"""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from django.core.management.base import CommandError
 from django.db import connection
 
-from sessions_app import backup
+from sessions_app.maintenance import backup
 from tests.conftest import manage
 from tests.sessions_app.conftest import files_below, plan_file
 

@@ -10,7 +10,11 @@ import subprocess
 import pytest
 from django.core.management import call_command
 
-from sessions_app import invariants, needs_you, queries
+from sessions_app.reads import queries
+
+from sessions_app.reads import needs_you
+
+from sessions_app.maintenance import invariants
 from sessions_app.management.commands.nineplan_demo import PARALLEL_TASK, TASK
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON

@@ -2,7 +2,7 @@
 document on stdout or into a new file, the same document the REST API serves; an unknown
 session, a file that exists or cannot be written is refused and nothing is written. (What
 the document holds, and a round trip between two databases, are in
-tests/sessions_app/export_import/test_export.py.)"""
+tests/sessions_app/maintenance/export_import/test_export.py.)"""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from django.core.management.base import CommandError
 
 from tests.conftest import manage
 from tests.sessions_app.api_fixtures import api, full_session, reader  # noqa: F401  (fixtures)
-from tests.sessions_app.export_import.documents import streamed_json
+from tests.sessions_app.maintenance.export_import.documents import streamed_json
 
 pytestmark = pytest.mark.django_db
 

@@ -13,8 +13,8 @@ from django.core.management.base import CommandError
 
 from sessions_app.models import Session
 from tests.sessions_app.api_fixtures import full_session  # noqa: F401  (fixture)
-from tests.sessions_app.export_import.documents import document, written  # noqa: F401  (fixture)
-from tests.sessions_app.export_import.documents import snapshot as session_snapshot
+from tests.sessions_app.maintenance.export_import.documents import document, written  # noqa: F401  (fixture)
+from tests.sessions_app.maintenance.export_import.documents import snapshot as session_snapshot
 
 pytestmark = pytest.mark.django_db
 

@@ -1,7 +1,7 @@
 """`nineplan_repair` (sessions_app/management/commands/nineplan_repair.py): a dry run lists
 each repair and changes nothing, --apply carries them out and says how many, one session
 only with --session, and a failed repair or an entry left alone fails the command loudly.
-(What each repair does is in tests/sessions_app/test_repair.py.)"""
+(What each repair does is in tests/sessions_app/maintenance/test_repair.py.)"""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """`nineplan_restore` (sessions_app/management/commands/nineplan_restore.py): a backup's
 database (SQLite) and plan files put back, what they replaced kept aside and the repair run
 after; a backup with a part missing, or naming another database file, is refused and
-changes nothing. (A restore killed midway is proved in tests/sessions_app/test_backup.py.)"""
+changes nothing. (A restore killed midway is proved in tests/sessions_app/maintenance/test_backup.py.)"""
 
 from __future__ import annotations
 
@@ -12,7 +12,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from sessions_app import backup, services
+from sessions_app import services
+
+from sessions_app.maintenance import backup
 from sessions_app.models import Plan
 from tests.sessions_app.conftest import files_below, plan_file, run_repair, sqlite_only
 

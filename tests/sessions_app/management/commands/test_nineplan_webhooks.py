@@ -8,7 +8,9 @@ from functools import partial
 
 import pytest
 
-from sessions_app import services, webhook_sender
+from sessions_app import services
+
+from sessions_app.webhooks import sender as webhook_sender
 from sessions_app.models import WebhookDelivery
 from tests.conftest import manage
 

@@ -69,12 +69,12 @@ def test_gunicorn_gets_the_bind_the_workers_and_9plans_server_hooks(execv):
         call_command("serve", host="0.0.0.0", port=9001, workers=3, stdout=io.StringIO())
     [(program, argv)] = execv
     assert program == sys.executable
-    assert argv[:4] == [sys.executable, "-m", "gunicorn", "nineplan.wsgi"]
+    assert argv[:4] == [sys.executable, "-m", "gunicorn", "nineplan.wsgi:application"]
     def value(option: str) -> str:
         return argv[argv.index(option) + 1]
 
     assert value("--bind") == "0.0.0.0:9001" and value("--workers") == "3"
-    assert value("--config") == "python:nineplan.serving"
+    assert value("--config") == "python:sessions_app.management.serving"
     assert "--no-control-socket" in argv
     # The static files were collected first, for whitenoise to serve.
     assert (Path(settings.STATIC_ROOT) / "sessions_app" / "admin.css").is_file()

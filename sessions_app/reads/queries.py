@@ -1,0 +1,525 @@
+"""Every read of 9plan. Queries never write; their query count does not grow with the data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from django.conf import settings
+from django.db.models import Exists, F, OuterRef, Q
+
+from sessions_app import access, inputs, planfiles, search
+
+from sessions_app.store import driver
+
+from sessions_app.store import prepared
+
+from sessions_app.store import statements
+
+from sessions_app.store import plan_counts
+
+from sessions_app.store import transactions
+
+from sessions_app.reads import interventions
+from sessions_app.clock import utc_text
+from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
+from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
+
+LIST_CAP = 20
+_PLANS = Plan._meta.db_table
+_SESSIONS = Session._meta.db_table
+_SESSION = Plan._meta.get_field("session").column
+# The reads behind every 9plan_session_resume and state call go through statements.load: the
+# ORM took several times longer to build each of their three queries than they take to
+# run, and the state read was the costliest operation of the throughput mix
+# (docs/benchmarks.md).
+_SESSION_FIELDS = tuple(Session._meta.concrete_fields)
+_QUEUE_FIELDS = tuple(
+    f
+    for f in Plan._meta.concrete_fields
+    if f.attname in ("id", "session_id", "sort_key", "goal", "waiting_for_person", "attempts")
+)
+
+
+def _columns(fields: tuple) -> str:
+    return ", ".join(f"t.{f.column}" for f in fields)
+
+
+def get_session(name: object) -> Session:
+    """The session, for a caller who may see it: one of another project is not found, with
+    the same answer as one that does not exist (sessions_app/access.py)."""
+    name = inputs.session_name(name)
+    rows = statements.load(
+        Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
+    )
+    if not rows:
+        raise SessionNotFound.named(name)
+    access.require(access.VIEW, project=rows[0].project_id, session_name=name)
+    return rows[0]
+
+
+def visible_sessions():
+    """The sessions the caller may see (a queryset; every session for the local user)."""
+    projects = access.current().visible_projects()
+    sessions = Session.objects.all()
+    return sessions if projects is None else sessions.filter(project_id__in=projects)
+
+
+def visible_plans():
+    """The plans of the sessions the caller may see (a queryset)."""
+    projects = access.current().visible_projects()
+    plans = Plan.objects.all()
+    return plans if projects is None else plans.filter(session__project_id__in=projects)
+
+
+def visible_events():
+    """The events of the sessions the caller may see (a queryset)."""
+    projects = access.current().visible_projects()
+    events = Event.objects.all()
+    return events if projects is None else events.filter(session__project_id__in=projects)
+
+
+def session_path(name: str) -> str:
+    return str(planfiles.session_dir(name))
+
+
+def plan_path(plan: Plan) -> str:
+    return str(planfiles.plan_path(plan.session_id, plan.file_stem))
+
+
+def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
+    """The queued plans in order (the first ``limit``), and how many there are in all."""
+    fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
+    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED} "
+    sql += "ORDER BY t.sort_key"
+    params: list = [session.name]
+    if limit:
+        sql += " LIMIT %s"
+        params.append(limit)
+    return statements.load(Plan, fields, sql, params), session.count_queued
+
+
+def claimed_plans(session: Session) -> list[Plan]:
+    """The session's active plans, one per worker holding one: the default worker's first,
+    then by when they were claimed."""
+    fields = statements.ALL_PLAN_FIELDS
+    return statements.load(
+        Plan,
+        fields,
+        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_ACTIVE} "
+        "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
+        [session.name, DEFAULT_WORKER],
+    )
+
+
+def expired_claims(now: datetime) -> list[Plan]:
+    """Active plans (of the sessions the caller may see) whose lease ran out before ``now``,
+    the oldest first: still their workers' until another worker pulls or a person takes
+    them back."""
+    rows = visible_plans().filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    return list(rows.only("id", "session_id", "worker", "lease_expires_at").order_by("lease_expires_at", "id"))
+
+
+def active_plan(session: Session) -> Plan | None:
+    claimed = claimed_plans(session)
+    return claimed[0] if claimed else None
+
+
+@dataclass
+class SessionState:
+    session: Session
+    queue: list[Plan]
+    queue_length: int
+    active: Plan | None
+    completed_count: int
+    discarded_count: int
+    # Every worker's plan (``active`` is the first of them), and the first queued plans that
+    # cannot be handed out now, with what each waits for.
+    claimed: list[Plan] = field(default_factory=list)
+    blocked: list[Blocked] = field(default_factory=list)
+
+    @property
+    def default_workers_plan(self) -> Plan | None:
+        return next((p for p in self.claimed if p.worker == DEFAULT_WORKER), None)
+
+
+def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
+    with transactions.read():  # one snapshot for the session, its queue and its claims
+        session = get_session(name)
+        rows, total = queue(session, limit=limit)
+        claimed = claimed_plans(session)
+        blocked = blocked_plans(session.name, limit=limit or LIST_CAP) if total else []
+    return SessionState(
+        session,
+        rows,
+        total,
+        claimed[0] if claimed else None,
+        session.count_completed,
+        session.count_discarded,
+        claimed,
+        blocked,
+    )
+
+
+# --- what queued plans wait for ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Waited:
+    """A plan another plan waits for, as it is now."""
+
+    id: str
+    status: str
+    worker: str | None
+    lease_expires_at: datetime | None
+
+    def describe(self) -> str:
+        if self.status == Plan.Status.ACTIVE:
+            return f"{self.id} (active, worker '{self.worker}', lease until {utc_text(self.lease_expires_at)})"
+        return f"{self.id} ({self.status})"
+
+
+@dataclass(frozen=True)
+class Blocked:
+    """A queued plan that cannot be handed out now: it waits for a person, or for plans
+    that are not completed yet."""
+
+    plan_id: str
+    goal: str
+    waiting_for_person: bool
+    attempts: int
+    waits_for: tuple[Waited, ...]
+
+    def describe(self) -> str:
+        if self.waiting_for_person:
+            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claims ran out)"
+        return f"{self.plan_id} waits for " + ", ".join(w.describe() for w in self.waits_for)
+
+
+# How far down the queue blocked plans are looked for: the first ones are what a person or
+# an agent needs to see, and the read then costs the same whatever the queue holds.
+BLOCKED_SCAN = 50
+_DEPS = PlanDependency._meta.db_table
+
+
+def plans_in(session_name: str, status: str, *, limit: int | None = 8) -> tuple[list[Plan], int]:
+    """The session's plans in ``status`` (in review, held), the longest waiting first: the
+    first ``limit`` of them, and how many there are."""
+    rows = Plan.objects.filter(session_id=session_name, status=status).order_by("updated_at", "id")
+    total = rows.count()
+    return list(rows.only("id", "session_id", "goal", "status", "updated_at")[:limit] if limit else rows), total
+
+
+def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
+    """The first ``limit`` plans among the first BLOCKED_SCAN of the queue that are not
+    ready, in queue order, with what each waits for: one statement."""
+    rows = statements.load(
+        Plan,
+        _BLOCKED_FIELDS,
+        f"""SELECT {_columns(_BLOCKED_FIELDS)}, q.id, q.status, q.worker, q.lease_expires_at
+        FROM (SELECT {', '.join(f.column for f in _BLOCKED_FIELDS)} FROM {_PLANS}
+              WHERE {_SESSION} = %s AND status = {prepared.SQL_QUEUED} ORDER BY sort_key LIMIT %s) t
+        LEFT JOIN {_DEPS} d ON d.plan_id = t.id
+        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> {prepared.SQL_COMPLETED}
+        WHERE t.waiting_for_person OR q.id IS NOT NULL
+        ORDER BY t.sort_key, q.created_at, q.id""",
+        [session_name, BLOCKED_SCAN],
+        extra=4,
+    )
+    found: dict[str, tuple[Plan, list[Waited]]] = {}
+    for plan, dep, status, worker, until in rows:
+        entry = found.setdefault(plan.id, (plan, []))
+        if dep is not None:
+            entry[1].append(Waited(dep, status, worker, _aware(until)))
+    return [
+        Blocked(p.id, p.goal, p.waiting_for_person, p.attempts, tuple(waits))
+        for p, waits in list(found.values())[:limit]
+    ]
+
+
+_BLOCKED_FIELDS = tuple(
+    f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "goal", "sort_key", "waiting_for_person", "attempts")
+)
+
+
+def _aware(value) -> datetime | None:
+    """A timestamp read with plain SQL, as the ORM would hand it back (aware, in UTC)."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A plan's dependencies both ways: what it waits for (``depends_on``, with each one's
+    status) and which plans wait for it (``dependents``)."""
+
+    depends_on: list[tuple[str, str]]
+    dependents: list[tuple[str, str]]
+
+    @property
+    def ready(self) -> bool:
+        return all(status == Plan.Status.COMPLETED for _, status in self.depends_on)
+
+
+def dependencies(plan_id: str) -> Dependencies:
+    """One query, whatever the plan."""
+    rows = (
+        PlanDependency.objects.filter(Q(plan_id=plan_id) | Q(depends_on_id=plan_id))
+        .order_by("plan_id", "depends_on_id")
+        .values_list("plan_id", "plan__status", "depends_on_id", "depends_on__status")
+    )
+    found = Dependencies([], [])
+    for plan, plan_status, dep, dep_status in rows:
+        if plan == plan_id:
+            found.depends_on.append((dep, dep_status))
+        else:
+            found.dependents.append((plan, plan_status))
+    return found
+
+
+def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
+    """Dependencies both ways of several plans at once (two queries)."""
+    found = {pid: Dependencies([], []) for pid in plan_ids}
+    for plan_id, dep, status in PlanDependency.objects.filter(plan_id__in=plan_ids).order_by("depends_on_id").values_list(
+        "plan_id", "depends_on_id", "depends_on__status"
+    ):
+        found[plan_id].depends_on.append((dep, status))
+    for dep, plan_id, status in PlanDependency.objects.filter(depends_on_id__in=plan_ids).order_by("plan_id").values_list(
+        "depends_on_id", "plan_id", "plan__status"
+    ):
+        found[dep].dependents.append((plan_id, status))
+    return found
+
+
+_OUTCOME_FIELDS = tuple(Plan._meta.get_field(name) for name in ("id", "goal", "outcome"))
+
+
+def dependency_outcomes(plan_id: str) -> list[Plan]:
+    """The completed plans ``plan_id`` depends on (a plan has at most MAX_DEPENDENCIES), in
+    id order, with their goals and outcomes: what a pulled plan's inputs came from. One
+    statement, written out: every pull runs it, most often to find nothing."""
+    return statements.load(
+        Plan,
+        _OUTCOME_FIELDS,
+        f"SELECT p.id, p.goal, p.outcome FROM {_PLANS} p JOIN {_DEPS} d ON d.depends_on_id = p.id "
+        f"WHERE d.plan_id = %s AND p.status = {prepared.SQL_COMPLETED} ORDER BY p.id",
+        [plan_id],
+    )
+
+
+LATE_SHOWN = 3
+
+
+@dataclass(frozen=True)
+class LateWrite:
+    """Text a worker sent after its claim on the plan was reclaimed: never applied, kept."""
+
+    worker: str
+    op: str
+    text: str
+    at: datetime
+
+
+def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
+    """The plan's late writes, newest first."""
+    events = Event.objects.filter(plan_id=plan_id, kind=Event.Kind.LATE_WRITE_KEPT).order_by("-id")[:limit]
+    found = []
+    for e in events:
+        detail = e.detail if isinstance(e.detail, dict) else {}
+        found.append(LateWrite(str(detail.get("worker", "")), str(detail.get("op", "")), str(detail.get("text", "")), e.created_at))
+    return found
+
+
+# Reads run after every add, pull and complete, written out in SQL: the ORM takes far
+# longer to build each query than the statements take to run (docs/benchmarks.md).
+# Plain SQL that SQLite and PostgreSQL both accept.
+
+
+def queue_length(name: str) -> int:
+    row = driver.first(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
+    if row is None:
+        raise SessionNotFound.named(name)
+    return row[0]
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    length: int
+    completed: int
+    next_id: str | None  # the plan a pull would hand out: the first ready one
+    next_goal: str | None
+    # Plans neither queued nor finished: held by workers, in review, or held after review.
+    # While there are any, an empty queue does not mean the task is done.
+    unfinished: int = 0
+
+
+UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
+_UNFINISHED = ", ".join(prepared.fixed(status) for status in UNFINISHED)
+
+
+def queue_status(name: str) -> QueueStatus:
+    """The queue's length, the plan a pull would hand out next (the first ready one), the
+    completed count and how many plans are still out of the queue unfinished, for a session
+    known to exist: what an agent needs after finishing a plan, in one statement."""
+    row = driver.first(
+        f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
+            (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
+        FROM {_SESSIONS} AS s LEFT JOIN (
+            SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED}
+            AND {statements.READY} ORDER BY t.sort_key LIMIT 1
+        ) AS front ON 1 = 1
+        WHERE s.name = %s""",
+        [name, name, name],
+    )
+    if row is None:
+        raise SessionNotFound.named(name)
+    return QueueStatus(*row)
+
+
+def session_plans(status: str):
+    """The plans in ``status`` of the session row an enclosing sessions query is on."""
+    return Plan.objects.filter(session=OuterRef("pk"), status=status)
+
+
+def plan_count(status: str) -> F:
+    """The count of a session's plans in ``status``, for annotating a sessions query: the
+    counter on the session row, so a page of sessions reads no plans at all."""
+    return F(plan_counts.COLUMNS[status])
+
+
+def sessions_with_counts():
+    """The sessions the caller may see, newest first, each annotated with its counts (one
+    query however many)."""
+    return visible_sessions().annotate(
+        queue_length=plan_count(Plan.Status.QUEUED),
+        completed_count=plan_count(Plan.Status.COMPLETED),
+        discarded_count=plan_count(Plan.Status.DISCARDED),
+        has_active_plan=Exists(session_plans(Plan.Status.ACTIVE)),
+    ).order_by("-created_at", "name")
+
+
+def session_list(*, limit: int = LIST_CAP) -> tuple[list[Session], int]:
+    """The sessions the caller may see, newest first, annotated with their counts in one
+    query, and how many there are."""
+    return list(sessions_with_counts()[:limit]), visible_sessions().count()
+
+
+def queue_place(plan: Plan) -> int | None:
+    """1 for the plan the next pull takes, 2 for the one after, ...; None unless queued."""
+    if plan.status != Plan.Status.QUEUED or plan.sort_key is None:
+        return None
+    ahead = Plan.objects.filter(
+        session_id=plan.session_id, status=Plan.Status.QUEUED, sort_key__lt=plan.sort_key
+    ).count()
+    return ahead + 1
+
+
+def plan_file_text(plan: Plan) -> tuple[str, str]:
+    """The plan's text as the agent should read it: the file, or the database rendering when
+    the file is missing or cannot be used; and a notice saying why it was not used ("")."""
+    read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
+    if read.usable:
+        return read.text, ""
+    rendered = planfiles.render(plan.sections())
+    if read.state == planfiles.MISSING:
+        return rendered, ""
+    path = planfiles.plan_path(plan.session_id, plan.file_stem)
+    return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
+
+
+# A hit: its plan (with the searched sections), its rank (1 = best) and its relevance (bigger is better).
+HistoryHit = search.Hit
+
+
+def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
+    query = inputs.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
+    limit = inputs.positive_int("max_results", max_results, default=5, maximum=50)
+    projects = access.current().visible_projects()
+    if session_name is not None:
+        session_name = inputs.session_name(session_name)
+        if projects is not None:
+            # A caller limited to some projects learns nothing of another's session, not
+            # even from its hits: the session is checked first (one query more).
+            get_session(session_name)
+    with transactions.read():
+        hits = search.search(query, session_name=session_name, limit=limit, projects=projects)
+        if not hits and session_name is not None and projects is None:
+            # Index rows leave with their session's plans, so hits prove the session exists:
+            # the check costs a query only when nothing was found.
+            get_session(session_name)
+    return hits
+
+
+def history_get(*, session_name: object, plan_id: object) -> Plan:
+    """A completed plan of the session, with its outcome."""
+    session = get_session(session_name)
+    plan_id = inputs.plan_id(plan_id)
+    plan = Plan.objects.filter(session=session, id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound.in_session(plan_id, session.name)
+    if plan.status != Plan.Status.COMPLETED:
+        raise PlanNotFound(
+            f"Plan {plan_id} is {plan.status}, not completed; history holds completed plans only."
+            + (f" {fate.describe()}" if (fate := interventions.latest_intervention(plan)) else ""),
+            field="plan_id",
+            reason=NOT_COMPLETED,
+        )
+    return plan
+
+
+def plan_read(*, session_name: object, plan_id: object = None, worker: object = None) -> Plan:
+    """A plan of the session in any state, by id; without an id, the plan ``worker`` (of the
+    calling token, or of the local user) holds: what an agent on any machine reads its
+    plan back with."""
+    session = get_session(session_name)
+    if plan_id is None:
+        worker = inputs.worker(worker)
+        plan_id = statements.claimed_plan_id(session.name, access.current().claimant, worker)
+        if plan_id is None:
+            whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
+            raise NoActivePlan(
+                f"{whose} holds no plan in session '{session.name}'; pass plan_id to read any plan of the session."
+            )
+    plan_id = inputs.plan_id(plan_id)
+    plan = Plan.objects.filter(session=session, id=plan_id).first()
+    if plan is None:
+        raise PlanNotFound.in_session(plan_id, session.name)
+    return plan
+
+
+def last_rejection(plan: Plan) -> Event | None:
+    """The latest rejection of the plan in review, if it was ever sent back."""
+    if not plan.rejections:
+        return None
+    return Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_REJECTED).order_by("-id").first()
+
+
+# --- webhooks ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class SubscriptionRow:
+    subscription: WebhookSubscription
+    pending: int
+    delivered: int
+    failed: int
+
+
+def webhook_subscriptions() -> list[SubscriptionRow]:
+    """The subscriptions of the projects the caller manages, with how many of their
+    deliveries are in each status; one query."""
+    from django.db.models import Count
+
+    qs = WebhookSubscription.objects.order_by("project_id", "id")
+    projects = access.projects_where(access.MANAGE)
+    if projects is not None:
+        qs = qs.filter(project_id__in=projects)
+    counted = {
+        status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
+    }
+    return [
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in qs.annotate(**counted)
+    ]

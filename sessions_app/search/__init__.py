@@ -1,0 +1,57 @@
+"""Full-text search over completed plans: the one surface the rest of 9plan imports.
+
+The words of a query (``words``, ``terms``) and their forms (``bases``, ``shorter_stems``,
+``fold``) are the same on both databases; ``search`` runs them on SQLite's FTS5 index or
+PostgreSQL's text-search vector (docs/design.md, "Search")."""
+
+from sessions_app.search.backends import (
+    ACCENTS,
+    ENDINGS,
+    FTS_TABLE,
+    MAX_TERMS,
+    PG_CONFIG,
+    PG_INDEX,
+    PG_RANK_CANDIDATES,
+    PG_VECTOR_COLUMN,
+    SCOPE_TABLE,
+    SQLITE_SCHEMA,
+    SQLITE_TRIGGERS,
+    Hit,
+    bases,
+    ensure_index,
+    ensure_index_after_migrate,
+    fold,
+    indexed_count,
+    rebuild_index,
+    search,
+    shorter_stems,
+    sqlite_triggers_present,
+    terms,
+    words,
+)
+
+__all__ = [
+    "ACCENTS",
+    "ENDINGS",
+    "FTS_TABLE",
+    "MAX_TERMS",
+    "PG_CONFIG",
+    "PG_INDEX",
+    "PG_RANK_CANDIDATES",
+    "PG_VECTOR_COLUMN",
+    "SCOPE_TABLE",
+    "SQLITE_SCHEMA",
+    "SQLITE_TRIGGERS",
+    "Hit",
+    "bases",
+    "ensure_index",
+    "ensure_index_after_migrate",
+    "fold",
+    "indexed_count",
+    "rebuild_index",
+    "search",
+    "shorter_stems",
+    "sqlite_triggers_present",
+    "terms",
+    "words",
+]
