@@ -17,7 +17,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from sessions_app.admin import home
-from sessions_app.admin.base import NineplanAdmin
+from sessions_app.admin.model_admin import NineplanAdmin
 from sessions_app.admin.events import EventAdmin
 from sessions_app.admin.plans import PlanAdmin
 from sessions_app.admin.projects import ProjectAdmin

@@ -10,7 +10,7 @@ from django.utils.html import format_html
 from django.utils.text import smart_split, unescape_string_literal
 
 from sessions_app.admin import render
-from sessions_app.admin.base import NineplanAdmin, plan_url, session_url
+from sessions_app.admin.model_admin import NineplanAdmin, plan_url, session_url
 from sessions_app.models import Event
 
 

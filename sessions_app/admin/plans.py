@@ -19,7 +19,7 @@ from sessions_app import clock, services
 from sessions_app.reads import excerpts
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
-from sessions_app.admin.base import NineplanAdmin, plan_url, redirect_back, session_url
+from sessions_app.admin.model_admin import NineplanAdmin, plan_url, redirect_back, session_url
 from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_plan_id

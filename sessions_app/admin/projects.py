@@ -12,7 +12,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from sessions_app import access, services
-from sessions_app.admin.base import NineplanAdmin, annotated_column, redirect_back
+from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, redirect_back
 from sessions_app.admin.roles import can_intervene
 from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_project_name

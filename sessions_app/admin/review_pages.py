@@ -26,7 +26,7 @@ from sessions_app.reads import needs_you
 from sessions_app.store import revisions
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
-from sessions_app.admin.base import plan_url, redirect_back, session_url
+from sessions_app.admin.model_admin import plan_url, redirect_back, session_url
 from sessions_app.admin.roles import actor_for, can_intervene, can_review, can_view
 from sessions_app.errors import NineplanError, NotPermitted, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name

@@ -13,7 +13,7 @@ from sessions_app.reads import excerpts
 from sessions_app.reads import needs_you
 from sessions_app.admin import history_search, render, review_pages
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin.base import NineplanAdmin, annotated_column, plan_url
+from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, plan_url
 from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
 from sessions_app.admin.roles import can_intervene
 from sessions_app.identifiers import is_session_name

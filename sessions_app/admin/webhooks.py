@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.utils.html import format_html
 
 from sessions_app import access, services
-from sessions_app.admin.base import NineplanAdmin, plan_url, session_url
+from sessions_app.admin.model_admin import NineplanAdmin, plan_url, session_url
 from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError
 from sessions_app.models import WebhookDelivery, WebhookSubscription

@@ -12,14 +12,14 @@ from sessions_app.api import params
 
 
 @dataclass(frozen=True)
-class Window:
+class RequestedPage:
     """Page ``number`` (from 1) of pages of ``size`` rows: rows ``start`` to ``end``."""
 
     number: int
     size: int
 
     @classmethod
-    def requested(cls, request, size: params.IntParam = params.PAGE_SIZE) -> Window:
+    def requested(cls, request, size: params.IntParam = params.PAGE_SIZE) -> RequestedPage:
         return cls(params.PAGE.parse(request), size.parse(request))
 
     @property
@@ -49,7 +49,7 @@ class Window:
         }
 
 
-def queryset_page(request, qs, serializer, window: Window, with_rows=None) -> dict:
+def queryset_page(request, qs, serializer, window: RequestedPage, with_rows=None) -> dict:
     """One page of ``qs`` with its count (two queries: the count and the rows; ``with_rows``
     may add what the serializer needs of the page's rows, in a fixed number more)."""
     count = qs.count()

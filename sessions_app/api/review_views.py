@@ -24,7 +24,7 @@ from sessions_app.store import revisions
 from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
-from sessions_app.api.base import ApiView, HasViewPermission
+from sessions_app.api.endpoint import ApiView, HasViewPermission
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired, WeakValidator, WildcardRefused
 from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound

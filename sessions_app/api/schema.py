@@ -76,7 +76,7 @@ def documented(
     endpoint does not take)."""
     parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
     codes = set(problems)
-    codes.add(400)  # every endpoint refuses a query parameter it does not take (api/base.py)
+    codes.add(400)  # every endpoint refuses a query parameter it does not take (api/endpoint.py)
     describe = extend_schema(
         operation_id=operation_id,
         summary=summary,

@@ -30,7 +30,7 @@ from sessions_app.store import event_feed
 from sessions_app.maintenance import export_import
 from sessions_app.api import pagination, params, paths, serializers as s
 from sessions_app.api import reads as api_reads
-from sessions_app.api.base import ApiView
+from sessions_app.api.endpoint import ApiView
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
 
@@ -110,7 +110,7 @@ class SessionListView(ApiView):
             has_queued=flag[HAS_QUEUED.parse(request)],
             search=SEARCH.parse(request),
         )
-        window = pagination.Window.requested(request)
+        window = pagination.RequestedPage.requested(request)
         return Response(pagination.queryset_page(request, qs, s.SessionSummarySerializer, window))
 
 
@@ -261,7 +261,7 @@ class HistorySearchView(ApiView):
     def get(self, request):
         query = QUERY.parse(request)
         session = HISTORY_SESSION.parse(request)
-        window = pagination.Window.requested(request, HISTORY_PAGE_SIZE)
+        window = pagination.RequestedPage.requested(request, HISTORY_PAGE_SIZE)
         hits = []
         if window.start < HISTORY_DEPTH:
             hits = queries.history_search(query, session_name=session, max_results=min(window.end, HISTORY_DEPTH))

@@ -5,9 +5,9 @@
 - ``fit_json``: the same, cut so that its JSON encoding takes at most a number of bytes
   (tool answers have a byte budget, and one emoji costs four).
 - ``ended``: a text someone wrote, as the end of a sentence of 9plan's (one full stop).
-- ``match_pattern`` and ``around_match``: the window of a text around what a history
+- ``match_pattern`` and ``around_match``: the excerpt of a text around what a history
   search matched, with where each match is, for the admin (which marks them) and the
-  REST API (which returns the plain window).
+  REST API (which returns the plain excerpt).
 """
 
 from __future__ import annotations
@@ -129,7 +129,7 @@ def has_match(text: str | None, pattern: re.Pattern[str] | None) -> bool:
 
 
 @dataclass(frozen=True)
-class Window:
+class Excerpt:
     """A piece of a text: its plain characters, the (start, end) of each match within
     them, and whether text was left out before and after."""
 
@@ -142,7 +142,7 @@ class Window:
         return (ELLIPSIS if self.cut_before else "") + self.text + (ELLIPSIS if self.cut_after else "")
 
 
-def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) -> Window:
+def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) -> Excerpt:
     """About ``limit`` characters of ``text`` (on one line) starting a little before its
     first match, cut at word boundaries; the start of the text when nothing matches."""
     text = _squash_space(text or "")
@@ -156,7 +156,7 @@ def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) 
         for m in matches
         if m.end() > start and m.start() < end
     )
-    return Window(text[start:end].rstrip(), spans, start > 0, end < len(text))
+    return Excerpt(text[start:end].rstrip(), spans, start > 0, end < len(text))
 
 
 # The sections a history search looks in, in the order an excerpt prefers them.

@@ -2,7 +2,7 @@
 
 Every command that reads or writes 9plan's data prepares them first, quietly: `mcp` in
 its background start-up (mcp_bridge/readiness.py), every other 9plan command before it
-runs (sessions_app/management/base.py), and the login commands a newcomer runs first (nineplan/cli.py).
+runs (sessions_app/management/person_command.py), and the login commands a newcomer runs first (nineplan/cli.py).
 Nothing is printed: a command's stdout may carry data (an export, a token, JSON-RPC).
 """
 

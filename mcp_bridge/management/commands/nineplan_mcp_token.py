@@ -11,7 +11,7 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 
 from mcp_bridge import auth
-from sessions_app.management.base import PersonCommand
+from sessions_app.management.person_command import PersonCommand
 
 
 class Command(PersonCommand):

@@ -18,7 +18,7 @@ from django.db import transaction
 
 from django.contrib.auth.models import Permission
 
-from sessions_app.management.base import PersonCommand
+from sessions_app.management.person_command import PersonCommand
 from sessions_app import services
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 from sessions_app.errors import NineplanError

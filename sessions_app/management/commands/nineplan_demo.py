@@ -19,7 +19,7 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.management.base import PersonCommand
+from sessions_app.management.person_command import PersonCommand
 from sessions_app import services
 from sessions_app.reads import queries
 from sessions_app.errors import LeaseLost

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.base import PersonCommand, add_session_option
+from sessions_app.management.person_command import PersonCommand, add_session_option
 from sessions_app.maintenance import repair
 
 

@@ -14,7 +14,7 @@ import threading
 
 from django.conf import settings
 
-from sessions_app.management.base import PersonCommand
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.webhooks import sender as webhook_sender
 
 DEFAULT_INTERVAL = 2

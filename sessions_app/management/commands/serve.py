@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from sessions_app.management.base import PersonCommand
+from sessions_app.management.person_command import PersonCommand
 
 
 class Command(PersonCommand):
@@ -35,7 +35,7 @@ class Command(PersonCommand):
             raise CommandError(f"--port {port} is not a port; use a whole number from 1 to 65535.")
         if not 1 <= workers <= 64:
             raise CommandError(f"--workers {workers} is not accepted; use a whole number from 1 to 64.")
-        # The tables were made before handle (sessions_app/management/base.py).
+        # The tables were made before handle (sessions_app/management/person_command.py).
         Path(settings.STATIC_ROOT).mkdir(parents=True, exist_ok=True)
         call_command("collectstatic", interactive=False, verbosity=0, stdout=io.StringIO())
         # The workers open their own connections; none of ours may be inherited.

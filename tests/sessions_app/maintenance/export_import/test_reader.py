@@ -84,7 +84,7 @@ def test_the_import_command_refuses_a_hostile_document_like_any_other(document, 
 
 @pytest.mark.slow
 def test_on_a_fresh_data_directory_the_refusal_is_still_the_one_line_on_stderr(document, tmp_path):
-    from tests.sessions_app.management.test_base import run
+    from tests.sessions_app.management.test_person_command import run
 
     # At the default log level, where making the tables logs a line at info.
     done = run(tmp_path / "data", "nineplan_import", hostile_file(document, tmp_path, "nested 200,000 deep"),

@@ -67,7 +67,7 @@ class ApiView(APIView):
         """A page of ``qs`` (rows of session ``name``) under the session's ETag. The page
         parameters are checked before the session is looked up: a bad one is a 400 whether
         or not the session exists."""
-        window = pagination.Window.requested(request)
+        window = pagination.RequestedPage.requested(request)
         return self.conditional(
             request,
             api_reads.session_fingerprint(name),

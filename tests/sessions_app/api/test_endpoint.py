@@ -1,4 +1,4 @@
-"""What every REST endpoint shares (sessions_app/api/base.py): who may call it (401 for a
+"""What every REST endpoint shares (sessions_app/api/endpoint.py): who may call it (401 for a
 caller without credentials or with a wrong token, 403 for one without a role), answers no
 cache keeps and that vary with the caller, the query parameters it takes, and conditional
 reads under an ETag that a stranger never gets a 304 from."""
