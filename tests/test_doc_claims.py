@@ -34,6 +34,8 @@ def test_the_deployment_guide_credits_only_texts_that_say_to_pass_session_name_o
 
 
 README = REPO / "README.md"
+TOOLS_REFERENCE = REPO / "docs" / "tools.md"
+REST_REFERENCE = REPO / "docs" / "rest.md"
 BASE = "http://127.0.0.1:8000"
 
 
@@ -87,7 +89,7 @@ def test_what_the_readme_calls_public_is_exactly_what_answers_without_credential
     assert anonymous.get("/api/").status_code == 401
 
 
-# What resume reports (sessions_app/reads/interventions.py), as the README's table of tools names it.
+# What resume reports (sessions_app/reads/interventions.py), as the tools' reference names it.
 RESUME_REPORTS = {
     "plan_discarded": "discards",
     "plan_requeued": "plans taken back to the queue",
@@ -99,11 +101,13 @@ RESUME_REPORTS = {
 }
 
 
-def test_the_readme_says_what_resume_reports_of_others_changes():
+def test_the_tools_reference_says_what_resume_reports_of_others_changes():
     from sessions_app.reads import interventions
 
-    row = next(line for line in README.read_text(encoding="utf-8").splitlines() if line.startswith("| `9plan_session_resume`"))
-    # A new kind of intervention must be named in the README too (and one dropped, removed).
+    row = next(
+        line for line in TOOLS_REFERENCE.read_text(encoding="utf-8").splitlines() if line.startswith("| `9plan_session_resume`")
+    )
+    # A new kind of intervention must be named in the reference too (and one dropped, removed).
     assert set(RESUME_REPORTS) == set(interventions.INTERVENTION_KINDS)
     for words in RESUME_REPORTS.values():
         assert words in row, words
@@ -120,10 +124,10 @@ def test_the_design_says_the_rest_snippet_is_plain_text(api, full_session):
 
 
 @pytest.mark.django_db
-def test_the_readmes_page_size_is_the_one_every_paged_endpoint_takes(api, full_session):
+def test_the_rest_references_page_size_is_the_one_every_paged_endpoint_takes(api, full_session):
     from sessions_app.api import params
 
-    text = " ".join(README.read_text(encoding="utf-8").split())
+    text = " ".join(REST_REFERENCE.read_text(encoding="utf-8").split())
     assert f"Answers come in pages of `page_size` items, 1 to {params.MAX_PAGE_SIZE}" in text
     for path in ("/api/sessions/", f"/api/sessions/{full_session.name}/plans/", "/api/history/?q=goal", "/api/events/"):
         glue = "&" if "?" in path else "?"

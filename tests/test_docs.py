@@ -94,7 +94,16 @@ def test_every_cited_section_of_the_design_exists():
 
 # `module.name` in the documents, where module is one of 9plan's own (by its last part).
 CODE_REFERENCE = re.compile(r"`([A-Za-z_][\w/]*)\.([A-Za-z_]\w*)(?:\(\))?`")
-DOCUMENTS = ("README.md", "docs/design.md", "docs/deployment.md", "docs/benchmarks.md")
+DOCUMENTS = (
+    "README.md",
+    "docs/design.md",
+    "docs/deployment.md",
+    "docs/benchmarks.md",
+    "docs/tools.md",
+    "docs/rest.md",
+    "docs/configuration.md",
+    "docs/commands.md",
+)
 
 
 def _own_modules() -> dict[str, list[str]]:
