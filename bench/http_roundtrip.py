@@ -20,7 +20,7 @@ from pathlib import Path
 from common import BARE_SERVER, MANAGE, MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, progress
 
 OPS = ("add", "pull", "note", "complete")
-RATIO_TARGET = 1.3
+RATIO_TARGET = 1.5
 META = mcp_meta("bench")
 START_TIMEOUT = 120
 

@@ -62,7 +62,9 @@ PEERS_DIR = Path(__file__).resolve().parent / ".peers" / "node_modules"
 TASK_MASTER = PEERS_DIR / "task-master-ai" / "dist" / "mcp-server.js"
 SHRIMP = PEERS_DIR / "mcp-shrimp-task-manager" / "dist" / "index.js"
 STEPS = ("add", "pull", "complete", "search")
-RATIO_TARGET = 1 / 1.5  # 9plan's time over the fastest peer's: 1.5x faster or better
+# 9plan's time over the fastest peer's: at least as fast in a fresh session, and at least
+# twice as fast once the session has grown (the peers rewrite their whole task file).
+RATIO_TARGET = {"fresh": 1.0, "grown": 0.5}
 WORD = "invoice"  # in every task's title, so every search finds every completed task
 
 
@@ -337,10 +339,11 @@ def rows(samples: dict, size: int) -> list[dict]:
     server's mean CPU per call against the peer using the least (shown)."""
     peers = [name for name in samples if name != "9plan"]
     where = "fresh session" if not size else f"from {size} completed tasks"
+    limit = RATIO_TARGET["grown" if size else "fresh"]
     out = []
     for step in STEPS:
         for what, figure, target in (
-            ("wall", "median time of the call", f"<= {RATIO_TARGET:.2f}x"),
+            ("wall", "median time of the call", f"<= {limit:.2f}x"),
             ("cpu", "server CPU per call (mean)", "(shown)"),
         ):
             pick = median if what == "wall" else statistics.fmean
@@ -351,7 +354,7 @@ def rows(samples: dict, size: int) -> list[dict]:
             ratio = mine / best if best else math.nan
             out.append({
                 "bench": "peers", "figure": f"{step}, {where}: {figure} ({shown})", "value": mine, "baseline": best,
-                "unit": "ms", "ratio": ratio, "target": target, "met": ratio <= RATIO_TARGET if what == "wall" else None,
+                "unit": "ms", "ratio": ratio, "target": target, "met": ratio <= limit if what == "wall" else None,
                 "step": step, "what": what, "peers": theirs, "size": size,
             })
     return out
