@@ -2,20 +2,18 @@
 
 from __future__ import annotations
 
-import asyncio
+import copy
 import inspect
 import logging
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from typing import Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from mcp.server.mcpserver.tools import Tool
 from mcp.shared.exceptions import MCPError
 from mcp_types import INTERNAL_ERROR, ToolAnnotations
+from mcp_types import Tool as ListedTool
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, readiness, responses, suggestions
@@ -25,7 +23,6 @@ from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name
 
 log = logging.getLogger("nineplan.mcp")
-SWITCH_INTERVAL = 0.0005  # seconds, over stdio (see NineplanServer.run_stdio_async)
 
 
 def _field_name(loc: tuple) -> str:
@@ -42,45 +39,44 @@ class NineplanServer(MCPServer):
     The SDK rejects arguments of the wrong type before our code runs, with its own text,
     and quietly drops arguments a tool does not declare; here both become VALIDATION_ERROR
     naming the field, in the layout of docs/design.md, "Errors", as does an unknown tool name.
+    The tools themselves run as the SDK runs any plain ``def`` tool, in its worker threads.
 
-    Over stdio the tools run on the event loop's own thread (``tools_inline``); elsewhere
-    (HTTP, in-process clients) the SDK runs them in worker threads.
+    Only the SDK's public methods are overridden: tools/list advertises each tool's
+    arguments more tersely than the SDK derives them (``advertised``), and call_tool
+    refuses what the advertised schema does not accept before the SDK runs the tool.
     """
 
-    tools_inline = False
+    # Each tool as tools/list advertises it, by name: made from the SDK's own listing
+    # when first needed, and again after a tool is added or removed.
+    listed: dict[str, ListedTool] | None = None
 
-    async def run_stdio_async(self) -> None:
-        """The SDK's server loop over mcp_bridge/stdio.py's message streams, which read and
-        write the pipes on the event loop itself; over the SDK's own stdio transport where
-        the loop cannot wait on stdin or stdout (a regular file). Either way the tools run
-        inline (call_tool)."""
-        from mcp_bridge import stdio
+    def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        super().add_tool(fn, *args, **kwargs)
+        self.listed = None
 
-        self.tools_inline = True
-        if not stdio.usable():
-            return await super().run_stdio_async()
-        # At start-up Django's apps load in a background thread while the loop answers
-        # `initialize`, and the first calls wait for them in worker threads: each hand-over
-        # waited up to the interpreter's switch interval (5 ms) for the other thread to let
-        # go of the interpreter lock, which doubled a call's time on a busy machine.
-        sys.setswitchinterval(SWITCH_INTERVAL)
-        lowlevel = self._lowlevel_server
-        async with stdio.streams() as (read, write):
-            await lowlevel.run(read, write, lowlevel.create_initialization_options())
+    def remove_tool(self, name: str) -> None:
+        super().remove_tool(name)
+        self.listed = None
 
-    async def list_tools(self):
+    async def advertised_tools(self) -> dict[str, ListedTool]:
+        listed = self.listed
+        if listed is None:
+            listed = self.listed = {tool.name: advertised(tool) for tool in await super().list_tools()}
+        return listed
+
+    async def list_tools(self) -> list[ListedTool]:
         try:
             await _tools_loaded()
         except NineplanError as exc:
             raise MCPError(INTERNAL_ERROR, exc.message) from exc
-        return await super().list_tools()
+        return list((await self.advertised_tools()).values())
 
     async def call_tool(self, name: str, arguments: dict[str, Any], context: Context | None = None):
         try:
             await _tools_loaded()
         except NineplanError as exc:
             return responses.from_exception(_shown_session(None, arguments), exc)
-        tool = self._tool_manager.get_tool(name)
+        tool = (await self.advertised_tools()).get(name)
         session = _shown_session(self.nineplan_state.get(context), arguments)
         if tool is None:
             return responses.from_exception(
@@ -91,7 +87,7 @@ class NineplanServer(MCPServer):
             )
         # The SDK ignores arguments a tool does not declare; a misspelt optional argument
         # ("postion") would then silently fall back to its default, so it is refused.
-        accepted = tool.parameters.get("properties", {})
+        accepted = tool.input_schema.get("properties", {})
         unknown = sorted(str(key) for key in (arguments or {}) if key not in accepted)
         if unknown:
             names = ", ".join(repr(inputs.clip(k)) for k in unknown[:5])
@@ -104,67 +100,31 @@ class NineplanServer(MCPServer):
                     reason=suggestions.UNKNOWN_ARGUMENT,
                 ),
             )
-        if self.tools_inline:
-            # A call made in-process, outside a request, gets the context the SDK would give it.
-            return await _call_inline(tool, arguments or {}, context or Context(mcp_server=self), session)
         try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as exc:
+            return await super().call_tool(name, arguments or {}, context)
+        except ToolError as exc:  # UnexpectedToolError too: it is one
             if isinstance(exc.__cause__, ValidationError):
                 return _bad_arguments(session, exc.__cause__)
+            # never a traceback or a generic "internal error" to the agent
             log.error("tool raised outside the error mapper", extra={"tool": name, "session": session}, exc_info=exc)
             return responses.unexpected(session)
 
 
-async def _call_inline(tool: Tool, arguments: dict[str, Any], context: Context, session: str | None):
-    """Run a tool on the event loop's thread, as a synchronous call.
-
-    A stdio server has one client, whose calls come one after another: handing each to a
-    worker thread and its answer back cost about 0.2 ms of every call (docs/design.md, "The
-    edges"). While the tool runs the loop waits, so nothing else of this connection runs
-    meanwhile. The tool runs outside the loop (``synchronously``):
-    Django refuses its ORM where an event loop runs, and there keeps a database connection
-    per task, which would open a new one for every call.
-    """
-    if not readiness.ready():
-        # The first calls may come while the database is being prepared: they wait in a
-        # worker thread, so the loop keeps answering meanwhile (a failure is reported by
-        # the tool itself, through its error mapper).
-        await anyio.to_thread.run_sync(readiness.settle)
-    try:
-        validated = tool.fn_metadata.validate_arguments(arguments)
-    except ValidationError as exc:
-        return _bad_arguments(session, exc)
-    passed = {tool.context_kwarg: context} if tool.context_kwarg else {}
-    try:
-        with synchronously():
-            return tool.fn(**validated, **passed)
-    except Exception as exc:  # never a traceback or a generic "internal error" to the agent
-        log.error("tool raised outside the error mapper", extra={"tool": tool.name, "session": session}, exc_info=exc)
-        return responses.unexpected(session)
-
-
-@contextmanager
-def synchronously() -> Iterator[None]:
-    """Synchronous code on the event loop's thread, seen as a plain synchronous caller: no
-    loop is running inside. The loop itself is blocked meanwhile (it is this thread)."""
-    loop = asyncio.get_running_loop()
-    asyncio._set_running_loop(None)
-    try:
-        yield
-    finally:
-        asyncio._set_running_loop(loop)
+SHOWN_PROBLEMS = 10
 
 
 def _bad_arguments(session: str | None, exc: ValidationError):
     """Arguments of the wrong type or shape, as VALIDATION_ERROR naming each field."""
     errors = exc.errors()
-    problems = [f"{inputs.clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in errors[:10]]
-    fields = sorted({inputs.clip(_field_name(err["loc"])) for err in errors})
+    shown = errors[:SHOWN_PROBLEMS]
+    problems = [f"{inputs.clip(_field_name(err['loc']))}: {err['msg'].lower()}" for err in shown]
+    # The fields named are those whose problem the message shows, so every one is explained.
+    fields = sorted({inputs.clip(_field_name(err["loc"])) for err in shown})
+    more = f" ({len(errors) - len(shown)} more problems not shown)" if len(errors) > len(shown) else ""
     return responses.from_exception(
         session,
         ValidationFailed(
-            "Invalid arguments: " + "; ".join(problems) + ".",
+            "Invalid arguments: " + "; ".join(problems) + more + ".",
             field=fields[0] if len(fields) == 1 else fields,
             reason=suggestions.BAD_ARGUMENTS,
         ),
@@ -230,11 +190,17 @@ def add_tools(server: NineplanServer) -> None:
             else ToolAnnotations(destructiveHint=name == "9plan_plan_discard", openWorldHint=False),
             structured_output=False,
         )
-        parameters = server._tool_manager.get_tool(name).parameters
-        # Advertise what call_tool enforces: no arguments beyond the declared ones.
-        parameters["additionalProperties"] = False
-        _drop_titles(parameters)
-        _optional_as_plain(parameters)
+
+
+def advertised(tool: ListedTool) -> ListedTool:
+    """``tool`` as tools/list shows it: no arguments beyond the declared ones (what
+    call_tool enforces), no titles, optional arguments as their type alone. A copy: the
+    SDK validates arguments against the function's signature, not against this schema."""
+    schema = copy.deepcopy(tool.input_schema)
+    schema["additionalProperties"] = False
+    _drop_titles(schema)
+    _optional_as_plain(schema)
+    return tool.model_copy(update={"input_schema": schema})
 
 
 def _optional_as_plain(schema: dict) -> None:

@@ -1,9 +1,13 @@
 """The argument types several tools share, described for the model (docs/design.md, "The
-edges"), the shape of a required one (``required``) and the two shapes every optional
-argument takes: ``optional`` (None when left out) and ``one_of`` (one of a few words).
+edges").
 
 A tool's signature is its input schema (the SDK reads it), so each tool still names every
-argument; what is said of it is written once, here or in that signature."""
+argument; what is said of it is written once, here or in that signature. A required
+argument is ``Annotated[kind, Field(description=...)]``; an optional one is
+``Annotated[kind | None, Field(description=...)] = None`` (None when left out); one of a
+few words is an optional ``str`` whose Field lists them, ``json_schema_extra=one_of(...)``.
+The words are advertised, not enforced by the schema: the service refuses another word with
+a message that names the accepted ones."""
 
 from __future__ import annotations
 
@@ -12,25 +16,32 @@ from typing import Annotated, Any
 from pydantic import Field
 
 
-def required(kind: Any, description: str) -> Any:
-    """An argument of ``kind`` the model must give, described for it."""
-    return Annotated[kind, Field(description=description)]
+def one_of(*words: str) -> dict[str, Any]:
+    """Field's ``json_schema_extra`` advertising that an argument is one of ``words``."""
+    return {"enum": list(words)}
 
 
-def optional(kind: Any, description: str, **schema: Any) -> Any:
-    """An argument of ``kind`` the model may leave out (it is then None), described for it;
-    ``schema`` is Field's other arguments."""
-    return Annotated[kind | None, Field(description=description, **schema)]
-
-
-def one_of(description: str, *words: str) -> Any:
-    """An optional argument that is exactly one of ``words``."""
-    return optional(str, description, json_schema_extra={"enum": list(words)})
-
-
-SessionArg = optional(str, "Session name, e.g. 'brave-amber-otter'. Omit for this connection's current one.")
-PositionArg = one_of("'front' = blocking work, done next; 'back' = eventual work (default).", "front", "back")
-WorkerArg = optional(str, "Your worker name if agents share the session (1-64 of A-Za-z0-9._-).")
-DependsArg = optional(list[str], "Plan ids this plan waits for: it is pulled only once they are completed.")
-ReviewArg = optional(bool, "true: when completed, the plan waits for a reviewer's approval before it counts as done.")
-RequestIdArg = optional(str, "Retry key (1-64 of A-Za-z0-9._:-): a resend returns the first answer, changing nothing.")
+SessionArg = Annotated[
+    str | None, Field(description="Session name, e.g. 'brave-amber-otter'. Omit for this connection's current one.")
+]
+PositionArg = Annotated[
+    str | None,
+    Field(
+        description="'front' = blocking work, done next; 'back' = eventual work (default).",
+        json_schema_extra=one_of("front", "back"),
+    ),
+]
+WorkerArg = Annotated[
+    str | None, Field(description="Your worker name if agents share the session (1-64 of A-Za-z0-9._-).")
+]
+DependsArg = Annotated[
+    list[str] | None, Field(description="Plan ids this plan waits for: it is pulled only once they are completed.")
+]
+ReviewArg = Annotated[
+    bool | None,
+    Field(description="true: when completed, the plan waits for a reviewer's approval before it counts as done."),
+]
+RequestIdArg = Annotated[
+    str | None,
+    Field(description="Retry key (1-64 of A-Za-z0-9._:-): a resend returns the first answer, changing nothing."),
+]

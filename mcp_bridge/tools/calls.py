@@ -2,8 +2,10 @@
 token's holder over HTTP), and ``run``, which resolves the session, runs the tool's body and
 maps every failure to the error text (docs/design.md, "Errors").
 
-Tools are plain ``def`` functions: the SDK runs them in worker threads, where the ORM
-may be used (an ``async def`` tool touching the ORM would fail).
+Tools are plain ``def`` functions: the SDK runs them in its worker threads, over stdio as
+over HTTP, where the ORM may be used (an ``async def`` tool touching the ORM would fail).
+A worker thread keeps its database connection from one call to the next, so ``run`` closes
+the ones Django considers old or broken before and after each call.
 """
 
 from __future__ import annotations
@@ -129,25 +131,16 @@ def actor(ctx: Context | None) -> str:
     return caller(ctx).label
 
 
-def asked(tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    """A write tool's call, as its request_id is matched on: the tool and its arguments
-    (``locals()`` at the tool's first line), without the connection or the request_id."""
+def asked(tool: str, **arguments: Any) -> dict[str, Any]:
+    """A write tool's call, as its request_id is matched on: the tool and its arguments as
+    the caller sent them (each passed by name), without the connection or the request_id."""
 
     def plain(value: Any) -> Any:
         if isinstance(value, list):
             return [plain(v) for v in value]
         return value.model_dump() if hasattr(value, "model_dump") else value
 
-    return {
-        "tool": tool,
-        **{k: plain(v) for k, v in arguments.items() if k not in ("ctx", "request_id")},
-    }
-
-
-def passed(call: dict[str, Any], **resolved: Any) -> dict[str, Any]:
-    """A tool's arguments as its service takes them: the call's (``asked``), with what the
-    edge resolved (the session's name) in place of what was sent."""
-    return {**{k: v for k, v in call.items() if k != "tool"}, **resolved}
+    return {"tool": tool, **{k: plain(v) for k, v in arguments.items()}}
 
 
 def _once(

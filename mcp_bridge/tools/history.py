@@ -2,21 +2,23 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
+from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import SessionArg, optional, required
+from mcp_bridge.tools.arguments import SessionArg
 from sessions_app import inputs
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
+from sessions_app.reads import excerpts, queries
 
 
 def history_search(
     ctx: Context,
-    query: required(str, "Words describing what you need, e.g. 'invoice model migration'."),
-    max_results: optional(int, "How many results, 1 to 8 (default 5).") = None,
+    query: Annotated[str, Field(description="Words describing what you need, e.g. 'invoice model migration'.")],
+    max_results: Annotated[int | None, Field(description="How many results, 1 to 8 (default 5).")] = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Search the session's completed plans (best match first) to find what earlier
@@ -47,7 +49,7 @@ def history_search(
 
 def history_get(
     ctx: Context,
-    plan_id: required(str, "A completed plan's 5-character id, e.g. 'k3x9q'."),
+    plan_id: Annotated[str, Field(description="A completed plan's 5-character id, e.g. 'k3x9q'.")],
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Read one completed plan in full: every section, its notes and its outcome.

@@ -2,19 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
+from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import SessionArg, WorkerArg, optional
+from mcp_bridge.tools.arguments import SessionArg, WorkerArg
 from sessions_app.reads import queries
 from sessions_app.models import Plan
 
 
 def plan_read(
     ctx: Context,
-    plan_id: optional(str, "Any plan of the session, in any state. Omit for yours.") = None,
+    plan_id: Annotated[str | None, Field(description="Any plan of the session, in any state. Omit for yours.")] = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:

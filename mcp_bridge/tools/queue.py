@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
@@ -15,8 +17,6 @@ from mcp_bridge.tools.arguments import (
     ReviewArg,
     SessionArg,
     WorkerArg,
-    optional,
-    required,
 )
 from sessions_app import planfiles, services
 from sessions_app.reads import queries
@@ -26,14 +26,15 @@ from sessions_app.models import DEFAULT_WORKER
 
 def queue_add(
     ctx: Context,
-    context: required(str, "Where this plan fits in the overall task."),
-    goal: required(str, "What this plan accomplishes, specific and checkable."),
-    approach: required(str, "Concrete steps to reach the goal."),
-    success_criteria: required(str, "Observable conditions that mean it is done."),
-    inputs: optional(
-        str, "What it needs from other plans, described (not by id): '- schema: from the models plan'."
-    ) = None,
-    outputs: optional(str, "What it produces, specific enough to search for later.") = None,
+    context: Annotated[str, Field(description="Where this plan fits in the overall task.")],
+    goal: Annotated[str, Field(description="What this plan accomplishes, specific and checkable.")],
+    approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
+    success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
+    inputs: Annotated[
+        str | None,
+        Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'."),
+    ] = None,
+    outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
     position: PositionArg = None,
     review: ReviewArg = None,
     depends_on: DependsArg = None,
@@ -45,13 +46,33 @@ def queue_add(
     front gives C, B, A: to keep an order, use 9plan_queue_add_batch.
     Example: {"context": "Billing port", "goal": "Model invoices in Django",
     "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
-    call = calls.asked("queue_add", locals())
+    call = calls.asked(
+        "queue_add",
+        context=context,
+        goal=goal,
+        approach=approach,
+        success_criteria=success_criteria,
+        inputs=inputs,
+        outputs=outputs,
+        position=position,
+        review=review,
+        depends_on=depends_on,
+        session_name=session_name,
+    )
 
     def body(name: str | None) -> CallToolResult:
-        fields = {key: call[key] for key in PlanSpec.model_fields}  # the plan as one of a batch
+        plan = {  # the plan as one of a batch (PlanSpec's fields)
+            "context": context,
+            "goal": goal,
+            "approach": approach,
+            "success_criteria": success_criteria,
+            "inputs": inputs,
+            "outputs": outputs,
+            "depends_on": depends_on,
+        }
         placed = services.plan_enqueue_many(
             session_name=name,
-            plans=[fields],
+            plans=[plan],
             position=position,
             review=review,
             actor=calls.actor(ctx),
@@ -83,7 +104,7 @@ class PlanSpec(BaseModel):
 
 def queue_add_batch(
     ctx: Context,
-    plans: required(list[PlanSpec], "Plans in the order they should be worked (1 to 50)."),
+    plans: Annotated[list[PlanSpec], Field(description="Plans in the order they should be worked (1 to 50).")],
     position: PositionArg = None,
     review: ReviewArg = None,
     session_name: SessionArg = None,
@@ -94,7 +115,7 @@ def queue_add_batch(
     before anything already queued. For parallel work, C with depends_on [0, 1] waits for A and B.
     Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
     "success_criteria": "..."}, {...}], "position": "front"}"""
-    call = calls.asked("queue_add_batch", locals())
+    call = calls.asked("queue_add_batch", plans=plans, position=position, review=review, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
         created = services.plan_enqueue_many(
@@ -126,10 +147,10 @@ def queue_pull(
     Errors: PLAN_ALREADY_ACTIVE (finish yours first), QUEUE_BLOCKED (plans wait for others),
     QUEUE_EMPTY (task complete).
     Example: {}"""
-    call = calls.asked("queue_pull", locals())
+    call = calls.asked("queue_pull", worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        plan = services.plan_pull(session_name=name, worker=worker, actor=calls.actor(ctx))
         handout = plan.handout
         local = calls.files_for(ctx)
         data = {
@@ -189,10 +210,10 @@ def plan_renew(
     """Renew the lease on your plan without writing to it, when the work takes longer than
     the lease (any note, defer or complete renews it too).
     Example: {}"""
-    call = calls.asked("plan_renew", locals())
+    call = calls.asked("plan_renew", worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_renew(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        plan = services.plan_renew(session_name=name, worker=worker, actor=calls.actor(ctx))
         return responses.ok(
             name,
             "Lease renewed.",

@@ -2,42 +2,66 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
+from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import RequestIdArg, one_of, optional, required
+from mcp_bridge.tools.arguments import RequestIdArg, one_of
 from sessions_app import services
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
-from sessions_app.reads import interventions
+from sessions_app.reads import excerpts, interventions, queries
 
 
 def session_create(
     ctx: Context,
-    task_description: optional(str, "The whole task in a sentence or two; shown when the session is resumed.") = None,
-    review: one_of(
-        "'none' (default): a completed plan is done at once; 'required': every completed plan waits for a "
-        "reviewer's approval.",
-        "none",
-        "required",
-    ) = None,
-    lease_seconds: optional(
-        int, "A claim's lease without a write; past it, another worker's pull may take it (1800)."
-    ) = None,
-    max_attempts: optional(int, "Expired claims before a plan waits for a person (3).") = None,
-    project: optional(str, "The project it belongs to; needed only if your token has several.") = None,
+    task_description: Annotated[
+        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
+    ] = None,
+    review: Annotated[
+        str | None,
+        Field(
+            description="'none' (default): a completed plan is done at once; 'required': every completed plan waits "
+            "for a reviewer's approval.",
+            json_schema_extra=one_of("none", "required"),
+        ),
+    ] = None,
+    lease_seconds: Annotated[
+        int | None,
+        Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800)."),
+    ] = None,
+    max_attempts: Annotated[
+        int | None, Field(description="Expired claims before a plan waits for a person (3).")
+    ] = None,
+    project: Annotated[
+        str | None, Field(description="The project it belongs to; needed only if your token has several.")
+    ] = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
     """Start a new 9plan session: a work queue for one big task. Returns its three-word name
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
     The new session becomes this connection's current session.
     Example: {"task_description": "Port the billing service to Django"}"""
-    call = calls.asked("session_create", locals())
+    call = calls.asked(
+        "session_create",
+        task_description=task_description,
+        review=review,
+        lease_seconds=lease_seconds,
+        max_attempts=max_attempts,
+        project=project,
+    )
 
     def body(_: str | None) -> CallToolResult:
-        session = services.session_create(**calls.passed(call), actor=calls.actor(ctx))
+        session = services.session_create(
+            task_description=task_description,
+            review=review,
+            lease_seconds=lease_seconds,
+            max_attempts=max_attempts,
+            project=project,
+            actor=calls.actor(ctx),
+        )
         calls.connection_state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not calls.connection_state(ctx).remembers(ctx):
@@ -52,7 +76,7 @@ def session_create(
 
 def session_resume(
     ctx: Context,
-    session_name: required(str, "The session's three-word name, e.g. 'brave-amber-otter'."),
+    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
 ) -> CallToolResult:
     """Resume a session after a restart or context compaction: makes it current and returns
     its whole state (task, queue in order, active plan, completed count). If a plan is

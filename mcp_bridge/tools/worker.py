@@ -2,20 +2,22 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
+from pydantic import Field
 
 from mcp_bridge.tools import answers, calls
-from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of, required
+from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of
 from sessions_app import services
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
+from sessions_app.reads import excerpts, queries
 from sessions_app.models import Plan
 
 
 def plan_defer(
     ctx: Context,
-    reason: required(str, "Why it is put back; appended to Notes with a timestamp."),
+    reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
     position: PositionArg = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
@@ -26,10 +28,12 @@ def plan_defer(
     with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
     the plan file are kept.
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
-    call = calls.asked("plan_defer", locals())
+    call = calls.asked("plan_defer", reason=reason, position=position, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        placed = services.plan_defer(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        placed = services.plan_defer(
+            session_name=name, reason=reason, position=position, worker=worker, actor=calls.actor(ctx)
+        )
         return answers.plan_written(
             name, placed, "Plan deferred.", local=calls.files_for(ctx), with_path=True, queue_position=placed.place
         )
@@ -39,9 +43,12 @@ def plan_defer(
 
 def plan_complete(
     ctx: Context,
-    outcome: required(
-        str, "What was done and what it produced (files, names, decisions): later plans find it by search."
-    ),
+    outcome: Annotated[
+        str,
+        Field(
+            description="What was done and what it produced (files, names, decisions): later plans find it by search."
+        ),
+    ],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
@@ -50,10 +57,10 @@ def plan_complete(
     makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
     queue status; pull the next plan after.
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
-    call = calls.asked("plan_complete", locals())
+    call = calls.asked("plan_complete", outcome=outcome, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_complete(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=calls.actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
         data = {
@@ -92,7 +99,7 @@ def plan_complete(
 
 def plan_discard(
     ctx: Context,
-    reason: required(str, "Why the plan is dropped (obsolete, unnecessary, misconceived)."),
+    reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
@@ -101,10 +108,10 @@ def plan_discard(
     Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
     still needed later.
     Example: {"reason": "Superseded by the new auth plan"}"""
-    call = calls.asked("plan_discard", locals())
+    call = calls.asked("plan_discard", reason=reason, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_discard(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
         return answers.plan_written(
             name,
             written,
@@ -118,13 +125,15 @@ def plan_discard(
 
 def plan_note(
     ctx: Context,
-    text: required(str, "The note to write (Markdown is fine)."),
-    mode: one_of(
-        "'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. Exactly 'append' "
-        "or 'replace', lowercase.",
-        "append",
-        "replace",
-    ) = None,
+    text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
+    mode: Annotated[
+        str | None,
+        Field(
+            description="'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. "
+            "Exactly 'append' or 'replace', lowercase.",
+            json_schema_extra=one_of("append", "replace"),
+        ),
+    ] = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
@@ -133,10 +142,10 @@ def plan_note(
     loss. 'append' is safe alongside other writers and never loses earlier notes; pass a
     request_id so that a retried append is not appended twice. 'replace' overwrites all Notes.
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
-    call = calls.asked("plan_note", locals())
+    call = calls.asked("plan_note", text=text, mode=mode, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(**calls.passed(call, session_name=name), actor=calls.actor(ctx))
+        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=calls.actor(ctx))
         done = {"mode": mode or "append", "notes_chars": len(written.plan.notes)}
         return answers.plan_written(name, written, "Notes written.", local=calls.files_for(ctx), with_path=True, **done)
 

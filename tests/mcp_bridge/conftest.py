@@ -20,16 +20,6 @@ async def client(transactional_db, sessions_dir):
 
 
 @pytest.fixture
-async def inline_client(transactional_db, sessions_dir):
-    """A client connected to a fresh server that runs its tools on the event loop's thread,
-    as a stdio server does."""
-    server = build_server()
-    server.tools_inline = True
-    async with Client(server) as connected:
-        yield connected
-
-
-@pytest.fixture
 def fresh(monkeypatch):
     """A server that has not started yet (the module keeps one start-up per process)."""
     for name, value in {

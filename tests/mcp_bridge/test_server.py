@@ -4,18 +4,16 @@ the size of the data."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import threading
 
 import anyio
 import pytest
-from django.db import connections
 from mcp import Client
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 
-from mcp_bridge.server import build_server, synchronously
+from mcp_bridge.server import build_server
 from sessions_app import services
 from sessions_app.models import Session
 from tests.conftest import plan_fields
@@ -203,6 +201,20 @@ async def test_wrong_types_of_other_arguments_name_the_field(client, current, se
     assert await in_thread(snapshot, sessions_dir) == before
 
 
+async def test_many_wrong_arguments_name_only_the_fields_the_message_explains(client, current, sessions_dir):
+    before = await in_thread(snapshot, sessions_dir)
+    # Three plans of four wrong sections each: twelve problems, more than a message shows.
+    bad = {"plans": [{"context": None, "goal": None, "approach": None, "success_criteria": None}] * 3}
+    result = await client.call_tool("9plan_queue_add_batch", bad)
+    data = result.structured_content
+    assert data["error"] == "VALIDATION_ERROR"
+    assert "(2 more problems not shown)" in data["message"]
+    assert len(data["field"]) == 10 and "plans[2].approach" not in data["field"]
+    for field in data["field"]:
+        assert f"{field}: " in data["message"], field
+    assert await in_thread(snapshot, sessions_dir) == before
+
+
 async def test_unknown_arguments_are_refused_not_ignored(client, current, sessions_dir):
     before = await in_thread(snapshot, sessions_dir)
     for tool in sorted(READ_ONLY | WRITING):
@@ -374,84 +386,23 @@ async def test_errors_stay_small_whatever_the_caller_sends(client, current, sess
         assert len(json.dumps(result.structured_content, ensure_ascii=False).encode()) <= 1024
 
 
-# --- tools on the event loop's thread, as over stdio ------------------------------------------
+# --- start-up and failures outside the tools' error mapper ----------------------------------
 
 
-def _shape(data):
-    """An answer without what differs between two sessions: names, ids, paths and times."""
-    if isinstance(data, dict):
-        return {k: _shape(v) for k, v in data.items() if k not in {"session_name", "plan_id", "plan_path", "id"}}
-    if isinstance(data, list):
-        return [_shape(v) for v in data]
-    return data if isinstance(data, (bool, int, float)) or data is None else type(data).__name__
-
-
-async def test_tools_run_inline_answer_as_they_do_in_worker_threads(client, inline_client):
-    answers = []
-    for connected in (client, inline_client):
-        seen = []
-        r = await connected.call_tool("9plan_session_create", {"task_description": "Port billing"})
-        name = r.structured_content["session_name"]
-        calls = [
-            ("9plan_queue_add", plan_args(goal="Model invoices")),
-            ("9plan_queue_add_batch", {"plans": [plan_args(goal="A"), plan_args(goal="B")], "position": "front"}),
-            ("9plan_queue_pull", {}),
-            ("9plan_plan_note", {"text": "found the schema"}),
-            ("9plan_plan_complete", {"outcome": "invoices modelled"}),
-            ("9plan_history_search", {"query": "invoices"}),
-            ("9plan_queue_add", plan_args(goal={"text": "not a string"})),
-            ("9plan_queue_add", {**plan_args(), "postion": "front"}),
-            ("9plan_plan_note", {"text": "x", "mode": "Append"}),
-            ("9plan_no_such_tool", {}),
-            ("9plan_admin_validate", {}),
-        ]
-        for tool, args in calls:
-            result = await connected.call_tool(tool, args)
-            if result.is_error:
-                data = error(result, result.structured_content["error"], name)
-                seen.append((tool, data["error"], data.get("field"), data["message"]))
-            else:
-                seen.append((tool, _shape(ok(result, name))))
-        answers.append(seen)
-    threaded, inline = answers
-    assert inline == threaded
-    assert ("9plan_queue_add", "VALIDATION_ERROR", "goal") == inline[6][:3]
-    assert inline[-1][1]["valid"] is True
-
-
-async def test_a_tool_run_inline_sees_no_event_loop_and_the_threads_database_connection():
-    loop = asyncio.get_running_loop()
-    seen = []
-
-    async def call() -> None:
-        with synchronously():
-            with pytest.raises(RuntimeError):
-                asyncio.get_running_loop()  # what Django asks before it refuses its ORM
-            seen.append((connections["default"], Session.objects.count()))
-        assert asyncio.get_running_loop() is loop
-
-    # Each call of a stdio server runs in a task of its own. Where an event loop runs, a task
-    # gets a database connection of its own (a new one for every call); outside it, the
-    # thread's one connection serves every call.
-    await asyncio.gather(call(), call())
-    (first, count), (second, _) = seen
-    assert first is second and count == 0
-
-
-async def test_a_call_run_inline_waits_for_start_up_while_the_loop_goes_on(inline_client, fresh):
+async def test_a_first_call_waits_for_start_up_while_the_loop_goes_on(client, fresh):
     release = threading.Event()
     fresh.start(lambda: release.wait(10), setup=lambda: None)
     fresh.wait_apps(timeout=10)
     answers = []
 
     async def create() -> None:
-        answers.append(await inline_client.call_tool("9plan_session_create", {"task_description": "early"}))
+        answers.append(await client.call_tool("9plan_session_create", {"task_description": "early"}))
 
     with anyio.fail_after(30):
         async with anyio.create_task_group() as tasks:
             tasks.start_soon(create)
             await anyio.sleep(0.1)
-            await inline_client.list_tools()  # answered while the call waits for the database
+            await client.list_tools()  # answered while the call waits for the database
             assert answers == [] and not fresh.ready()
             release.set()
     name = answers[0].structured_content["session_name"]
@@ -459,9 +410,8 @@ async def test_a_call_run_inline_waits_for_start_up_while_the_loop_goes_on(inlin
     assert await in_thread(lambda: Session.objects.get(name=name).task_description) == "early"
 
 
-async def test_a_tool_failing_outside_its_error_mapper_is_answered_inline(transactional_db, sessions_dir):
+async def test_a_tool_failing_outside_its_error_mapper_is_answered_in_the_error_layout(transactional_db, sessions_dir):
     server = build_server()
-    server.tools_inline = True
 
     def broken(ctx: Context) -> CallToolResult:
         """Fails before its body reaches the error mapper."""
