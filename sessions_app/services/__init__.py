@@ -1,8 +1,8 @@
 """Every state change an agent, a reviewer or an integration can ask for. The MCP tools,
 the admin and the REST API call these and write nothing themselves; this package's face is
 the one surface they import. The other writers are maintenance: the import
-(export_import.py) and the repair (repair.py); every writer runs in a write transaction
-from transactions.py (docs/design.md, "Services and queries").
+(maintenance/export_import/) and the repair (maintenance/repair.py). Every service runs in
+a write transaction of store/transactions.py (docs/design.md, "Services and queries").
 
 One module per idea: ``writing`` (the write kit the others share), ``file_edits`` (taking
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their

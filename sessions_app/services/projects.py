@@ -8,11 +8,11 @@ import logging
 from dataclasses import dataclass
 
 from django.contrib.auth import get_user_model
-from django.db import transaction
 
 from sessions_app import access, inputs
 from sessions_app.errors import NotPermitted, ValidationFailed
 from sessions_app.models import DEFAULT_PROJECT, Membership, Project, Role
+from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -24,7 +24,7 @@ def project_create(*, name: str, title: str | None = None) -> Project:
     caller = access.current()
     if not (caller.everything and caller.within is None):
         raise NotPermitted("Only an administrator creates projects. Nothing was changed.", field="name")
-    with transaction.atomic():
+    with transactions.write():
         if Project.objects.filter(name=name).exists():
             raise ValidationFailed(f"name: a project named '{name}' exists already.", field="name")
         project = Project.objects.create(name=name, title=title)
@@ -69,7 +69,7 @@ def project_grant(*, project: str, username: str, role: str) -> Granted:
     found = _project(project)
     access.require_in_project(access.MANAGE, found.name)
     User = get_user_model()
-    with transaction.atomic():
+    with transactions.write():
         user = User.objects.filter(username=username).first()
         created = user is None
         if created:
@@ -95,7 +95,7 @@ def project_revoke(*, project: str, username: str) -> Membership:
     username = _username(username)
     found = _project(project)
     access.require_in_project(access.MANAGE, found.name)
-    with transaction.atomic():
+    with transactions.write():
         membership = Membership.objects.filter(project=found, user__username=username).select_related("user").first()
         if membership is None:
             raise ValidationFailed(f"username: '{username}' is not a member of project '{found.name}'.", field="username")

@@ -12,7 +12,6 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 
 from sessions_app import access, clock, inputs
 
@@ -69,7 +68,7 @@ def webhook_subscribe(*, project: str, url: str, events: object, actor: str) -> 
     stored = event_types(events)
     addresses.resolve(url)
     secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
-    with transaction.atomic():
+    with transactions.write():
         subscription = WebhookSubscription.objects.create(
             project_id=name,
             url=url,
@@ -98,7 +97,7 @@ def _subscription(subscription_id: object) -> WebhookSubscription:
 def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
     """Removes the subscription and its messages, sent or not (for its project's managers)."""
     found = _subscription(subscription_id)
-    with transaction.atomic():
+    with transactions.write():
         found.delete()
     found.id = subscription_id  # delete() forgets it; the caller reports which one went
     log.info(
@@ -111,7 +110,7 @@ def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
 def delivery_resend(*, delivery_id: int, actor: str) -> WebhookDelivery:
     """Sends the message again, soon, with a new round of retries and the same webhook-id
     (so a receiver that has it already can tell); for the project's managers."""
-    with transaction.atomic():
+    with transactions.write():
         delivery = WebhookDelivery.objects.select_related("subscription").filter(id=delivery_id).first()
         if delivery is None or not access.current().allows(access.MANAGE, delivery.subscription.project_id):
             raise ValidationFailed(f"id: no webhook delivery {delivery_id}.", field="id")
