@@ -10,8 +10,9 @@ a file is only ever merged into it, never taken as the whole truth. NINEPLAN_PLA
 
 One module per idea: ``folders`` (where files live, and reaching them safely), ``copies``
 (reading, writing and removing one plan's file and its base), ``bases`` (what a base
-records, and reading a file against it) and ``listing`` (what a session's plans folder
-holds). This package's face is the list below.
+records, and reading a file against it), ``displaced`` (what another process wrote in a
+file after 9plan read it, taken on when the file is replaced or removed) and ``listing``
+(what a session's plans folder holds). This package's face is the list below.
 """
 
 from sessions_app.models import SECTION_TITLES
@@ -35,6 +36,7 @@ from sessions_app.planfiles.copies import (
     write_file,
     write_plan,
 )
+from sessions_app.planfiles.displaced import Late
 from sessions_app.planfiles.folders import (
     IMPORT_FOLDER_PREFIX,
     LEFT_ALONE,
@@ -74,6 +76,7 @@ __all__ = [
     "TEMP_PREFIX",
     "TOO_LARGE",
     "FileRead",
+    "Late",
     "ParsedFile",
     "Scan",
     "UnsafeFolder",

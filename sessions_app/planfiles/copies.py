@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
 from sessions_app import errors
 from sessions_app.errors import FileSystemFailed
+from sessions_app.planfiles import bases, displaced
 from sessions_app.planfiles.text import render
-from sessions_app.planfiles import bases
 from sessions_app.planfiles.folders import (
     BASES_DIR,
     MISSING,
@@ -24,6 +24,7 @@ from sessions_app.planfiles.folders import (
     UnsafeFolder,
     enabled,
     file_name,
+    hold,
     identity_of,
     in_unsafe_folder,
     kind,
@@ -96,20 +97,49 @@ def probe(session_name: str, plan_id: str) -> FileRead:
     return FileRead(OK, identity=identity_of(st), size=st.st_size)
 
 
+def _bytes(text: str | bytes | None) -> bytes | None:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
 def write_file(
-    session_name: str, plan_id: str, content: str | bytes, before_swap: Callable[[int], None] | None = None
-) -> Path:
+    session_name: str,
+    plan_id: str,
+    content: str | bytes,
+    before_replace: Callable[[int], None] | None = None,
+    *,
+    found: str | bytes | None = None,
+) -> displaced.Late:
     """Writes a plan file atomically, creating the session's folders as needed; refuses
     (FileSystemFailed) a folder that is a link or a non-regular entry in the file's place.
-    ``before_swap``: see ``folders.write_in``."""
+    ``before_replace``: see ``folders.write_in``. ``found``: the file as the caller last read
+    it (None: it found none). What the file this one replaces holds beyond that is never lost
+    (``displaced``): lines added at its end since are added at the end of the new file, and
+    any other change keeps the old file aside; the returned ``Late`` says which."""
     if not enabled():
-        return plan_path(session_name, plan_id)
+        return displaced.NOTHING
     name = file_name(plan_id)
-    data = content.encode("utf-8") if isinstance(content, str) else content
+    data = _bytes(content)
+    late = displaced.NOTHING
+
+    def after_replace(old: int | None, inode: int) -> None:
+        nonlocal late
+        late = displaced.settle(
+            old,
+            _bytes(found),
+            data,
+            lambda chunks: displaced.add_at_end(folder, name, inode, chunks, read_cap()),
+            lambda chunks: preserve_bytes(session_name, plan_id, chunks),
+        )
+        if late.kept_as:
+            log.warning(
+                "plan file changed while it was written; kept aside",
+                extra={"session": session_name, "plan": plan_id, "kept_as": late.kept_as, "problem": late.problem},
+            )
+
     try:
         with open_folder(session_name, create=True) as folder:
-            write_in(folder, name, data, before_swap)
-        return plans_dir(session_name) / name
+            write_in(folder, name, data, before_replace, after_replace)
+        return late
     except UnsafeFolder as exc:
         path = plan_path(session_name, plan_id)
         log.error("plan folder unsafe", extra={"session": session_name, "plan": plan_id, "folder": str(exc.path)})
@@ -132,7 +162,7 @@ def write_plan(
     version: int | None = None,
     stored: str | None = None,
     before: FileRead | None = None,
-) -> Path:
+) -> displaced.Late:
     """Writes the plan's file from ``sections``, its base first: the same text, kept where
     the agent does not edit it. With ``version`` (the plan's, once the write commits) the
     base is a record of the write (``bases``), over ``stored`` (the base as it was) and
@@ -140,7 +170,8 @@ def write_plan(
     the file written or not, then leaves nothing the next write takes for the agent's edit,
     and loses no edit the killed write had taken in. Without it the base is the plain text:
     for the first file of a plan (a record would read the same, with nothing found before
-    it), and the repair's re-render of a plan file the database holds."""
+    it), and the repair's re-render of a plan file the database holds. What the file gained
+    after ``before`` was read is not lost (``write_file``)."""
     text = render(sections)
 
     def put_base(inode: int) -> None:
@@ -151,20 +182,28 @@ def write_plan(
         found_inode = before.inode if found is not None else None
         write_base(session_name, plan_id, bases.dump(bases.record(version, text, inode, stored, found, found_inode)))
 
-    return write_file(session_name, plan_id, text, before_swap=put_base)
+    found = None if before is None else before.text if before.usable else before.data
+    return write_file(session_name, plan_id, text, before_replace=put_base, found=found)
 
 
 def put_back(
-    session_name: str, plan_id: str, content: str | bytes, stored: str | None, inode: int | None, version: int
-) -> None:
+    session_name: str,
+    plan_id: str,
+    content: str | bytes,
+    stored: str | None,
+    inode: int | None,
+    version: int,
+    left: str | bytes | None = None,
+) -> displaced.Late:
     """Puts a plan file back as a write found it (``content``, once of inode ``inode``) with
     its base as stored then (``bases.moved``): the undo of a write, which would have made
-    the plan ``version``, whose transaction failed."""
+    the plan ``version``, whose transaction failed. ``left``: what that write left in the
+    file (None: not known); anything added to the file since is kept (``write_file``)."""
 
     def put_base(new_inode: int) -> None:
         write_base(session_name, plan_id, bases.moved(stored, inode, new_inode, version))
 
-    write_file(session_name, plan_id, content, before_swap=put_base)
+    return write_file(session_name, plan_id, content, before_replace=put_base, found=left)
 
 
 def write_base(session_name: str, plan_id: str, text: str | None) -> None:
@@ -240,22 +279,43 @@ def remove_file(session_name: str, plan_id: str) -> None:
         raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {found}; it was left alone.")
 
 
-def delete_plan(session_name: str, plan_id: str) -> None:
+def delete_plan(session_name: str, plan_id: str, found: str | bytes | None = None) -> displaced.Late:
+    """Removes the plan's file (a regular file only) and its base; ``found``: the file as the
+    caller last read it (None: it found none). Anything the file holds beyond that is never
+    lost: the removed file is read once it has left the path, and kept aside when it holds
+    more (``displaced``; the returned ``Late`` says where)."""
     # Called after the database has committed; a file left behind by a failure here is
     # reported by 9plan_admin_validate and cleaned up by the repair, never fatal. A link,
     # FIFO or device in the file's place is left alone (validate reports it).
     if not enabled():
-        return
+        return displaced.NOTHING
+    name = file_name(plan_id)
+    late = displaced.NOTHING
     try:
         _forget_base(session_name, plan_id)
         with open_folder(session_name) as folder:
-            found = remove_in(folder, file_name(plan_id))
-        if found:
-            log.warning("plan file left alone", extra={"session": session_name, "plan": plan_id, "found": found})
+            old = hold(folder, name)
+            try:
+                what = remove_in(folder, name)
+                if what:
+                    log.warning("plan file left alone", extra={"session": session_name, "plan": plan_id, "found": what})
+                elif old is not None:
+                    late = displaced.settle(
+                        old, _bytes(found), None, None, lambda chunks: preserve_bytes(session_name, plan_id, chunks)
+                    )
+            finally:
+                if old is not None:
+                    os.close(old)
     except FileNotFoundError:
         pass
-    except (OSError, UnsafeFolder) as exc:
+    except (OSError, UnsafeFolder, FileSystemFailed) as exc:
         log.warning("plan file delete failed", extra={"session": session_name, "plan": plan_id, "error": str(exc)})
+    if late.kept_as:
+        log.warning(
+            "plan file changed before it was removed; kept aside",
+            extra={"session": session_name, "plan": plan_id, "kept_as": late.kept_as, "problem": late.problem},
+        )
+    return late
 
 
 def remove_temp(session_name: str, name: str) -> None:
@@ -280,9 +340,9 @@ def _preserved_name(folder: int, stem: str) -> str:
         name = f"{stem}-{stamp}-{n}.txt"
 
 
-def preserve_bytes(session_name: str, plan_id: str, data: bytes) -> str:
-    """Keeps ``data`` exactly as it was in the session's ``preserved/`` folder; returns the
-    copy's path relative to the session folder."""
+def preserve_bytes(session_name: str, plan_id: str, data: bytes | Iterable[bytes]) -> str:
+    """Keeps ``data`` (bytes, or its chunks in order) exactly as it was in the session's
+    ``preserved/`` folder; returns the copy's path relative to the session folder."""
     file_name(plan_id)
     try:
         with open_folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as folder:

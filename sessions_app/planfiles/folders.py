@@ -5,11 +5,10 @@ opened without following a link, and only a plain regular file is ever read or r
 from __future__ import annotations
 
 import errno
-import logging
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,9 +17,6 @@ from typing import NoReturn
 from django.conf import settings
 
 from sessions_app.identifiers import is_plan_id, is_session_name
-from sessions_app.planfiles.swap import swap_in
-
-log = logging.getLogger("nineplan.planfiles")
 
 TEMP_PREFIX = ".tmp-"
 # A younger temporary file may be a write in progress in another process: it is neither
@@ -315,10 +311,20 @@ def in_unsafe_folder(exc: UnsafeFolder) -> FileRead:
     return FileRead(MISSING, problem=f"{exc.path} is {exc.what}, not a folder")
 
 
-def write_in(folder: int, name: str, data: bytes, before_swap: Callable[[int], None] | None = None) -> None:
-    """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one.
-    ``before_swap`` is called with the new file's inode once its data is written, before it
-    takes the name; if it raises, nothing is put in place.
+def write_in(
+    folder: int,
+    name: str,
+    data: bytes | Iterable[bytes],
+    before_replace: Callable[[int], None] | None = None,
+    after_replace: Callable[[int | None, int], None] | None = None,
+) -> None:
+    """Atomic write of ``name`` inside ``folder``: readers see the old file or the new one,
+    never none. ``data`` is the bytes, or its chunks in order. ``before_replace`` is called
+    with the new file's inode once its data is written, before it takes the name; if it
+    raises, nothing is put in place. ``after_replace`` is called once the new file has the
+    name, with a descriptor of the file it replaced, held open from just before the replace
+    (None: there was none, or not a plain file), and the new file's inode: the old file can
+    still be read there after it has left the path (``planfiles.displaced`` says why).
 
     Not fsynced: a plan file is as durable as the commit it goes with, which runs with
     synchronous=NORMAL and may itself be lost to a power cut; the database's copy is the
@@ -326,41 +332,64 @@ def write_in(folder: int, name: str, data: bytes, before_swap: Callable[[int], N
     try:
         st = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
-        st = None
+        pass
     else:
         if not plain(st):
             raise FileExistsError(errno.EEXIST, f"{kind(st)} is in its place, and 9plan leaves it alone")
     tmp = f"{TEMP_PREFIX}{secrets.token_hex(6)}.txt"
     fd = os.open(tmp, _CREATE_FLAGS, 0o600, dir_fd=folder)
+    old = None
     try:
         try:
             # Straight to the descriptor: a file object around it would first ask whether
             # it is a terminal and where it stands (two more system calls a file).
-            written = memoryview(data)
-            while written:
-                written = written[os.write(fd, written) :]
-            inode = os.fstat(fd).st_ino if before_swap is not None else 0
+            for chunk in (data,) if isinstance(data, bytes) else data:
+                written = memoryview(chunk)
+                while written:
+                    written = written[os.write(fd, written) :]
+            wanted = before_replace is not None or after_replace is not None
+            inode = os.fstat(fd).st_ino if wanted else 0
         finally:
             os.close(fd)
-        if before_swap is not None:
-            before_swap(inode)
-        # An old file is swapped out rather than replaced (swap.py says why).
-        swapped = st is not None and swap_in(folder, tmp, name)
-        if not swapped:
-            os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+        if before_replace is not None:
+            before_replace(inode)
+        if after_replace is not None:
+            # Looked for even when the stat above found nothing: a file another process put
+            # there since is replaced all the same, and is not to go unread either.
+            old = hold(folder, name)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     except BaseException:
+        if old is not None:
+            os.close(old)
         try:
             os.unlink(tmp, dir_fd=folder)
         except OSError:
             pass
         raise
-    if swapped:
-        # The temporary name now holds the old text. The new file is in place whatever
-        # happens here: one left behind is cleared by the repair, like a crashed write's.
-        try:
-            os.unlink(tmp, dir_fd=folder)
-        except OSError as exc:
-            log.warning("old plan file not removed", extra={"file": tmp, "error": str(exc)})
+    if after_replace is None:
+        return
+    try:
+        after_replace(old, inode)
+    finally:
+        if old is not None:
+            os.close(old)
+
+
+def hold(folder: int, name: str) -> int | None:
+    """``name`` opened for reading when it is a plain file (a descriptor to close), else None:
+    nothing there, or what 9plan never reads (a link swapped in since it was looked at is
+    not followed, a hard link is not read through)."""
+    try:
+        fd = os.open(name, _READ_FLAGS, dir_fd=folder)
+    except OSError:
+        return None
+    try:
+        if plain(os.fstat(fd)):
+            return fd
+    except OSError:
+        pass
+    os.close(fd)
+    return None
 
 
 def remove_in(folder: int, name: str) -> str:

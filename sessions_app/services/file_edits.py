@@ -8,27 +8,24 @@ lock; inside it, the file is only checked for a change since (``file_now``).
 
 Files follow the database: a file is written inside the transaction with an undo step
 (``write_file``), and deleted only after the commit (``retire_file``), so a crash leaves
-a file the repair can judge, never a plan without its text.
+a file the repair can judge, never a plan without its text. What another process writes in
+the file between its read and its replace or delete is never lost with the old file
+(``planfiles.displaced``): lines added at its end join the new file, anything else is kept
+aside and reported.
 """
 
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from django.conf import settings
 from django.db import DatabaseError
 
 from sessions_app import errors, inputs, planfiles
-
+from sessions_app.errors import FileSystemFailed, NineplanError, ValidationFailed
 from sessions_app.planfiles import text as plan_text
-
-from sessions_app.store import revisions
-
-from sessions_app.store import statements
-
-from sessions_app.store import transactions
-from sessions_app.errors import FileSystemFailed, ValidationFailed
+from sessions_app.store import revisions, statements, transactions
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
 from sessions_app.services.writing import Written, compose_append, record_event, set_sections
@@ -36,6 +33,9 @@ from sessions_app.services.writing import Written, compose_append, record_event,
 log = logging.getLogger("nineplan.services")
 
 KEPT_LAST_GOOD = "The database kept the plan's last good text"
+# Who the event of a plan file kept aside while 9plan wrote or removed it names: 9plan's own
+# handling of the file, as "lease" and "repair" name its other jobs.
+FILE_ACTOR = "file"
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,9 @@ class Absorbed:
 
     notice: str = ""
     set_aside: bool = False
+    # The file as it was read (None: none, or not one whose text was read): what a delete
+    # after the commit compares the file with, to keep anything written in it since.
+    found: str | bytes | None = None
 
 
 TAKEN_IN = Absorbed()
@@ -124,6 +127,18 @@ def _oversize(plan: Plan, sections: dict[str, str]) -> str:
 
 
 def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> Absorbed:
+    """Keep what the agent wrote in the plan file: the database takes the file's sections
+    (``_absorb``); the file as read goes with the answer, for ``retire_file``."""
+    absorbed = _absorb(plan, actor, read, strict=strict)
+    return replace(absorbed, found=_found(read)) if read.state in (planfiles.OK, planfiles.NOT_UTF8) else absorbed
+
+
+def _found(read: planfiles.FileRead) -> str | bytes | None:
+    """What the file held when ``read`` read it (None: nothing that was read)."""
+    return read.text if read.state == planfiles.OK else read.data if read.state == planfiles.NOT_UTF8 else None
+
+
+def _absorb(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> Absorbed:
     """Keep what the agent wrote in the plan file: the database takes the file's sections.
 
     Only a regular file of whole UTF-8 text within the size limits is taken in; for
@@ -228,10 +243,18 @@ def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> Absorbed:
 
 def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
     """After the commit: the file of a plan that left the queue is deleted, or, if its
-    text could not be taken in, moved to the session's preserved/ folder."""
+    text could not be taken in, moved to the session's preserved/ folder. A file that changed
+    after it was read is kept aside as well, and the answer says where."""
     if not absorbed.set_aside:
-        planfiles.delete_plan(plan.session_id, plan.file_stem)
-        return Written(plan, file_notice=absorbed.notice)
+        late = planfiles.delete_plan(plan.session_id, plan.file_stem, found=absorbed.found)
+        if not late.kept_as:
+            return Written(plan, file_notice=absorbed.notice)
+        try:
+            with transactions.write():
+                _report_kept(plan, late)
+        except (NineplanError, DatabaseError) as exc:
+            log.warning("kept plan file not recorded", extra={"session": plan.session_id, "plan": plan.id, "error": str(exc)})
+        return Written(plan, file_notice=" ".join(filter(None, [absorbed.notice, _kept_notice(plan, late)])))
     try:
         kept = planfiles.preserve_file(plan.session_id, plan.file_stem)
     except FileSystemFailed as exc:
@@ -242,24 +265,61 @@ def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
     return Written(plan, file_notice=absorbed.notice + where)
 
 
+def _report_kept(plan: Plan, late: planfiles.Late) -> None:
+    """A plan file kept aside because it changed while 9plan replaced or removed it, in the
+    plan's event log (its page lists it)."""
+    record_event(
+        plan.session_id, Event.Kind.FILE_EDITS_KEPT, FILE_ACTOR, plan, sections=[], kept_as=late.kept_as, problem=late.problem
+    )
+
+
+def _kept_notice(plan: Plan, late: planfiles.Late) -> str:
+    path = planfiles.plan_path(plan.session_id, plan.file_stem)
+    return f"The plan file {path} {late.problem}: it is kept as {planfiles.session_dir(plan.session_id) / late.kept_as}."
+
+
 def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead | None = None) -> None:
     """Write the plan's file and its base, with an undo step that puts back what was there
-    before (``previous``: the file as read in this call; None: there was none)."""
+    before (``previous``: the file as read in this call; None: there was none). What the
+    file gained after that read is not lost (``planfiles.write_file``): lines added at its
+    end join the new file, to be taken in by the next read, and any other change keeps the
+    old file aside, in the plan's event log."""
     if not planfiles.enabled():
         return
     session_name, stem = plan.session_id, plan.file_stem
+    rendered = planfiles.render(plan.sections())
     if previous is None or previous.state == planfiles.MISSING:
-        planfiles.write_plan(session_name, stem, plan.sections())
-        undo.append(lambda: planfiles.delete_plan(session_name, stem))
+        late = planfiles.write_plan(session_name, stem, plan.sections())
+        if late.kept_as:
+            _report_kept(plan, late)
+        left = _left(rendered, late)
+        undo.append(lambda: planfiles.delete_plan(session_name, stem, found=left))
         return
     base = planfiles.read_base(session_name, stem)
-    planfiles.write_plan(session_name, stem, plan.sections(), version=plan.version, stored=base, before=previous)
-    found = previous.text if previous.state == planfiles.OK else previous.data
+    late = planfiles.write_plan(session_name, stem, plan.sections(), version=plan.version, stored=base, before=previous)
+    if late.kept_as:
+        _report_kept(plan, late)
+    found = _found(previous)
     if found is None:
         undo.append(lambda: planfiles.write_base(session_name, stem, base))
-    else:
-        inode, version = previous.inode, plan.version
-        undo.append(lambda: planfiles.put_back(session_name, stem, found, base, inode, version))
+        return
+    # Undone, the file is put back as it was found, with whatever was added at its end since.
+    if late.moved:
+        found = _as_bytes(found) + late.moved
+    inode, version, left = previous.inode, plan.version, _left(rendered, late)
+    undo.append(lambda: planfiles.put_back(session_name, stem, found, base, inode, version, left))
+
+
+def _as_bytes(text: str | bytes) -> bytes:
+    return text.encode("utf-8") if isinstance(text, str) else text
+
+
+def _left(rendered: str, late: planfiles.Late) -> str | bytes | None:
+    """What a write left in the file: the text it wrote, and what it added at its end (None:
+    not known, when that was more than is held)."""
+    if late.moved is None:
+        return None
+    return _as_bytes(rendered) + late.moved if late.moved else rendered
 
 
 def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:

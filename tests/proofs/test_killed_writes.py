@@ -105,6 +105,20 @@ def test_a_file_left_as_the_killed_write_made_it_is_no_edit(step, session, pulle
     assert not path.exists()
 
 
+def test_a_line_added_while_the_killed_write_wrote_is_taken_in_by_the_next(session, pulled, sessions_dir, subprocess_env):
+    # Added after the killed write read the file and before it put its own in place: the
+    # line joined the end of the killed write's file, which is read as the file it found.
+    path = plan_file(sessions_dir, pulled)
+    killed(subprocess_env, "appended", "plan_note", session_name=session.name, text="Killed note")
+    assert notes_of(pulled) == "Acknowledged note"
+    assert path.read_text().endswith("Killed note\nAdded while the killed write wrote\n")
+
+    services.plan_note(session_name=session.name, text="Next note")
+
+    assert notes_of(pulled) == "Acknowledged note\n\nAdded while the killed write wrote\n\nNext note"
+    valid(session)
+
+
 def test_writes_killed_in_turn_lose_no_edit_and_bring_back_no_text(session, pulled, sessions_dir, subprocess_env):
     path = plan_file(sessions_dir, pulled)
     append_in_file(path, "First edit")

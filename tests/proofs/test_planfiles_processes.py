@@ -1,5 +1,6 @@
-"""A FIFO in place of a plan file, met by real processes: it never stalls another
-session's writer, and a new server still starts, repairs around it and answers.
+"""Plan files met by real processes. A FIFO in place of a plan file never stalls another
+session's writer, and a new server still starts, repairs around it and answers. Lines
+another process appends to a plan's file while 9plan writes it are never lost.
 
 Outcomes are asserted, never times. The reply timeouts of the worker and the stdio server
 are only a safety net: before plan files were opened without blocking, the note below
@@ -10,13 +11,15 @@ writer of the database waited with it.
 from __future__ import annotations
 
 import os
+import signal
 import stat
+import subprocess
 
 import pytest
 
 from sessions_app import planfiles, services
-from sessions_app.models import Plan
-from tests.conftest import plan_fields
+from sessions_app.models import Event, Plan
+from tests.conftest import PYTHON, REPO, plan_fields
 from tests.sessions_app.conftest import plan_file
 from tests.sessions_app.stdio_server import StdioServer
 from tests.proofs.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
@@ -87,3 +90,47 @@ def test_a_server_starts_and_answers_beside_a_fifo_and_a_linked_folder(sessions_
     assert not (sessions_dir / linked.name / planfiles.PRESERVED_DIR).exists()
     log = (tmp_path / "mcp.stderr").read_text()
     assert "start-up repair left this alone" in log
+
+
+APPENDER = REPO / "tests" / "proofs" / "file_appender.py"
+# The appender's pause between lines, and the number of notes written while it runs: every
+# note reads the file, then puts a new one in its place, so many appends land in between.
+APPEND_INTERVAL = 0.002
+NOTES = 150
+
+
+def kept_aside_lines(session_name: str, plan: Plan, sessions_dir) -> set[str]:
+    """The lines of every copy of the plan's file 9plan reported keeping aside."""
+    lines = set()
+    for event in Event.objects.filter(session_id=session_name, plan_id=plan.id, kind="file_edits_kept"):
+        if "kept_as" in event.detail:
+            lines |= set((sessions_dir / session_name / event.detail["kept_as"]).read_text().splitlines())
+    return lines
+
+
+def test_lines_another_process_appends_while_notes_are_written_are_all_kept(active, sessions_dir):
+    path = plan_file(sessions_dir, active)
+    appender = subprocess.Popen(
+        [PYTHON, str(APPENDER), str(path), str(APPEND_INTERVAL), "appended line"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert appender.stdout.readline() == "ready\n", appender.stderr.read()
+        for n in range(NOTES):
+            services.plan_note(session_name=active.session_id, text=f"note {n}")
+    finally:
+        appender.send_signal(signal.SIGTERM)
+        out, err = appender.communicate(timeout=30)
+    assert appender.returncode == 0, err  # it never found the path missing
+    appended = int(out)
+    # The lines appended after the last note's write are in the file: the next write takes them in.
+    services.plan_note(session_name=active.session_id, text="last note")
+
+    notes = Plan.objects.get(id=active.id).notes
+    found = set(notes.splitlines()) | kept_aside_lines(active.session_id, active, sessions_dir)
+    lost = [n for n in range(appended) if f"appended line {n}" not in found]
+    assert lost == [], f"{len(lost)} of {appended} appended lines lost: {lost[:20]}"
+    assert [n for n in range(NOTES) if f"note {n}" not in notes.splitlines()] == []
+    assert planfiles.parse(path.read_text()).sections["notes"] == notes

@@ -249,3 +249,94 @@ def test_a_wrong_guess_of_the_workers_file_is_read_again_inside_the_write(sessio
 
     assert notes_of(plan.id) == "Found in the file\n\nSaid in the call"
     assert notes_of(other.id) == ""
+
+
+# --- what the file gains while a call writes it ------------------------------------------
+#
+# Another process may write in the plan file after the call read it and before its new file
+# takes the path (here: while the call writes the file's base, which comes in between).
+
+
+@pytest.fixture
+def meanwhile(monkeypatch):
+    """``meanwhile(change)``: ``change()`` runs once, the next time a base is written or removed."""
+    from sessions_app.planfiles import copies
+
+    real = copies.write_base
+
+    def arrange(change):
+        def write_base(*args):
+            monkeypatch.setattr(copies, "write_base", real)
+            change()
+            real(*args)
+
+        monkeypatch.setattr(copies, "write_base", write_base)
+
+    return arrange
+
+
+def add_line(path, line: str) -> None:
+    with open(path, "a") as file:
+        file.write(f"{line}\n")
+
+
+def test_a_line_added_while_a_note_is_written_is_taken_in_by_the_next_write(active, sessions_dir, meanwhile):
+    path = plan_file(sessions_dir, active)
+    meanwhile(lambda: add_line(path, "added while the note was written"))
+
+    services.plan_note(session_name=active.session_id, text="First note")
+
+    assert path.read_text().endswith("First note\nadded while the note was written\n")
+    services.plan_note(session_name=active.session_id, text="Second note")
+    assert notes_of(active.id) == "First note\nadded while the note was written\n\nSecond note"
+    assert not (sessions_dir / active.session_id / planfiles.PRESERVED_DIR).exists()
+
+
+def test_a_file_rewritten_while_a_note_is_written_is_kept_aside_and_reported(active, sessions_dir, meanwhile):
+    path = plan_file(sessions_dir, active)
+    rewritten = path.read_text().replace("Model invoices", "Model invoices and credit notes")
+    meanwhile(lambda: path.write_text(rewritten))  # in place: the same file, truncated and written again
+
+    services.plan_note(session_name=active.session_id, text="A note")
+
+    assert notes_of(active.id) == "A note"
+    event = Event.objects.get(plan_id=active.id, kind=Event.Kind.FILE_EDITS_KEPT)
+    assert event.actor == "file" and event.detail["problem"] == planfiles.displaced.CHANGED
+    assert (sessions_dir / active.session_id / event.detail["kept_as"]).read_text() == rewritten
+    assert planfiles.parse(path.read_text()).sections["notes"] == "A note"
+
+
+def test_an_undone_write_puts_the_file_back_with_the_lines_added_meanwhile(active, sessions_dir, meanwhile):
+    from sessions_app.store import transactions
+    from sessions_app.services import file_edits
+    from sessions_app.services.writing import touch
+
+    path = plan_file(sessions_dir, active)
+    found = path.read_text()
+    meanwhile(lambda: add_line(path, "added while the file was written"))
+    with pytest.raises(RuntimeError), transactions.write() as undo:
+        plan = Plan.objects.get(id=active.id)
+        read = planfiles.read_plan_file(active.session_id, plan.file_stem)
+        plan.notes = "Rolled back"
+        touch(plan)
+        file_edits.write_file(undo, plan, read)
+        add_line(path, "added after the write")
+        raise RuntimeError("the transaction fails after the file is written")
+
+    assert path.read_text() == found + "added while the file was written\nadded after the write\n"
+    services.plan_note(session_name=active.session_id, text="Next note")
+    assert notes_of(active.id) == "added while the file was written\nadded after the write\n\nNext note"
+
+
+def test_a_line_added_before_a_completed_plans_file_is_removed_is_kept_aside(active, sessions_dir, meanwhile):
+    path = plan_file(sessions_dir, active)
+    meanwhile(lambda: add_line(path, "added after the file was read"))  # the delete removes the base first
+
+    written = services.plan_complete(session_name=active.session_id, outcome="Done.")
+
+    assert not path.exists()
+    event = Event.objects.get(plan_id=active.id, kind=Event.Kind.FILE_EDITS_KEPT)
+    kept = sessions_dir / active.session_id / event.detail["kept_as"]
+    assert kept.read_text().endswith("added after the file was read\n")
+    assert str(kept) in written.file_notice
+    assert "added after the file was read" not in notes_of(active.id)
