@@ -60,6 +60,7 @@ def test_the_package_lists_every_python_package_and_one_command():
     assert PYPROJECT["project"]["version"] == nineplan.__version__
 
 
+@pytest.mark.slow
 def test_the_version_option_names_9plan(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from nineplan.cli import main; sys.argv = ['9plan', '--version']; main()"],
