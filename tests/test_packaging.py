@@ -27,6 +27,10 @@ import nineplan
 from tests.conftest import REPO
 from tests.proofs.test_stdio_e2e import TEE, assert_only_json_rpc
 
+# One worker runs the whole module under pytest-xdist (`--dist loadgroup`), so the wheel that
+# the module-scoped `installed` fixture builds and installs is made once, not once a worker.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGE_ROOTS = ("nineplan", "sessions_app", "mcp_bridge")
 # What a build needs from the checkout; nothing is built in the checkout itself.

@@ -22,7 +22,7 @@ from sessions_app import invariants, plan_counts, planfiles, services
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import PYTHON, REPO, plan_fields
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 # A guard against a wedged worker hanging the suite, not a speed assertion: SQLite may
 # make one write wait many seconds under contention.
