@@ -10,7 +10,7 @@ import pytest
 
 from tests.conftest import run_bench
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
 FIGURES = [
     "spawn -> initialize answered (median of",

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import run_bench
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.postgres]
 
 
 def test_a_short_teams_run_answers_every_call_and_cleans_up(tmp_path):

@@ -27,6 +27,10 @@ import nineplan
 from tests.conftest import REPO
 from tests.proofs.test_stdio_e2e import TEE, assert_only_json_rpc
 
+# One worker runs the whole module under pytest-xdist (`--dist loadgroup`), so the wheel that
+# the module-scoped `installed` fixture builds and installs is made once, not once a worker.
+pytestmark = pytest.mark.xdist_group("packaging")
+
 PYPROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
 PACKAGE_ROOTS = ("nineplan", "sessions_app", "mcp_bridge")
 # What a build needs from the checkout; nothing is built in the checkout itself.
@@ -60,6 +64,7 @@ def test_the_package_lists_every_python_package_and_one_command():
     assert PYPROJECT["project"]["version"] == nineplan.__version__
 
 
+@pytest.mark.slow
 def test_the_version_option_names_9plan(tmp_path):
     done = subprocess.run(
         [sys.executable, "-c", "import sys; from nineplan.cli import main; sys.argv = ['9plan', '--version']; main()"],

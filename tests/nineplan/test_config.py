@@ -24,6 +24,7 @@ REFUSED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("command", "variable", "value", "accepted"), REFUSED, ids=[r[1] for r in REFUSED])
 def test_a_refused_setting_stops_9plan_before_it_starts(tmp_path, command, variable, value, accepted):
     data_dir = tmp_path / "data"

@@ -124,6 +124,7 @@ def test_the_lockout_page_is_headed_as_every_9plan_page(reviewer, settings):  # 
     assert "Django administration" not in html and "Django site admin" not in html
 
 
+@pytest.mark.slow
 def test_the_limit_and_the_wait_come_from_the_environment(tmp_path):
     env = server_environment(
         tmp_path / "data",
@@ -199,12 +200,14 @@ def _database_options(tmp_path, **env: str) -> dict:
     return ast.literal_eval(done.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_on_postgresql_the_pooled_connections_prepare_their_statements(tmp_path):
     options = _database_options(tmp_path)
     assert options["pool"]["max_size"] == 10
     assert options["server_side_binding"] is True and options["prepare_threshold"] == 5
 
 
+@pytest.mark.slow
 def test_without_the_pool_nothing_is_prepared_as_a_pooler_in_front_needs(tmp_path):
     options = _database_options(tmp_path, NINEPLAN_DB_POOL_SIZE="0")
     assert "pool" not in options and "server_side_binding" not in options and "prepare_threshold" not in options

@@ -25,7 +25,7 @@ from tests.proofs.test_admin_browser_review import login
 from tests.sessions_app.conftest import rejected_once
 from tests.sessions_app.stdio_server import StdioServer
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 # The spec'd bound: a new event is on the page within 2 seconds, without a reload.
 LIVE_WAIT_MS = 2000
 

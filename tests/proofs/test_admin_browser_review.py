@@ -15,7 +15,7 @@ from tests.conftest import plan_fields
 from tests.sessions_app.conftest import revised_plan
 from tests.proofs.test_admin_browser import LAPTOP, PASSWORD, browser, follow, shot  # noqa: F401  (fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 SCRIPT = "<script>alert(1)</script>"
 
 

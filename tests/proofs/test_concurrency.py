@@ -26,7 +26,7 @@ from sessions_app.store import plan_counts
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import PYTHON, REPO, plan_fields
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 # A guard against a wedged worker hanging the suite, not a speed assertion: SQLite may
 # make one write wait many seconds under contention.

@@ -30,7 +30,7 @@ from sessions_app.models import Plan
 from tests.conftest import plan_fields
 from tests.mcp_bridge.helpers import ERROR_LAYOUT, snapshot
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
 
 TOOL_NAMES = [name for name, _, _ in TOOLS]
 # Tools whose answer carries a plan's own text; every other answer stays small

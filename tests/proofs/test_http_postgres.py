@@ -17,7 +17,13 @@ from tests.conftest import plan_fields
 from tests.mcp_bridge.helpers import in_thread, ok, plan_args
 from tests.mcp_bridge.http_server import http_client, start_server  # noqa: F401 (fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.postgres, pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.serial,
+    pytest.mark.postgres,
+    pytest.mark.anyio,
+    pytest.mark.django_db(transaction=True),
+]
 
 CLIENTS = 8
 

@@ -27,7 +27,7 @@ from sessions_app import planfiles, services
 from sessions_app.models import Event, Plan
 from tests.sessions_app.stdio_server import StdioServer, result_text
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 KILLS = 50
 LANES = 2

@@ -20,7 +20,7 @@ from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.maintenance.test_backup import kill_when
 from tests.sessions_app.conftest import run_repair
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 NAME = "brave-amber-otter"
 PLANS = 6000

@@ -23,7 +23,7 @@ from sessions_app.services.writing import touch
 from tests.conftest import PYTHON, REPO
 from tests.sessions_app.conftest import plan_file
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 STEPS = ["base", "file"]
 

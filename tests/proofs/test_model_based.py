@@ -593,6 +593,7 @@ class NineplanMachine(RuleBasedStateMachine):
         assert result.valid, result.issues
 
 
+@pytest.mark.slow
 @pytest.mark.django_db
 def test_services_behave_like_the_model(sessions_dir):
     run_state_machine_as_test(

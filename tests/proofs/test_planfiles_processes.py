@@ -24,7 +24,7 @@ from tests.sessions_app.conftest import plan_file
 from tests.sessions_app.stdio_server import StdioServer
 from tests.proofs.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 
 def stuck_session(sessions_dir):

@@ -22,7 +22,7 @@ from tests.conftest import MANAGE, PYTHON
 from tests.mcp_bridge.helpers import body_of, in_thread, ok, plan_args, text_of
 from tests.mcp_bridge.http_server import http_client, start_server  # noqa: F401,F811 (a fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
 ANSWER_TIMEOUT = 120  # a guard against a wedged process, not a speed limit
 

@@ -21,7 +21,7 @@ from sessions_app import services
 from sessions_app.models import WebhookDelivery, WebhookSubscription
 from tests.conftest import MANAGE, PYTHON, plan_fields  # the receivers fixture is there too
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 WAIT = 60  # seconds a proof waits for something before it fails
 

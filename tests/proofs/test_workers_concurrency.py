@@ -17,7 +17,7 @@ from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields
 from tests.proofs.test_concurrency import assert_valid, op, start_workers  # noqa: F401 (a fixture)
 
-pytestmark = [pytest.mark.slow, pytest.mark.django_db(transaction=True)]
+pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 
 
 def test_eight_workers_drain_four_hundred_plans_each_taken_exactly_once(start_workers):

@@ -69,6 +69,7 @@ def wait_for(path: Path, proc: subprocess.Popen) -> None:
 
 @sqlite_only
 @pytest.mark.slow
+@pytest.mark.serial
 def test_backup_while_another_process_writes_is_consistent(make_plan, sessions_dir, subprocess_env, tmp_path):
     session = services.session_create(task_description="Backed up")
     idle = services.session_create()
@@ -241,6 +242,7 @@ def many_files_to_copy(session, sessions_dir, *, plans: int) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
     # Many files to copy: the kill lands while the sessions folder is being copied.
     many_files_to_copy(session, sessions_dir, plans=50)
@@ -290,6 +292,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
     many_files_to_copy(session, sessions_dir, plans=5)
     folder = backup.backup_create(destination=tmp_path / "backups")

@@ -113,6 +113,7 @@ def test_a_refused_export_on_a_fresh_database_names_the_session_not_a_table(tmp_
     assert "SESSION_NOT_FOUND" in done.stderr and "no such table" not in done.stderr
 
 
+@pytest.mark.slow
 def test_help_lists_9plans_own_commands_first_with_a_line_each(tmp_path):
     done = run(tmp_path / "data", "help")
     assert done.returncode == 0, done.stderr

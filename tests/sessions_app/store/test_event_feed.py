@@ -123,6 +123,7 @@ def test_cursors_round_trip_and_match_the_published_pattern():
 
 
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
 def test_a_follower_sees_every_event_exactly_once_while_another_process_writes(
     reader, session, subprocess_env, tmp_path
@@ -175,6 +176,7 @@ def test_a_follower_sees_every_event_exactly_once_while_another_process_writes(
 
 @pytest.mark.postgres
 @pytest.mark.slow
+@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
 def test_an_event_that_commits_after_a_higher_id_is_not_skipped(session, subprocess_env):
     """On PostgreSQL ids are drawn before commit: event N can commit after N+1. The feed

@@ -47,6 +47,7 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     assert queries.history_search("webhook", session_name=session.name)[0].plan.goal.startswith("Port the payment webhook")
 
 
+@pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 def test_demo_says_what_it_made_in_two_lines_and_logs_only_when_asked(subprocess_env):
     def demo(*args: str) -> subprocess.CompletedProcess:
