@@ -169,7 +169,7 @@ def description(fn) -> str:
 
 def add_tools(server: NineplanServer) -> None:
     """Registers the tools; Django's apps must be loaded, as the tools import the models.
-    Every tool call then names its caller (tools/calls.py), and a call that does not is
+    Every tool call then names its caller (tools/runner.py), and a call that does not is
     refused (sessions_app/access.py)."""
     from mcp_bridge import tools
     from sessions_app import access

@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 from mcp_types import CallToolResult
 
-from mcp_bridge.tools.calls import ConnectionState
+from mcp_bridge.tools.runner import ConnectionState
 from mcp_bridge.tools.history import history_get, history_search
 from mcp_bridge.tools.inspection import admin_sessions, admin_state, admin_validate
 from mcp_bridge.tools.plans import plan_read

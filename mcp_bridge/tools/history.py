@@ -9,7 +9,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from mcp_bridge import responses
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import SessionArg
 from sessions_app import inputs
 from sessions_app.reads import excerpts, queries
@@ -44,7 +44,7 @@ def history_search(
         summary = f"{len(results)} result(s)." + (" Read one with 9plan_history_get." if results else "")
         return responses.ok(name, summary, {"results": results})
 
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)
 
 
 def history_get(
@@ -66,4 +66,4 @@ def history_get(
         }
         return responses.ok(name, "Completed plan.", data)
 
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)

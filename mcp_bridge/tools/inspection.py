@@ -6,7 +6,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 
 from mcp_bridge import responses
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import SessionArg
 from sessions_app import planfiles
 from sessions_app.reads import queries
@@ -33,7 +33,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
             data,
         )
 
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)
 
 
 def admin_sessions(ctx: Context) -> CallToolResult:
@@ -57,7 +57,7 @@ def admin_sessions(ctx: Context) -> CallToolResult:
         data = {"sessions": rows, "total": total, "more": total - len(rows)}
         return responses.ok(name, f"{total} session(s).", data)
 
-    return calls.run(ctx, None, body, needs_session=False)
+    return runner.run(ctx, None, body, needs_session=False)
 
 
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
@@ -73,7 +73,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
             "task_description": excerpts.fit_json(state.session.task_description, 150),
             "queue": answers.queue_entries(state.queue, key="position"),
             "queue_length": state.queue_length,
-            "active_plan": answers.active_plan(state.active, calls.files_for(ctx), 100),
+            "active_plan": answers.active_plan(state.active, runner.files_for(ctx), 100),
             "completed_count": state.completed_count,
             "plan_files": files[: answers.LIST_CAP],
             "plan_files_count": len(files),
@@ -84,4 +84,4 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
         answers.parallel_view(state, data)
         return responses.ok(name, "Session state.", data)
 
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)

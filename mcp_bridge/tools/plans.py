@@ -9,7 +9,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from mcp_bridge import responses
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import SessionArg, WorkerArg
 from sessions_app.reads import queries
 from sessions_app.models import Plan
@@ -28,7 +28,7 @@ def plan_read(
 
     def body(name: str | None) -> CallToolResult:
         plan = queries.plan_read(session_name=name, plan_id=plan_id, worker=worker)
-        local = calls.files_for(ctx) and plan.is_open
+        local = runner.files_for(ctx) and plan.is_open
         data = {
             "plan_id": plan.id,
             "status": plan.status,
@@ -43,4 +43,4 @@ def plan_read(
         summary = answers.with_file_notice(notice, f"Plan {plan.id} ({plan.status}); its full text follows.", data)
         return responses.ok(name, summary, data, body=text)
 
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)

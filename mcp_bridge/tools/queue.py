@@ -9,7 +9,7 @@ from mcp_types import CallToolResult
 from pydantic import BaseModel, ConfigDict, Field
 
 from mcp_bridge import responses
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import (
     DependsArg,
     PositionArg,
@@ -46,7 +46,7 @@ def queue_add(
     front gives C, B, A: to keep an order, use 9plan_queue_add_batch.
     Example: {"context": "Billing port", "goal": "Model invoices in Django",
     "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
-    call = calls.asked(
+    call = runner.asked(
         "queue_add",
         context=context,
         goal=goal,
@@ -75,17 +75,17 @@ def queue_add(
             plans=[plan],
             position=position,
             review=review,
-            actor=calls.actor(ctx),
+            actor=runner.actor(ctx),
         )[0]
         plan = placed.plan
         data = {
             "plan_id": plan.id,
-            **answers.file_path(calls.files_for(ctx), plan),
+            **answers.file_path(runner.files_for(ctx), plan),
             "queue_position": placed.place,
         }
         return responses.ok(name, "Plan added.", data)
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 class PlanSpec(BaseModel):
@@ -115,7 +115,7 @@ def queue_add_batch(
     before anything already queued. For parallel work, C with depends_on [0, 1] waits for A and B.
     Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
     "success_criteria": "..."}, {...}], "position": "front"}"""
-    call = calls.asked("queue_add_batch", plans=plans, position=position, review=review, session_name=session_name)
+    call = runner.asked("queue_add_batch", plans=plans, position=position, review=review, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
         created = services.plan_enqueue_many(
@@ -123,17 +123,17 @@ def queue_add_batch(
             plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
             position=position,
             review=review,
-            actor=calls.actor(ctx),
+            actor=runner.actor(ctx),
         )
         data = {
             "plans": [{"plan_id": q.plan.id, "queue_position": q.place} for q in created[: answers.BATCH_CAP]],
             "added": len(created),
         }
-        if calls.files_for(ctx):
+        if runner.files_for(ctx):
             data["plans_dir"] = str(planfiles.plans_dir(name))
         return responses.ok(name, f"{len(created)} plans added in order.", data)
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def queue_pull(
@@ -147,12 +147,12 @@ def queue_pull(
     Errors: PLAN_ALREADY_ACTIVE (finish yours first), QUEUE_BLOCKED (plans wait for others),
     QUEUE_EMPTY (task complete).
     Example: {}"""
-    call = calls.asked("queue_pull", worker=worker, session_name=session_name)
+    call = runner.asked("queue_pull", worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_pull(session_name=name, worker=worker, actor=calls.actor(ctx))
+        plan = services.plan_pull(session_name=name, worker=worker, actor=runner.actor(ctx))
         handout = plan.handout
-        local = calls.files_for(ctx)
+        local = runner.files_for(ctx)
         data = {
             "plan_id": plan.id,
             **answers.file_path(local, plan),
@@ -198,7 +198,7 @@ def queue_pull(
         summary = answers.with_file_notice(notice, summary, data, local=local)
         return responses.ok(name, summary, data, body=text)
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_renew(
@@ -210,14 +210,14 @@ def plan_renew(
     """Renew the lease on your plan without writing to it, when the work takes longer than
     the lease (any note, defer or complete renews it too).
     Example: {}"""
-    call = calls.asked("plan_renew", worker=worker, session_name=session_name)
+    call = runner.asked("plan_renew", worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        plan = services.plan_renew(session_name=name, worker=worker, actor=calls.actor(ctx))
+        plan = services.plan_renew(session_name=name, worker=worker, actor=runner.actor(ctx))
         return responses.ok(
             name,
             "Lease renewed.",
             {"plan_id": plan.id, "lease_until": answers.lease_text(plan)},
         )
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)

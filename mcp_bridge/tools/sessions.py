@@ -9,7 +9,7 @@ from mcp_types import CallToolResult
 from pydantic import Field
 
 from mcp_bridge import responses
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import RequestIdArg, one_of
 from sessions_app import services
 from sessions_app.reads import excerpts, interventions, queries
@@ -44,7 +44,7 @@ def session_create(
     (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
     The new session becomes this connection's current session.
     Example: {"task_description": "Port the billing service to Django"}"""
-    call = calls.asked(
+    call = runner.asked(
         "session_create",
         task_description=task_description,
         review=review,
@@ -60,18 +60,18 @@ def session_create(
             lease_seconds=lease_seconds,
             max_attempts=max_attempts,
             project=project,
-            actor=calls.actor(ctx),
+            actor=runner.actor(ctx),
         )
-        calls.connection_state(ctx).set(ctx, session.name)
+        runner.connection_state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
-        if not calls.connection_state(ctx).remembers(ctx):
+        if not runner.connection_state(ctx).remembers(ctx):
             summary += calls.STATELESS_HINT.format(name=session.name)
         data = {"project": session.project_id}
-        if calls.files_for(ctx):
+        if runner.files_for(ctx):
             data["session_path"] = queries.session_path(session.name)
         return responses.ok(session.name, summary, data)
 
-    return calls.run(ctx, None, body, needs_session=False, request_id=request_id, call=call)
+    return runner.run(ctx, None, body, needs_session=False, request_id=request_id, call=call)
 
 
 def session_resume(
@@ -85,9 +85,9 @@ def session_resume(
 
     def body(name: str | None) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
-        calls.connection_state(ctx).set(ctx, state.session.name)
+        runner.connection_state(ctx).set(ctx, state.session.name)
         active = state.default_workers_plan
-        local = calls.files_for(ctx)
+        local = runner.files_for(ctx)
         data = {
             **({"session_path": queries.session_path(state.session.name)} if local else {}),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
@@ -108,10 +108,10 @@ def session_resume(
         hint = answers.resume_hint(state, active, held, local=local)
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
-        if not calls.connection_state(ctx).remembers(ctx):
+        if not runner.connection_state(ctx).remembers(ctx):
             hint += calls.STATELESS_HINT.format(name=state.session.name)
         return responses.ok(state.session.name, f"Session resumed. {hint}", data)
 
     if session_name is None or not isinstance(session_name, str):
         session_name = ""
-    return calls.run(ctx, session_name, body)
+    return runner.run(ctx, session_name, body)

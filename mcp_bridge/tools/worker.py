@@ -8,7 +8,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 from pydantic import Field
 
-from mcp_bridge.tools import answers, calls
+from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of
 from sessions_app import services
 from sessions_app.reads import excerpts, queries
@@ -28,17 +28,17 @@ def plan_defer(
     with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
     the plan file are kept.
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
-    call = calls.asked("plan_defer", reason=reason, position=position, worker=worker, session_name=session_name)
+    call = runner.asked("plan_defer", reason=reason, position=position, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
         placed = services.plan_defer(
-            session_name=name, reason=reason, position=position, worker=worker, actor=calls.actor(ctx)
+            session_name=name, reason=reason, position=position, worker=worker, actor=runner.actor(ctx)
         )
         return answers.plan_written(
-            name, placed, "Plan deferred.", local=calls.files_for(ctx), with_path=True, queue_position=placed.place
+            name, placed, "Plan deferred.", local=runner.files_for(ctx), with_path=True, queue_position=placed.place
         )
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_complete(
@@ -57,10 +57,10 @@ def plan_complete(
     makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
     queue status; pull the next plan after.
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
-    call = calls.asked("plan_complete", outcome=outcome, worker=worker, session_name=session_name)
+    call = runner.asked("plan_complete", outcome=outcome, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=runner.actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
         data = {
@@ -92,9 +92,9 @@ def plan_complete(
             )
         else:
             hint = "The queue is empty: task complete! 🎉"
-        return answers.plan_written(name, written, f"{done} {hint}", local=calls.files_for(ctx), **data)
+        return answers.plan_written(name, written, f"{done} {hint}", local=runner.files_for(ctx), **data)
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_discard(
@@ -108,19 +108,19 @@ def plan_discard(
     Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
     still needed later.
     Example: {"reason": "Superseded by the new auth plan"}"""
-    call = calls.asked("plan_discard", reason=reason, worker=worker, session_name=session_name)
+    call = runner.asked("plan_discard", reason=reason, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=runner.actor(ctx))
         return answers.plan_written(
             name,
             written,
             "Plan discarded.",
-            local=calls.files_for(ctx),
+            local=runner.files_for(ctx),
             queue_length=queries.queue_length(name),
         )
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)
 
 
 def plan_note(
@@ -142,11 +142,11 @@ def plan_note(
     loss. 'append' is safe alongside other writers and never loses earlier notes; pass a
     request_id so that a retried append is not appended twice. 'replace' overwrites all Notes.
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
-    call = calls.asked("plan_note", text=text, mode=mode, worker=worker, session_name=session_name)
+    call = runner.asked("plan_note", text=text, mode=mode, worker=worker, session_name=session_name)
 
     def body(name: str | None) -> CallToolResult:
-        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=calls.actor(ctx))
+        written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=runner.actor(ctx))
         done = {"mode": mode or "append", "notes_chars": len(written.plan.notes)}
-        return answers.plan_written(name, written, "Notes written.", local=calls.files_for(ctx), with_path=True, **done)
+        return answers.plan_written(name, written, "Notes written.", local=runner.files_for(ctx), with_path=True, **done)
 
-    return calls.run(ctx, session_name, body, request_id=request_id, call=call)
+    return runner.run(ctx, session_name, body, request_id=request_id, call=call)

@@ -8,7 +8,7 @@ write so that a write killed before its commit is read as never having happened.
 a file is only ever merged into it, never taken as the whole truth. NINEPLAN_PLAN_FILES=off
 (the default of ``mcp --transport http``) keeps no files at all.
 
-One module per idea: ``folders`` (where files live, and reaching them safely), ``copies``
+One module per idea: ``folders`` (where files live, and reaching them safely), ``file_io``
 (reading, writing and removing one plan's file and its base), ``bases`` (what a base
 records, and reading a file against it), ``displaced`` (what another process wrote in a
 file after 9plan read it, taken on when the file is replaced or removed) and ``listing``
@@ -17,11 +17,11 @@ file after 9plan read it, taken on when the file is replaced or removed) and ``l
 
 from sessions_app.models import SECTION_TITLES
 from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
-from sessions_app.planfiles.copies import (
+from sessions_app.planfiles.file_io import (
     delete_plan,
     ensure_session_dir,
     file_identity,
-    judge_file,
+    file_and_base,
     preserve_bytes,
     preserve_file,
     probe,
@@ -84,7 +84,7 @@ __all__ = [
     "enabled",
     "ensure_session_dir",
     "file_identity",
-    "judge_file",
+    "file_and_base",
     "kind_of",
     "list_plan_files",
     "list_temp_files",

@@ -129,7 +129,7 @@ def _renamed(record: Record | str | None, inode: int, new_inode: int) -> Record 
     )
 
 
-def judge(
+def as_committed(
     stored: Record | str | None, text: str | None, inode: int | None, version: int | None
 ) -> tuple[str | None, str | None]:
     """The file's text and the base to read it against, as if every write that never
@@ -146,8 +146,8 @@ def judge(
     if version is None or version >= stored.version:
         return stored.written, text
     if inode != stored.inode:
-        return judge(stored.earlier, text, inode, version)
-    base, before = judge(stored.earlier, stored.before, stored.before_inode, version)
+        return as_committed(stored.earlier, text, inode, version)
+    base, before = as_committed(stored.earlier, stored.before, stored.before_inode, version)
     if text is None or before is None:
         # No file now, or none before the write (it wrote the first): its text is the base.
         return stored.written, text

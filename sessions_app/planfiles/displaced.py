@@ -6,7 +6,7 @@ A call reads the plan file (and takes the agent's edits in), then, later in the 
 puts a new file in its place or removes it. Another process may write to the file in between
 (an agent's ``>>``, an editor saving in place), and a rename or an unlink alone would drop
 that text with the old file. So the old file is opened just before it leaves the path
-(``folders.write_in``, ``copies.delete_plan``) and read through that descriptor afterwards:
+(``folders.write_in``, ``file_io.delete_plan``) and read through that descriptor afterwards:
 once the path names the new file (or nothing), no open of the path reaches the old one, so
 the read sees every write made to it by path. What it gained after the caller's read is then
 taken on:

@@ -39,7 +39,7 @@ FILE_ACTOR = "file"
 
 
 @dataclass(frozen=True)
-class Absorbed:
+class TakenIn:
     """What reading the plan file back came to: a notice when it was not taken in, and
     whether the file is to be moved aside (not deleted) once the plan leaves the queue."""
 
@@ -50,7 +50,7 @@ class Absorbed:
     found: str | bytes | None = None
 
 
-TAKEN_IN = Absorbed()
+TAKEN_IN = TakenIn()
 
 
 @dataclass(frozen=True)
@@ -126,11 +126,11 @@ def _oversize(plan: Plan, sections: dict[str, str]) -> str:
     return ""
 
 
-def absorb_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> Absorbed:
+def take_in_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> TakenIn:
     """Keep what the agent wrote in the plan file: the database takes the file's sections
-    (``_absorb``); the file as read goes with the answer, for ``retire_file``."""
-    absorbed = _absorb(plan, actor, read, strict=strict)
-    return replace(absorbed, found=_found(read)) if read.state in (planfiles.OK, planfiles.NOT_UTF8) else absorbed
+    (``_take_in``); the file as read goes with the answer, for ``retire_file``."""
+    taken_in = _take_in(plan, actor, read, strict=strict)
+    return replace(taken_in, found=_found(read)) if read.state in (planfiles.OK, planfiles.NOT_UTF8) else taken_in
 
 
 def _found(read: planfiles.FileRead) -> str | bytes | None:
@@ -138,7 +138,7 @@ def _found(read: planfiles.FileRead) -> str | bytes | None:
     return read.text if read.state == planfiles.OK else read.data if read.state == planfiles.NOT_UTF8 else None
 
 
-def _absorb(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> Absorbed:
+def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> TakenIn:
     """Keep what the agent wrote in the plan file: the database takes the file's sections.
 
     Only a regular file of whole UTF-8 text within the size limits is taken in; for
@@ -165,7 +165,7 @@ def _absorb(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -
                 "the database keeps the plan's last good text.",
                 reason=errors.PLAN_FILE_REFUSED,
             )
-        return Absorbed(f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}.")
+        return TakenIn(f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}.")
     if read.state == planfiles.TOO_LARGE:
         reason = f"it {read.problem}; at most {planfiles.read_cap()} bytes are read (from NINEPLAN_MAX_PLAN_CHARS)"
         return _refuse_file(plan, path, reason, strict)
@@ -175,13 +175,13 @@ def _absorb(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -
         kept = planfiles.preserve_bytes(plan.session_id, plan.file_stem, read.data)
         log.warning("plan file not UTF-8; kept aside", extra={**where, "kept_as": kept})
         record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=[], kept_as=kept, problem=read.problem)
-        return Absorbed(
+        return TakenIn(
             f"The plan file {path} {read.problem}: its bytes are kept as written in "
             f"{planfiles.session_dir(plan.session_id) / kept}, and the database's text was used instead."
         )
     if read.text == planfiles.render(plan.sections()):
         return TAKEN_IN  # untouched since 9plan wrote it: nothing to parse
-    base_text, file_text = planfiles.judge_file(plan.session_id, plan.file_stem, read, plan.version)
+    base_text, file_text = planfiles.file_and_base(plan.session_id, plan.file_stem, read, plan.version)
     if file_text == base_text:
         # A copy nobody edited, written before others changed the plan (on another server,
         # by another worker, a reviewer or a restore), or by a write that never committed:
@@ -222,13 +222,13 @@ def _absorb(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -
     if not both:
         return TAKEN_IN
     titles = ", ".join(planfiles.SECTION_TITLES[name] for name in both)
-    return Absorbed(
+    return TakenIn(
         f"{titles} changed both in the plan file and elsewhere since the file was written: both texts are kept "
         f"(the file's after the other, below the line '{plan_text.BOTH_KEPT}')."
     )
 
 
-def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> Absorbed:
+def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> TakenIn:
     """A plan file over a limit: the call is refused, or (discard) goes on without it and the
     file is moved aside after the commit."""
     log.warning("plan file too large", extra={"session": plan.session_id, "plan": plan.id, "reason": reason})
@@ -238,23 +238,23 @@ def _refuse_file(plan: Plan, path, reason: str, strict: bool) -> Absorbed:
             field="plan_file",
             reason=errors.PLAN_FILE_TOO_LARGE,
         )
-    return Absorbed(f"The plan file {path} is too large: {reason}. {KEPT_LAST_GOOD} and did not take the file in.", True)
+    return TakenIn(f"The plan file {path} is too large: {reason}. {KEPT_LAST_GOOD} and did not take the file in.", True)
 
 
-def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
+def retire_file(plan: Plan, taken_in: TakenIn) -> Written:
     """After the commit: the file of a plan that left the queue is deleted, or, if its
     text could not be taken in, moved to the session's preserved/ folder. A file that changed
     after it was read is kept aside as well, and the answer says where."""
-    if not absorbed.set_aside:
-        late = planfiles.delete_plan(plan.session_id, plan.file_stem, found=absorbed.found)
+    if not taken_in.set_aside:
+        late = planfiles.delete_plan(plan.session_id, plan.file_stem, found=taken_in.found)
         if not late.kept_as:
-            return Written(plan, file_notice=absorbed.notice)
+            return Written(plan, file_notice=taken_in.notice)
         try:
             with transactions.write():
                 _report_kept(plan, late)
         except (NineplanError, DatabaseError) as exc:
             log.warning("kept plan file not recorded", extra={"session": plan.session_id, "plan": plan.id, "error": str(exc)})
-        return Written(plan, file_notice=" ".join(filter(None, [absorbed.notice, _kept_notice(plan, late)])))
+        return Written(plan, file_notice=" ".join(filter(None, [taken_in.notice, _kept_notice(plan, late)])))
     try:
         kept = planfiles.preserve_file(plan.session_id, plan.file_stem)
     except FileSystemFailed as exc:
@@ -262,7 +262,7 @@ def retire_file(plan: Plan, absorbed: Absorbed) -> Written:
         where = " It stays where it is (it could not be moved aside); the invariant check reports it."
     else:
         where = f" The file is kept as {planfiles.session_dir(plan.session_id) / kept}."
-    return Written(plan, file_notice=absorbed.notice + where)
+    return Written(plan, file_notice=taken_in.notice + where)
 
 
 def _report_kept(plan: Plan, late: planfiles.Late) -> None:
@@ -352,7 +352,7 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
     read = planfiles.read_plan_file(plan.session_id, stem)
     if not read.usable or read.text == planfiles.render(plan.sections()):
         return
-    base_text, file_text = planfiles.judge_file(plan.session_id, stem, read, plan.version)
+    base_text, file_text = planfiles.file_and_base(plan.session_id, stem, read, plan.version)
     if file_text == base_text:
         return
     edited = planfiles.parse(file_text)

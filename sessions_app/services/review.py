@@ -27,7 +27,7 @@ from sessions_app.store import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
-from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, write_file
+from sessions_app.services.file_edits import take_in_file, file_now, read_ahead, write_file
 from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,
@@ -163,7 +163,7 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         previous = file_now(plan, ahead)
         # The agent's unsaved edits in the file become a revision first, so the restore
         # cannot overwrite them unrecorded.
-        absorb_file(plan, actor, previous, strict=True)
+        take_in_file(plan, actor, previous, strict=True)
         target = revisions.text_at(plan, number)
         if target is None:
             raise ValidationFailed(f"Plan {plan.id} has no revision {number}.", field="revision")

@@ -11,7 +11,7 @@ from sessions_app.store import statements
 from sessions_app.store import transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
-from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, retire_file, write_file
+from sessions_app.services.file_edits import take_in_file, file_now, read_ahead, retire_file, write_file
 from sessions_app.services.worker_writes import discard
 from sessions_app.services.writing import (
     RETURNED,
@@ -43,7 +43,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
                 field="plan_id",
             )
         previous = file_now(plan, ahead)
-        absorbed = absorb_file(plan, actor, previous, strict=True)
+        taken_in = take_in_file(plan, actor, previous, strict=True)
         if waiting:
             # Out of the queue and back in at the chosen end, as a move does.
             plan.waiting_for_person = False
@@ -54,7 +54,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
         detail = {"position": position, **({"was_waiting_for_person": True} if waiting else {})}
         record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, **detail)
         write_file(undo, plan, previous)
-    return Written(plan, place, absorbed.notice)
+    return Written(plan, place, taken_in.notice)
 
 
 def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str) -> Written:
@@ -66,5 +66,5 @@ def plan_discard_any(*, session_name: str, plan_id: str, reason: str, actor: str
         plan = plan_for_write(name, plan_id, access.MANAGE)
         if not plan.is_open and plan.status != Plan.Status.HELD:
             raise ValidationFailed(f"Plan {plan.id} is already {plan.status}.", field="plan_id")
-        absorbed = discard(name, plan, reason, actor, ahead, undo)
-    return retire_file(plan, absorbed)
+        taken_in = discard(name, plan, reason, actor, ahead, undo)
+    return retire_file(plan, taken_in)

@@ -24,9 +24,9 @@ from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
 from sessions_app.services.claims import claim_of, renew
 from sessions_app.services.file_edits import (
-    Absorbed,
+    TakenIn,
     FileAhead,
-    absorb_file,
+    take_in_file,
     file_now,
     read_ahead,
     remember_held_file,
@@ -69,11 +69,11 @@ class WorkerWrite:
         """``written`` with what the worker is to be told."""
         return replace(written, told=self.told)
 
-    def take_in_file(self) -> tuple[planfiles.FileRead, Absorbed]:
+    def take_in_file(self) -> tuple[planfiles.FileRead, TakenIn]:
         """The plan file as it is now, and what taking its text in came to; a file that
-        cannot be taken in refuses the write (``absorb_file``, strict)."""
+        cannot be taken in refuses the write (``take_in_file``, strict)."""
         read = file_now(self.plan, self.ahead)
-        return read, absorb_file(self.plan, self.actor, read, strict=True)
+        return read, take_in_file(self.plan, self.actor, read, strict=True)
 
 
 @contextmanager
@@ -118,7 +118,7 @@ def plan_defer(
         # The plan row first, then the session row: a writer holding the session row never
         # waits for a plan row, so the two cannot wait on each other.
         session = lock_session(write.session_name, access.WORK)
-        previous, absorbed = write.take_in_file()
+        previous, taken_in = write.take_in_file()
         # NINEPLAN_MAX_QUEUE_LENGTH is not checked here: the plan was counted against it
         # when it was added, and refusing would leave the agent unable to set it aside.
         # The queue can so exceed the limit by at most the session's active plans.
@@ -132,7 +132,7 @@ def plan_defer(
         record_event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         write_file(write.undo, plan, previous)
     log.info("plan deferred", extra={"session": session.name, "plan": plan.id, "position": position})
-    return write.written(Written(plan, place, absorbed.notice))
+    return write.written(Written(plan, place, taken_in.notice))
 
 
 def plan_complete(*, session_name: str, outcome: str, worker: str | None = None, actor: str = "agent") -> Written:
@@ -143,7 +143,7 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
     outcome = inputs.text("outcome", outcome, required=True)
     with worker_write(session_name, worker, actor, "complete", outcome) as write:
         plan, name = write.plan, write.session_name
-        _, absorbed = write.take_in_file()
+        _, taken_in = write.take_in_file()
         plan.outcome = outcome
         inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
         session = statements.session_for_write(name, lock=False)
@@ -156,7 +156,7 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         # counts), and every claim of the session waits for that row until the commit.
         record_event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, write.actor, plan)
         statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
-    written = write.written(retire_file(plan, absorbed))
+    written = write.written(retire_file(plan, taken_in))
     log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": write.worker})
     return written
 
@@ -166,17 +166,17 @@ def plan_discard(*, session_name: str, reason: str, worker: str | None = None, a
     file. Plans that depended on it stop waiting for it, with a note saying why."""
     reason = inputs.text("reason", reason, required=True)
     with worker_write(session_name, worker, actor, "discard", reason) as write:
-        absorbed = discard(write.session_name, write.plan, reason, write.actor, write.ahead, write.undo)
-    written = write.written(retire_file(write.plan, absorbed))
+        taken_in = discard(write.session_name, write.plan, reason, write.actor, write.ahead, write.undo)
+    written = write.written(retire_file(write.plan, taken_in))
     log.info("plan discarded", extra={"session": write.session_name, "plan": write.plan.id, "worker": write.worker})
     return written
 
 
-def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileAhead | None, undo) -> Absorbed:
+def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileAhead | None, undo) -> TakenIn:
     """The discard itself, inside the caller's write transaction, for a worker's plan or one
     staff chose. A discard always goes through: a file it cannot take in is left alone or
     kept aside, and the returned notice says so."""
-    absorbed = absorb_file(plan, actor, file_now(plan, ahead), strict=False)
+    taken_in = take_in_file(plan, actor, file_now(plan, ahead), strict=False)
     # Dependents first: their rows are locked before the status change below takes the
     # session row (plan rows, then the session row, as every writer does).
     _drop_from_dependents(session_name, plan, reason, actor, undo)
@@ -194,7 +194,7 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
         plan,
         (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED),
     )
-    return absorbed
+    return taken_in
 
 
 def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str, undo) -> None:
@@ -210,7 +210,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
         if dependent is None or not dependent.is_open:
             continue
         previous = planfiles.read_plan_file(session_name, dependent.file_stem)
-        absorb_file(dependent, actor, previous, strict=False)
+        take_in_file(dependent, actor, previous, strict=False)
         before = dependent.sections()
         append_note_if_room(
             dependent,
@@ -235,7 +235,7 @@ def plan_note(
     text = inputs.text("text", text, required=True, max_chars=10**9)
     with worker_write(session_name, worker, actor, "note", text, mode=mode) as write:
         plan, name = write.plan, write.session_name
-        previous, absorbed = write.take_in_file()
+        previous, taken_in = write.take_in_file()
         notes = compose_append(plan.notes, text) if mode == "append" else text
         # Limits apply to the composed result, and report its size: a small fragment must
         # not slip a plan past its limit.
@@ -250,4 +250,4 @@ def plan_note(
         record_event(name, Event.Kind.PLAN_NOTE, write.actor, plan, mode=mode, chars=len(text))
         write_file(write.undo, plan, previous)
     log.info("plan note written", extra={"session": name, "plan": plan.id, "mode": mode})
-    return write.written(Written(plan, file_notice=absorbed.notice))
+    return write.written(Written(plan, file_notice=taken_in.notice))

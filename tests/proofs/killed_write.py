@@ -25,7 +25,7 @@ import django  # noqa: E402
 django.setup()
 
 from sessions_app import planfiles, services  # noqa: E402
-from sessions_app.planfiles import copies  # noqa: E402
+from sessions_app.planfiles import file_io  # noqa: E402
 
 
 def killed_after(call):

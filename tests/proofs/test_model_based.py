@@ -121,7 +121,7 @@ class Model:
     file_notes: dict[str, tuple[str, str]] = field(default_factory=dict)
     now: float = 0.0
 
-    def absorb(self, plan_id: str) -> None:
+    def take_in(self, plan_id: str) -> None:
         """What 9plan reads back from the file before it changes the plan."""
         if plan_id in self.file_notes:
             _, notes = self.file_notes.pop(plan_id)
@@ -325,7 +325,7 @@ class NineplanMachine(RuleBasedStateMachine):
             return
         placed = call()
         assert placed.plan.id == plan_id
-        self.model.absorb(plan_id)
+        self.model.take_in(plan_id)
         mp = self.model.plans[plan_id]
         # The timestamp is the server's: check its shape, then take the stored text.
         pattern = re.escape(compose(mp.sections["notes"], "\x00")).replace("\x00", STAMP) + re.escape(reason)
@@ -347,7 +347,7 @@ class NineplanMachine(RuleBasedStateMachine):
         if plan_id is None:
             return
         plan = call().plan
-        self.model.absorb(plan_id)
+        self.model.take_in(plan_id)
         mp = self.model.plans[plan_id]
         mp.sections["notes"] = text if mode == "replace" else compose(mp.sections["notes"], text)
         assert plan.id == plan_id and plan.notes == mp.sections["notes"]
@@ -395,7 +395,7 @@ class NineplanMachine(RuleBasedStateMachine):
         name = worker_name(worker)
         plan_id = self.model.claimed.pop(name)
         assert plan.id == plan_id
-        self.model.absorb(plan_id)
+        self.model.take_in(plan_id)
         mp = self.model.plans[plan_id]
         mp.lease_until = None
         if "outcome" in text and (mp.review or self.model.review_required):

@@ -30,34 +30,34 @@ def test_a_plain_base_is_its_text_and_a_record_reads_back_as_written():
 def test_text_that_is_not_a_record_is_a_plain_base():
     for stored in ('{"version": "two"', '{"written": "no version"}', '{"version": 1, "written": "x", "inode": 3, "before": 7}'):
         assert bases.load(stored) == stored
-        assert bases.judge(bases.load(stored), stored, 3, 0) == (stored, stored)
+        assert bases.as_committed(bases.load(stored), stored, 3, 0) == (stored, stored)
 
 
 def test_a_committed_write_s_text_is_the_base():
     stored = bases.load(write())
     for version in (2, 3, None):  # committed, moved on since, or unknown
-        assert bases.judge(stored, T1, 11, version) == (T1, T1)
-        assert bases.judge(stored, EDITED, 99, version) == (T1, EDITED)
+        assert bases.as_committed(stored, T1, 11, version) == (T1, T1)
+        assert bases.as_committed(stored, EDITED, 99, version) == (T1, EDITED)
 
 
 def test_a_write_that_never_put_its_file_in_place_leaves_the_file_it_found():
     stored = bases.load(write())
-    assert bases.judge(stored, EDITED, 10, 1) == (T0, EDITED)
+    assert bases.as_committed(stored, EDITED, 10, 1) == (T0, EDITED)
 
 
 def test_a_write_that_put_its_file_in_place_is_read_as_the_file_it_found():
     stored = bases.load(write())
-    assert bases.judge(stored, T1, 11, 1) == (T0, EDITED)
+    assert bases.as_committed(stored, T1, 11, 1) == (T0, EDITED)
     # Appended to in place after the kill: the append moves onto the file it found.
     later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
-    assert bases.judge(stored, later, 11, 1) == (T0, text("First\n\nEdited in the file\n\nAppended after the kill"))
+    assert bases.as_committed(stored, later, 11, 1) == (T0, text("First\n\nEdited in the file\n\nAppended after the kill"))
 
 
 def test_a_heading_removed_before_the_killed_write_stays_removed():
     found = EDITED.replace("# Approach\n1. Read the schema\n\n", "")
     stored = bases.load(bases.dump(bases.record(2, T1, 11, T0, found, 10)))
     later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
-    base, text = bases.judge(stored, later, 11, 1)
+    base, text = bases.as_committed(stored, later, 11, 1)
     assert base == T0
     assert "approach" not in parse(text).sections
     assert parse(text).sections["notes"] == "First\n\nEdited in the file\n\nAppended after the kill"
@@ -65,8 +65,8 @@ def test_a_heading_removed_before_the_killed_write_stays_removed():
 
 def test_a_write_of_a_first_file_is_its_own_base():
     stored = bases.load(bases.dump(bases.record(2, T1, 11, None, None, None)))
-    assert bases.judge(stored, T1, 11, 1) == (T1, T1)
-    assert bases.judge(stored, None, None, 1) == (None, None)  # its file gone since: nothing to read
+    assert bases.as_committed(stored, T1, 11, 1) == (T1, T1)
+    assert bases.as_committed(stored, None, None, 1) == (None, None)  # its file gone since: nothing to read
 
 
 def test_a_committed_record_is_kept_as_its_text_and_an_uncommitted_one_whole():

@@ -122,7 +122,7 @@ def test_a_link_put_in_the_files_place_during_the_write_is_never_read_through(pl
     assert secret.read_text() == "a file outside the plans" and secret.stat().st_nlink == 1
 
 
-# --- copies.write_file: what the old file gained since the caller read it --------------------
+# --- file_io.write_file: what the old file gained since the caller read it --------------------
 
 
 def test_an_old_file_as_it_was_read_leaves_nothing_behind(plans, sessions_dir):
@@ -224,7 +224,7 @@ def test_more_than_is_held_is_moved_all_the_same(plans, sessions_dir, settings):
     assert (plans / "abcde.txt").read_text() == NEW + many
 
 
-# --- copies.delete_plan: a removed file read after it left the path -------------------------
+# --- file_io.delete_plan: a removed file read after it left the path -------------------------
 
 
 def test_a_removed_file_as_it_was_read_leaves_nothing_behind(plans, sessions_dir):

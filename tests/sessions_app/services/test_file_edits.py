@@ -260,17 +260,17 @@ def test_a_wrong_guess_of_the_workers_file_is_read_again_inside_the_write(sessio
 @pytest.fixture
 def meanwhile(monkeypatch):
     """``meanwhile(change)``: ``change()`` runs once, the next time a base is written or removed."""
-    from sessions_app.planfiles import copies
+    from sessions_app.planfiles import file_io
 
-    real = copies.write_base
+    real = file_io.write_base
 
     def arrange(change):
         def write_base(*args):
-            monkeypatch.setattr(copies, "write_base", real)
+            monkeypatch.setattr(file_io, "write_base", real)
             change()
             real(*args)
 
-        monkeypatch.setattr(copies, "write_base", write_base)
+        monkeypatch.setattr(file_io, "write_base", write_base)
 
     return arrange
 

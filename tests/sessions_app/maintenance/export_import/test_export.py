@@ -36,7 +36,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture
 def edited_session(full_session, sessions_dir):
-    """Plans in every state, and an agent's edit in the active plan's file not yet absorbed."""
+    """Plans in every state, and an agent's edit in the active plan's file not yet taken_in."""
     active = Plan.objects.get(session=full_session, status="active")
     path = planfiles.plan_path(full_session.name, active.id)
     path.write_text(path.read_text() + "\nAn edit only the file has yet.\n", encoding="utf-8")

@@ -1,4 +1,4 @@
-"""What every tool call shares (mcp_bridge/tools/calls.py): a write sent again with the same
+"""What every tool call shares (mcp_bridge/tools/runner.py): a write sent again with the same
 request_id has exactly one effect, whatever the tool; a reused request_id with other
 arguments, or a bad one, is refused; a refusal is not kept; kept answers are forgotten."""
 

@@ -239,11 +239,11 @@ def read_base(session_name: str, plan_id: str) -> str | None:
     return found.text if found.usable else None
 
 
-def judge_file(session_name: str, stem: str, read: FileRead, version: int | None) -> tuple[str | None, str | None]:
+def file_and_base(session_name: str, stem: str, read: FileRead, version: int | None) -> tuple[str | None, str | None]:
     """The plan file ``read`` (usable) as the agent left it, and the text to read it against:
-    what 9plan wrote it from, with any write that never committed undone (``bases.judge``;
+    what 9plan wrote it from, with any write that never committed undone (``bases.as_committed``;
     ``version``: the plan's in the database, None when unknown)."""
-    return bases.judge(bases.load(read_base(session_name, stem)), read.text, read.inode, version)
+    return bases.as_committed(bases.load(read_base(session_name, stem)), read.text, read.inode, version)
 
 
 def untouched(session_name: str, stem: str, version: int | None = None, read: FileRead | None = None) -> bool:
@@ -253,7 +253,7 @@ def untouched(session_name: str, stem: str, version: int | None = None, read: Fi
         read = read_plan_file(session_name, stem)
     if not read.usable:
         return False
-    base, text = judge_file(session_name, stem, read, version)
+    base, text = file_and_base(session_name, stem, read, version)
     return text == base
 
 
