@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -83,12 +83,12 @@ def session_resume(
     active, read it back with 9plan_plan_read and carry on with it.
     Example: {"session_name": "brave-amber-otter"}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
         calls.connection_state(ctx).set(ctx, state.session.name)
         active = state.default_workers_plan
         local = calls.files_for(ctx)
-        data = {
+        data: dict[str, Any] = {
             **({"session_path": queries.session_path(state.session.name)} if local else {}),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
             "queue": answers.queue_entries(state.queue),
