@@ -71,9 +71,9 @@ def token_create(*, name: str, user: str | None = None, projects: list[str] | tu
                 f"`nineplan_project grant PROJECT {user} agent`."
             )
     narrowed = sorted(set(projects))
-    if narrowed and owner is None:
-        raise TokenError("--project narrows a user's token: name its user with --user.")
     if narrowed:
+        if owner is None:
+            raise TokenError("--project narrows a user's token: name its user with --user.")
         known = set(Project.objects.filter(name__in=narrowed).values_list("name", flat=True))
         if not owner.is_superuser:
             known &= set(Membership.objects.filter(user=owner, project__in=narrowed).values_list("project_id", flat=True))
@@ -90,7 +90,8 @@ def token_create(*, name: str, user: str | None = None, projects: list[str] | tu
                 raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.")
             made = McpToken.objects.create(name=name, token_hash=digest(token), user=owner)
             if narrowed:
-                made.projects.set(narrowed)
+                # Project names are its primary keys; the stubs take every primary key for an int.
+                made.projects.set(narrowed)  # type: ignore[arg-type]
     except IntegrityError:
         # Another process created the name between the check and the insert.
         raise TokenError(f"An active token named '{name}' exists; revoke it first or pick another name.") from None
@@ -143,6 +144,7 @@ def token_check(token: str) -> Holder | None:
     if not rows or rows[0].kind != "token":
         return None
     first = rows[0]
+    assert first.token_id is not None  # a token's row always carries its id
     if first.user_id is not None and not first.active:
         return None
     roles = {r.project: r.role for r in rows if r.kind == "member"}

@@ -100,7 +100,7 @@ def allowed_names(host: str, extra_hosts: list[str]) -> list[str]:
         own = {socket.gethostname(), socket.getfqdn()}
         for name in list(own):
             try:
-                own |= {info[4][0] for info in socket.getaddrinfo(name, None)}
+                own |= {str(info[4][0]) for info in socket.getaddrinfo(name, None)}
             except OSError:
                 pass
         names += sorted(_bracketed(n) for n in own if n)

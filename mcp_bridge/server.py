@@ -6,7 +6,7 @@ import copy
 import inspect
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio.to_thread
 from mcp.server.mcpserver import Context, MCPServer
@@ -21,6 +21,9 @@ from sessions_app.version import version
 from sessions_app import inputs
 from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name
+
+if TYPE_CHECKING:
+    from mcp_bridge.tools.runner import ConnectionState
 
 log = logging.getLogger("nineplan.mcp")
 
@@ -49,6 +52,8 @@ class NineplanServer(MCPServer):
     # Each tool as tools/list advertises it, by name: made from the SDK's own listing
     # when first needed, and again after a tool is added or removed.
     listed: dict[str, ListedTool] | None = None
+    # Which session each connection has selected: set by add_tools.
+    nineplan_state: ConnectionState
 
     def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         super().add_tool(fn, *args, **kwargs)
@@ -175,7 +180,7 @@ def add_tools(server: NineplanServer) -> None:
     from sessions_app import access
 
     access.serve_requests()
-    server.nineplan_state = tools.ConnectionState()  # type: ignore[attr-defined]
+    server.nineplan_state = tools.ConnectionState()
     for name, fn, title in tools.TOOLS:
         read_only = fn in tools.READ_ONLY
         server.add_tool(
@@ -185,9 +190,9 @@ def add_tools(server: NineplanServer) -> None:
             description=description(fn),
             # Hints left at the protocol's defaults are not sent (idempotent: false; and, for a
             # read-only tool, destructive, which only means anything for a tool that writes).
-            annotations=ToolAnnotations(readOnlyHint=True, openWorldHint=False)
+            annotations=ToolAnnotations(read_only_hint=True, open_world_hint=False)
             if read_only
-            else ToolAnnotations(destructiveHint=name == "9plan_plan_discard", openWorldHint=False),
+            else ToolAnnotations(destructive_hint=name == "9plan_plan_discard", open_world_hint=False),
             structured_output=False,
         )
 

@@ -88,4 +88,4 @@ BY_REASON = {
 
 
 def for_error(exc: errors.NineplanError) -> str:
-    return BY_REASON.get(exc.reason) or BY_CATEGORY.get(exc.category) or BY_REASON[UNEXPECTED]
+    return (exc.reason and BY_REASON.get(exc.reason)) or BY_CATEGORY.get(exc.category) or BY_REASON[UNEXPECTED]

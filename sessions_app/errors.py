@@ -14,7 +14,7 @@ from __future__ import annotations
 class NineplanError(Exception):
     category = "INTERNAL_ERROR"
 
-    def __init__(self, message: str, *, field: str | None = None, reason: str | None = None):
+    def __init__(self, message: str, *, field: str | list[str] | None = None, reason: str | None = None):
         super().__init__(message)
         self.message = message
         self.field = field

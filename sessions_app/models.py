@@ -1,9 +1,14 @@
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.utils import timezone
+
+if TYPE_CHECKING:
+    from sessions_app.services.claims import Handout
 
 SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria", "notes")
 SECTION_TITLES = {
@@ -182,12 +187,12 @@ class Plan(models.Model):
     # edit is never read as the new holder's (``file_stem``).
     reclaims = models.PositiveIntegerField(default=0, db_default=0)
     waiting_for_person = models.BooleanField(default=False, db_default=False)
-    depends_on = models.ManyToManyField(
+    depends_on: models.ManyToManyField[Plan, PlanDependency] = models.ManyToManyField(
         "self", symmetrical=False, through="PlanDependency", related_name="dependents", blank=True
     )
     # Not stored: on the plan a pull returns, what the pull knew as it handed it out
     # (services.Handout), for the pull's answer.
-    handout = None
+    handout: Handout | None = None
 
     class Meta:
         ordering = ["session", "sort_key", "created_at"]

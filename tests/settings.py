@@ -6,6 +6,7 @@ user's real database, secret key or plan files.
 
 import os
 import tempfile
+from pathlib import Path
 
 _run_dir = tempfile.mkdtemp(prefix="nineplan-tests-")
 os.environ["NINEPLAN_SESSIONS_PATH"] = os.path.join(_run_dir, "sessions")
@@ -21,5 +22,5 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F
 
 # Static files are served by the test server's own handler; an empty collected folder
 # keeps whitenoise from warning on every request that it has none.
-STATIC_ROOT = os.path.join(_run_dir, "staticfiles")
+STATIC_ROOT = Path(_run_dir) / "staticfiles"  # a Path, as nineplan.settings has it
 os.makedirs(STATIC_ROOT, exist_ok=True)

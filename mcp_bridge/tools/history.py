@@ -27,7 +27,7 @@ def history_search(
     first; partial matches follow. Discarded plans never appear.
     Example: {"query": "invoice models"}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         limit = inputs.positive_int("max_results", max_results, default=5, maximum=8)
         hits = queries.history_search(query, session_name=name, max_results=limit)
         # More results get shorter snippets, so the answer's size does not grow with them.
@@ -55,7 +55,7 @@ def history_get(
     """Read one completed plan in full: every section, its notes and its outcome.
     Example: {"plan_id": "k3x9q"}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         plan = queries.history_get(session_name=name, plan_id=plan_id)
         data = {
             "plan_id": plan.id,

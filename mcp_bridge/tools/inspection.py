@@ -19,7 +19,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
     queued/active plan has its file, no stray files. Each issue names the plan and the fix.
     Example: {}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         result = invariants.check_invariants(name)
         data = {
             "valid": result.valid,
@@ -65,7 +65,7 @@ def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult
     files on disk and whether they match the database.
     Example: {}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
         files = planfiles.list_plan_files(name)
         validation_result = invariants.check_invariants(name)

@@ -26,7 +26,7 @@ def plan_read(
     to read what a dependency produced. Changes nothing.
     Example: {}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         plan = queries.plan_read(session_name=name, plan_id=plan_id, worker=worker)
         local = runner.files_for(ctx) and plan.is_open
         data = {

@@ -60,8 +60,8 @@ def queue_add(
         session_name=session_name,
     )
 
-    def body(name: str | None) -> CallToolResult:
-        plan = {  # the plan as one of a batch (PlanSpec's fields)
+    def body(name: str) -> CallToolResult:
+        spec = {  # the plan as one of a batch (PlanSpec's fields)
             "context": context,
             "goal": goal,
             "approach": approach,
@@ -72,7 +72,7 @@ def queue_add(
         }
         placed = services.plan_enqueue_many(
             session_name=name,
-            plans=[plan],
+            plans=[spec],
             position=position,
             review=review,
             actor=runner.actor(ctx),
@@ -117,7 +117,7 @@ def queue_add_batch(
     "success_criteria": "..."}, {...}], "position": "front"}"""
     call = runner.asked("queue_add_batch", plans=plans, position=position, review=review, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         created = services.plan_enqueue_many(
             session_name=name,
             plans=[p.model_dump() if isinstance(p, BaseModel) else p for p in plans],
@@ -149,9 +149,10 @@ def queue_pull(
     Example: {}"""
     call = runner.asked("queue_pull", worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         plan = services.plan_pull(session_name=name, worker=worker, actor=runner.actor(ctx))
         handout = plan.handout
+        assert handout is not None  # a pull always says what it knew
         local = runner.files_for(ctx)
         data = {
             "plan_id": plan.id,
@@ -212,7 +213,7 @@ def plan_renew(
     Example: {}"""
     call = runner.asked("plan_renew", worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         plan = services.plan_renew(session_name=name, worker=worker, actor=runner.actor(ctx))
         return responses.ok(
             name,

@@ -14,7 +14,7 @@ import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, overload
 
 from django.db import close_old_connections
 from mcp.server.mcpserver import Context
@@ -163,10 +163,36 @@ def _once(
     return CallToolResult.model_validate(answer)
 
 
+@overload
+def run(
+    ctx: Context,
+    session_name: str | None,
+    body: Callable[[str], CallToolResult],
+    *,
+    needs_session: Literal[True] = True,
+    request_id: str | None = None,
+    call: dict[str, Any] | None = None,
+) -> CallToolResult: ...
+
+
+@overload
 def run(
     ctx: Context,
     session_name: str | None,
     body: Callable[[str | None], CallToolResult],
+    *,
+    needs_session: Literal[False],
+    request_id: str | None = None,
+    call: dict[str, Any] | None = None,
+) -> CallToolResult: ...
+
+
+def run(
+    ctx: Context,
+    session_name: str | None,
+    # A body that needs a session is given its name, one that does not may be given None:
+    # the overloads above say which.
+    body: Callable[[Any], CallToolResult],
     *,
     needs_session: bool = True,
     request_id: str | None = None,

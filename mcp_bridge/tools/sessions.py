@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -65,7 +65,7 @@ def session_create(
         runner.connection_state(ctx).set(ctx, session.name)
         summary = "Session created. Next: add plans with 9plan_queue_add, then 9plan_queue_pull."
         if not runner.connection_state(ctx).remembers(ctx):
-            summary += calls.STATELESS_HINT.format(name=session.name)
+            summary += runner.STATELESS_HINT.format(name=session.name)
         data = {"project": session.project_id}
         if runner.files_for(ctx):
             data["session_path"] = queries.session_path(session.name)
@@ -83,12 +83,12 @@ def session_resume(
     active, read it back with 9plan_plan_read and carry on with it.
     Example: {"session_name": "brave-amber-otter"}"""
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         state = queries.session_state(name, limit=answers.LIST_CAP)
         runner.connection_state(ctx).set(ctx, state.session.name)
         active = state.default_workers_plan
         local = runner.files_for(ctx)
-        data = {
+        data: dict[str, Any] = {
             **({"session_path": queries.session_path(state.session.name)} if local else {}),
             "task_description": excerpts.fit_json(state.session.task_description, 200),
             "queue": answers.queue_entries(state.queue),
@@ -109,7 +109,7 @@ def session_resume(
         if changed:
             hint += " Others changed plans meanwhile: see changed_by_others."
         if not runner.connection_state(ctx).remembers(ctx):
-            hint += calls.STATELESS_HINT.format(name=state.session.name)
+            hint += runner.STATELESS_HINT.format(name=state.session.name)
         return responses.ok(state.session.name, f"Session resumed. {hint}", data)
 
     if session_name is None or not isinstance(session_name, str):

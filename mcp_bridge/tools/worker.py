@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
@@ -30,7 +30,7 @@ def plan_defer(
     Example: {"reason": "Needs the schema plan first", "position": "back"}"""
     call = runner.asked("plan_defer", reason=reason, position=position, worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         placed = services.plan_defer(
             session_name=name, reason=reason, position=position, worker=worker, actor=runner.actor(ctx)
         )
@@ -59,11 +59,11 @@ def plan_complete(
     Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
     call = runner.asked("plan_complete", outcome=outcome, worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         written = services.plan_complete(session_name=name, outcome=outcome, worker=worker, actor=runner.actor(ctx))
         plan = written.plan
         status = queries.queue_status(name)
-        data = {
+        data: dict[str, Any] = {
             "queue_length": status.length,
             "completed_count": status.completed,
             "next": None
@@ -110,7 +110,7 @@ def plan_discard(
     Example: {"reason": "Superseded by the new auth plan"}"""
     call = runner.asked("plan_discard", reason=reason, worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         written = services.plan_discard(session_name=name, reason=reason, worker=worker, actor=runner.actor(ctx))
         return answers.plan_written(
             name,
@@ -144,7 +144,7 @@ def plan_note(
     Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
     call = runner.asked("plan_note", text=text, mode=mode, worker=worker, session_name=session_name)
 
-    def body(name: str | None) -> CallToolResult:
+    def body(name: str) -> CallToolResult:
         written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=runner.actor(ctx))
         done = {"mode": mode or "append", "notes_chars": len(written.plan.notes)}
         return answers.plan_written(name, written, "Notes written.", local=runner.files_for(ctx), with_path=True, **done)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
-from django.http import Http404, HttpResponseNotAllowed, HttpResponseRedirect
+from django.http import Http404, HttpResponse, HttpResponseNotAllowed, HttpResponseRedirect
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
@@ -82,7 +82,7 @@ class ProjectAdmin(NineplanAdmin):
             raise Http404("No such project.")
         return project
 
-    def _change(self, request, name: str, act) -> HttpResponseRedirect:
+    def _change(self, request, name: str, act) -> HttpResponse:
         """A POST that changes the project's members: one service call, its outcome in a
         message; 403 for a user who may not manage the project, 404 for one who may not see it."""
         if not can_intervene(request.user):

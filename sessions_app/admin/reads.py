@@ -34,7 +34,7 @@ def has_queued_work() -> Exists:
     return Exists(queries.session_plans(Plan.Status.QUEUED))
 
 
-def _count_of(which: Q) -> Subquery:
+def _count_of(which: Q) -> Coalesce:
     """How many of the session's plans ``which`` selects: a subquery of the one list query
     (these statuses have no counter on the session row; each reads the session's plans in
     those statuses only, by the (session, status) index)."""
@@ -204,6 +204,7 @@ def plan_file_check(plan: Plan) -> FileCheck:
         return FileCheck(path, exists=False, expected=plan.is_open, differing=[])
     if not read.usable:
         return FileCheck(path, exists=True, expected=plan.is_open, differing=[], problem=read.problem)
+    assert read.text is not None  # a usable read has its text
     on_disk = planfiles.parse(read.text)
     in_db = planfiles.parse(planfiles.render(plan.sections())).sections
     differing = [name for name in SECTIONS if on_disk.sections.get(name) != in_db.get(name)]

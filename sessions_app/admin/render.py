@@ -8,6 +8,8 @@ add only their own ``<mark>`` tags.
 
 from __future__ import annotations
 
+from typing import Literal
+
 import html as html_text
 import re
 from dataclasses import dataclass
@@ -234,7 +236,7 @@ def chart(series: list[tuple[datetime, int, int]]) -> Chart | None:
     def y(value: int) -> float:
         return bottom - value / y_max * (bottom - top)
 
-    def steps(index: int) -> str:
+    def steps(index: Literal[1, 2]) -> str:  # a count's column
         coords: list[str] = [f"{left:.1f},{y(0):.1f}"]
         previous = 0
         for row in points:

@@ -146,7 +146,7 @@ def problem(
     category: str,
     detail: str,
     suggestion: str | None = None,
-    parameter: str | None = None,
+    parameter: str | list[str] | None = None,
 ) -> dict:
     body = {
         "type": "about:blank",
@@ -183,7 +183,7 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
 
     if isinstance(exc, NineplanError):
         code = DOMAIN_STATUS.get(exc.category, status.HTTP_400_BAD_REQUEST)
-        suggestion = API_SUGGESTIONS_BY_REASON.get(exc.reason) or API_SUGGESTIONS.get(exc.category)
+        suggestion = (exc.reason and API_SUGGESTIONS_BY_REASON.get(exc.reason)) or API_SUGGESTIONS.get(exc.category)
         body = problem(
             status_code=code, category=exc.category, detail=exc.message, suggestion=suggestion, parameter=exc.field
         )
@@ -191,10 +191,13 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
 
     if isinstance(exc, exceptions.APIException):
         headers = {}
-        if getattr(exc, "auth_header", None):
-            headers["WWW-Authenticate"] = exc.auth_header
-        if getattr(exc, "wait", None):
-            headers["Retry-After"] = "%d" % exc.wait
+        # Only some APIExceptions (NotAuthenticated, Throttled) carry these.
+        auth_header = getattr(exc, "auth_header", None)
+        if auth_header:
+            headers["WWW-Authenticate"] = auth_header
+        wait = getattr(exc, "wait", None)
+        if wait:
+            headers["Retry-After"] = "%d" % wait
         category, suggestion = "VALIDATION_ERROR", None
         for cls, cat, hint in HTTP_CATEGORIES:
             if isinstance(exc, cls):

@@ -3,6 +3,8 @@ comes from a query in sessions_app, and none of them triggers a query of its own
 
 from __future__ import annotations
 
+from typing import Any, cast
+
 from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
@@ -31,7 +33,8 @@ def plan_times(of: str = "") -> tuple[serializers.DateTimeField, ...]:
     object shown is not the plan itself."""
 
     def stamp(name: str, **options) -> serializers.DateTimeField:
-        return serializers.DateTimeField(**({"source": f"{of}.{name}"} if of else {}), **options)
+        source: dict[str, Any] = {"source": f"{of}.{name}"} if of else {}
+        return serializers.DateTimeField(**source, **options)
 
     return (
         stamp("created_at"),
@@ -222,7 +225,9 @@ class PlanDetailSerializer(serializers.Serializer):
     queue_position = serializers.IntegerField(
         source="place", allow_null=True, help_text="The plan's place in the queue (1 is pulled next); null unless queued."
     )
-    context = serializers.CharField(source="plan.context", allow_blank=True)
+    # The serializer's metaclass takes declared fields out of the class, so self.context stays
+    # the serializer's context; the stubs do not know that.
+    context = serializers.CharField(source="plan.context", allow_blank=True)  # type: ignore[assignment]
     goal = serializers.CharField(source="plan.goal")
     inputs = serializers.CharField(source="plan.inputs", allow_blank=True)
     outputs = serializers.CharField(source="plan.outputs", allow_blank=True)
@@ -254,12 +259,17 @@ class PlanDetailSerializer(serializers.Serializer):
     events_count = serializers.IntegerField(help_text="All the plan's events; see events_url when more than shown.")
     events_url = serializers.SerializerMethodField()
 
+    def serializer_context(self) -> dict[str, Any]:
+        # self.context is the serializer's context at run time: the field named "context"
+        # is taken out of the class by the metaclass, which the checker cannot follow.
+        return cast(dict[str, Any], self.context)
+
     def get_events_url(self, detail) -> str:
-        return _url(self.context, "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
+        return _url(self.serializer_context(), "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
 
     def _linked(self, detail, pairs) -> list[dict]:
         return [
-            {"id": pid, "status": status, "url": _url(self.context, "plan-detail", name=detail.plan.session_id, plan_id=pid)}
+            {"id": pid, "status": status, "url": _url(self.serializer_context(), "plan-detail", name=detail.plan.session_id, plan_id=pid)}
             for pid, status in pairs
         ]
 
@@ -369,7 +379,8 @@ class ExportPlanSerializer(serializers.Serializer):
     id = serializers.CharField()
     status = serializers.ChoiceField(choices=STATUSES)
     sort_key = serializers.IntegerField(allow_null=True, help_text="Orders the queued plans: lower is pulled sooner.")
-    context = serializers.CharField(allow_blank=True)
+    # A field, not self.context (see PlanDetailSerializer).
+    context = serializers.CharField(allow_blank=True)  # type: ignore[assignment]
     goal = serializers.CharField()
     inputs = serializers.CharField(allow_blank=True)
     outputs = serializers.CharField(allow_blank=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import overload
 
 from sessions_app.search import ACCENTS, ENDINGS, bases, fold, shorter_stems, terms
 
@@ -54,6 +55,10 @@ def _cut_start(text: str, start: int) -> int:
     return space + 1 if space != -1 else start
 
 
+@overload
+def one_line(text: str, limit: int) -> str: ...
+@overload
+def one_line(text: str | None, limit: int) -> str | None: ...
 def one_line(text: str | None, limit: int) -> str | None:
     """``text`` on one line, at most ``limit`` characters, cut after a whole word with "…"."""
     if text is None:
@@ -68,10 +73,16 @@ def _json_cost(text: str) -> int:
     return len(json.dumps(text, ensure_ascii=False).encode()) - 2
 
 
+@overload
+def fit_json(text: str, max_bytes: int) -> str: ...
+@overload
+def fit_json(text: str | None, max_bytes: int) -> str | None: ...
 def fit_json(text: str | None, max_bytes: int) -> str | None:
     """A one-line excerpt whose JSON string encoding takes at most ``max_bytes`` bytes."""
+    if text is None:
+        return None
     short = one_line(text, max_bytes)
-    if short is None or _json_cost(short) <= max_bytes:
+    if _json_cost(short) <= max_bytes:
         return short
     # The "…" takes 3 bytes for its one character: a cut 2 characters shorter fits
     # whenever the text needs no escapes and is ASCII, as most is.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
 from django.db.models import Exists, F, OuterRef, Q
@@ -390,6 +391,21 @@ def plan_count(status: str) -> F:
     return F(plan_counts.COLUMNS[status])
 
 
+class SessionCounts(TypedDict):
+    """What ``sessions_with_counts`` annotates each session with."""
+
+    queue_length: int
+    completed_count: int
+    discarded_count: int
+    has_active_plan: bool
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    CountedSession = WithAnnotations[Session, SessionCounts]
+
+
 def sessions_with_counts():
     """The sessions the caller may see, newest first, each annotated with its counts (one
     query however many)."""
@@ -401,7 +417,7 @@ def sessions_with_counts():
     ).order_by("-created_at", "name")
 
 
-def session_list(*, limit: int = LIST_CAP) -> tuple[list[Session], int]:
+def session_list(*, limit: int = LIST_CAP) -> tuple[list[CountedSession], int]:
     """The sessions the caller may see, newest first, annotated with their counts in one
     query, and how many there are."""
     return list(sessions_with_counts()[:limit]), visible_sessions().count()
@@ -421,7 +437,7 @@ def plan_file_text(plan: Plan) -> tuple[str, str]:
     """The plan's text as the agent should read it: the file, or the database rendering when
     the file is missing or cannot be used; and a notice saying why it was not used ("")."""
     read = planfiles.read_plan_file(plan.session_id, plan.file_stem)
-    if read.usable:
+    if read.usable and read.text is not None:  # a usable read has its text
         return read.text, ""
     rendered = planfiles.render(plan.sections())
     if read.state == planfiles.MISSING:
@@ -511,7 +527,7 @@ class SubscriptionRow:
 def webhook_subscriptions() -> list[SubscriptionRow]:
     """The subscriptions of the projects the caller manages, with how many of their
     deliveries are in each status; one query."""
-    from django.db.models import Count
+    from django.db.models import Count, QuerySet
 
     qs = WebhookSubscription.objects.order_by("project_id", "id")
     projects = access.projects_where(access.MANAGE)
@@ -520,6 +536,8 @@ def webhook_subscriptions() -> list[SubscriptionRow]:
     counted = {
         status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
     }
+    # Counted under the statuses' names, which the checker cannot follow.
+    annotated: QuerySet[Any] = qs.annotate(**counted)
     return [
-        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in qs.annotate(**counted)
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in annotated
     ]

@@ -36,7 +36,7 @@ class Command(PersonCommand):
         revoke = actions.add_parser("revoke", help="stop the active token of that name from working")
         revoke.add_argument("name")
 
-    def handle(self, *args, action: str, name: str | None = None, user=None, project=(), **options):
+    def handle(self, *args, action: str, name: str = "", user=None, project=(), **options):
         try:
             if action == "create":
                 token = auth.token_create(name=name, user=user, projects=project)
