@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db import DatabaseError
 
-from sessions_app import errors, inputs, plan_text, planfiles, revisions, statements, transactions
+from sessions_app import errors, inputs, plan_text, planfiles, revisions, transactions
 from sessions_app.errors import FileSystemFailed, ValidationFailed
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
@@ -77,10 +77,12 @@ def read_ahead(
     if plan_id is None:
         stem = _HELD_FILES.get((session_name, claimant, worker))
         if stem is None:
+            held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant)
             try:
-                stem = statements.claimed_file_stem(session_name, claimant, worker)
+                found = held.filter(worker=worker).only("id", "reclaims").order_by().first()
             except DatabaseError:
                 return None  # the transaction meets the same fault and reports it properly
+            stem = None if found is None else found.file_stem
     elif not is_plan_id(plan_id):
         return None
     if stem is None:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.db.models import Count
 
-from sessions_app import access, clock, inputs, planfiles, revisions, statements, transactions
+from sessions_app import access, clock, inputs, planfiles, revisions, transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import MAX_DEPENDENTS, Event, Plan, PlanDependency, Revision, Session
@@ -61,7 +61,7 @@ def _new_plan_id(session_name: str, avoid: list[str] = ()) -> str:
         # A file already named after the id (one a crash left, say) is never overwritten.
         if (
             candidate not in avoid
-            and not statements.plan_id_taken(candidate)
+            and not Plan.objects.filter(id=candidate).exists()
             and planfiles.file_identity(session_name, candidate) is None
         ):
             return candidate
@@ -149,14 +149,14 @@ def plan_enqueue_many(
                 review=review,
                 **vars(checked[i]),
             )
-            statements.insert_plan(plan)
+            plan.save(force_insert=True)
             revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now, first=True)
             by_index[i] = plan
         pairs = []
         for i, deps in enumerate(wanted):
             for dep in deps:
                 pairs.append((ids[i], ids[dep] if isinstance(dep, int) else dep))
-        statements.insert_dependencies(pairs)
+        PlanDependency.objects.bulk_create(PlanDependency(plan_id=plan, depends_on_id=dep) for plan, dep in pairs)
         for i in order:
             plan = by_index[i]
             detail = {"position": position}

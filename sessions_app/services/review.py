@@ -17,7 +17,7 @@ from collections.abc import Callable
 
 from django.conf import settings
 
-from sessions_app import access, clock, errors, inputs, revisions, statements, transactions
+from sessions_app import access, clock, errors, inputs, revisions, transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
@@ -85,7 +85,7 @@ def plan_review(
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
             touch(plan)
-            statements.update_plan(plan, ("status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED))
+            plan.save(update_fields=["status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED])
             if notes:
                 revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
@@ -105,7 +105,7 @@ def plan_review(
                 # Sent back to the front: the work was nearly done and the notes say what is missing.
                 place = back_to_queue(plan, session, "front")
             touch(plan)
-            statements.update_plan(plan, (*SECTIONS, *RETURNED, "rejections", *TOUCHED))
+            plan.save(update_fields=[*SECTIONS, *RETURNED, "rejections", *TOUCHED])
             revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(
                 session.name, Event.Kind.PLAN_REJECTED, actor, plan,
@@ -134,7 +134,7 @@ def plan_release(*, session_name: str, plan_id: str, position: str | None = None
         place = back_to_queue(plan, session, position)
         plan.rejections = 0
         touch(plan)
-        statements.update_plan(plan, (*RETURNED, "rejections", *TOUCHED))
+        plan.save(update_fields=[*RETURNED, "rejections", *TOUCHED])
         record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position, released=True)
         write_file(undo, plan, previous=None)
     return Written(plan, place)
@@ -167,7 +167,7 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         inputs.plan_size({**target, "outcome": plan.outcome}, field="revision")
         set_sections(plan, target)
         touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *TOUCHED])
         made = revisions.record(plan, kind=Revision.Kind.RESTORE, actor=actor, before=before)
         record_event(session.name, Event.Kind.PLAN_RESTORED, actor, plan, revision=number, new_revision=made)
         write_file(undo, plan, previous)

@@ -4,7 +4,7 @@ queued plan is in queue.py, taking a claim back in claims.py, the review gate in
 
 from __future__ import annotations
 
-from sessions_app import access, inputs, statements, transactions
+from sessions_app import access, inputs, transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
 from sessions_app.services.file_edits import absorb_file, file_now, read_ahead, retire_file, write_file
@@ -46,7 +46,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
             plan.attempts = 0
         place = back_to_queue(plan, session, position)
         touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED])
         detail = {"position": position, **({"was_waiting_for_person": True} if waiting else {})}
         record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, **detail)
         write_file(undo, plan, previous)

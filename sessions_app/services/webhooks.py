@@ -1,7 +1,7 @@
 """Webhooks: a project's managers subscribe a URL to event types and remove it; a delivery
-is sent again on request; and the delivery loops claim the messages that are due and record
-each attempt (docs/design.md, "Webhooks"). The messages themselves are written with their
-events, by statements.insert_event."""
+is sent again on request; the messages of an event, written with it (the outbox); and the
+delivery loops claim the messages that are due and record each attempt (docs/design.md,
+"Webhooks")."""
 
 from __future__ import annotations
 
@@ -13,10 +13,11 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 
 from sessions_app import access, clock, inputs, transactions, webhook_types, webhook_urls
 from sessions_app.errors import NotPermitted, ValidationFailed
-from sessions_app.models import Project, WebhookDelivery, WebhookSubscription
+from sessions_app.models import Event, Plan, Project, Session, WebhookDelivery, WebhookSubscription
 
 log = logging.getLogger("nineplan.webhooks")
 
@@ -119,6 +120,57 @@ def delivery_resend(*, delivery_id: int, actor: str) -> WebhookDelivery:
         delivery.refresh_from_db()
     log.info("webhook delivery resent", extra={"delivery": delivery.id, "actor": actor})
     return delivery
+
+
+# --- the outbox ----------------------------------------------------------------------------
+
+
+def write_messages(event: Event, types: tuple[str, ...]) -> None:
+    """The outbox: one message per active subscription of the session's project to each of
+    ``types`` (webhook_types.types_of the event), written in the event's own transaction, so
+    an event is never recorded without its messages nor a message without its event. Without
+    a subscription taking any of them (the common case) this is one read, and nothing is
+    written. session.queue_emptied is one of them only when the event's plan, not yet changed
+    (its event is written first), was queued or active and no other plan of the session is."""
+    if event.plan_id is None:
+        types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
+    if not types:
+        return
+    # Each type sits between commas in event_types (models.WebhookSubscription).
+    takes = Q(event_types=WebhookSubscription.ALL)
+    for event_type in types:
+        takes |= Q(event_types__contains=f",{event_type},")
+    project = Session.objects.filter(name=event.session_id).order_by().values("project_id")[:1]
+    subscribed = list(
+        WebhookSubscription.objects.filter(takes, project_id=project, active=True)
+        .order_by("id")
+        .values_list("id", "event_types")
+    )
+    if not subscribed:
+        return
+    if webhook_types.QUEUE_EMPTIED in types and not _empties_queue(event):
+        types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
+    WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            subscription_id=subscription_id,
+            event=event,
+            event_type=event_type,
+            status=WebhookDelivery.Status.PENDING,
+            attempts=0,
+            next_attempt_at=event.created_at,
+            created_at=event.created_at,
+        )
+        for event_type in types
+        for subscription_id, taken in subscribed
+        if taken == WebhookSubscription.ALL or f",{event_type}," in taken
+    )
+
+
+def _empties_queue(event: Event) -> bool:
+    """Whether the event's plan, as it was before the change the event records, was the
+    session's last plan queued or active."""
+    still_open = Plan.objects.filter(session_id=event.session_id, status__in=(Plan.Status.QUEUED, Plan.Status.ACTIVE))
+    return still_open.filter(id=event.plan_id).exists() and not still_open.exclude(id=event.plan_id).exists()
 
 
 # --- the delivery loops ---------------------------------------------------------------------
