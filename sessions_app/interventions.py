@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Exists, OuterRef, Q, Subquery
+from django.db.models import OuterRef, Q, Subquery
 from django.db.models.functions import Coalesce, Substr
 
 from sessions_app.clock import utc_text
@@ -142,7 +142,7 @@ _BY_AGENT = Q(actor="agent") | Q(actor_head__in=("agent:", "agent/"))
 def _since_worker(plan, actor: str):
     """The events since the worker's last: by a person, of a kind done while the worker
     holds the plan, after the last event the worker (``actor``) wrote or pulled it with.
-    ``plan`` is the plan's id, or an OuterRef to it."""
+    ``plan`` is the plan's id."""
     last = Event.objects.filter(plan_id=OuterRef("plan_id"), actor=actor).order_by("-id").values("id")[:1]
     return (
         Event.objects.filter(plan_id=plan, kind__in=WHILE_HELD_KINDS, id__gt=Coalesce(Subquery(last), 0))
@@ -151,11 +151,23 @@ def _since_worker(plan, actor: str):
     )
 
 
-def any_since_worker_wrote(actor: str) -> Exists:
-    """Whether ``since_worker_wrote`` would find anything, as an expression over the plan
-    the worker's write reads, for it to select: the common answer, no, then costs no
-    statement of its own."""
-    return Exists(_since_worker(OuterRef("pk"), actor))
+def any_since_worker_wrote(plan_id: str, actor: str) -> bool:
+    """Whether ``since_worker_wrote`` would find anything, read as cheaply as every write of
+    a worker's plan needs (the answer is nearly always no): the newest of the plan's events
+    that are the worker's own or of a kind people do while it holds the plan. A person's
+    such event is news; the worker's own says it wrote since. An agent's event of that kind
+    (never seen: agents restore nothing) is read out by the whole query."""
+    newest = (
+        Event.objects.filter(Q(actor=actor) | Q(kind__in=WHILE_HELD_KINDS), plan_id=plan_id)
+        .order_by("-id")
+        .values_list("kind", "actor")
+        .first()
+    )
+    if newest is None or newest[1] == actor:
+        return False
+    if is_agent_actor(newest[1]):
+        return _since_worker(plan_id, actor).exists()
+    return True
 
 
 def since_worker_wrote(plan_id: str, actor: str) -> list[Intervention]:

@@ -6,8 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.conf import settings
-from django.db.models import Case, Count, Exists, F, OuterRef, Q, Subquery, Value, When
-from django.db.models.functions import Coalesce
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from sessions_app import access, inputs, interventions, plan_counts, planfiles, search, transactions
 from sessions_app.clock import utc_text
@@ -23,7 +22,7 @@ def get_session(name: object) -> Session:
     """The session, for a caller who may see it: one of another project is not found, with
     the same answer as one that does not exist (sessions_app/access.py)."""
     name = inputs.session_name(name)
-    session = Session.objects.filter(name=name).order_by().first()
+    session = next(iter(Session.objects.filter(name=name).order_by()), None)
     if session is None:
         raise SessionNotFound.named(name)
     access.require(access.VIEW, project=session.project_id, session_name=name)
@@ -82,15 +81,18 @@ def ready_plans(session_name: str, plans=None):
     the blocked ones ahead of it only."""
     plans = Plan.objects.all() if plans is None else plans
     return plans.filter(session_id=session_name, status=Plan.Status.QUEUED, waiting_for_person=False).exclude(
-        _waits_for_others()
+        WAITS_FOR_OTHERS
     )
 
 
-def _waits_for_others() -> Exists:
-    """Whether the plan (of the query it is part of) depends on a plan not completed yet."""
-    return Exists(
-        PlanDependency.objects.filter(plan=OuterRef("pk")).exclude(depends_on__status=Plan.Status.COMPLETED)
+# Whether the plan (of the query it is part of) depends on a plan not completed yet. Built
+# once: it takes no value of a call's own, and building it was a good part of the pull's
+# statement.
+WAITS_FOR_OTHERS = Exists(
+    PlanDependency.objects.filter(
+        plan=OuterRef("pk"), depends_on__status__in=[s for s in Plan.Status.values if s != Plan.Status.COMPLETED]
     )
+)
 
 
 def expired_claims(now: datetime) -> list[Plan]:
@@ -197,7 +199,7 @@ def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
         Plan.objects.filter(session_id=session_name, status=Plan.Status.QUEUED)
         .order_by("sort_key")
         .only("id", "session", "goal", "waiting_for_person", "attempts")
-        .annotate(waits=_waits_for_others())[:BLOCKED_SCAN]
+        .annotate(waits=WAITS_FOR_OTHERS)[:BLOCKED_SCAN]
     )
     blocked = [p for p in scanned if p.waiting_for_person or p.waits][:limit]
     waited: dict[str, list[Waited]] = {p.id: [] for p in blocked}
@@ -288,7 +290,8 @@ def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
 
 
 def queue_length(name: str) -> int:
-    length = Session.objects.filter(name=name).values_list("count_queued", flat=True).first()
+    session = Session.objects.filter(name=name).order_by()
+    length = next(iter(session.values_list("count_queued", flat=True)), None)
     if length is None:
         raise SessionNotFound.named(name)
     return length
@@ -311,28 +314,17 @@ UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 def queue_status(name: str) -> QueueStatus:
     """The queue's length, the plan a pull would hand out next (the first ready one), the
     completed count and how many plans are still out of the queue unfinished, for a session
-    known to exist: what an agent needs after finishing a plan, in one statement."""
-    front = ready_plans(name).order_by("sort_key")
-    unfinished = (
-        Plan.objects.filter(session=OuterRef("pk"), status__in=UNFINISHED)
-        .order_by()
-        .values("session")
-        .annotate(n=Count("*"))
-        .values("n")
-    )
-    row = (
-        Session.objects.filter(name=name)
-        .annotate(
-            next_id=Subquery(front.values("id")[:1]),
-            next_goal=Subquery(front.values("goal")[:1]),
-            unfinished=Coalesce(Subquery(unfinished), 0),
-        )
-        .values_list("count_queued", "count_completed", "next_id", "next_goal", "unfinished")
-        .first()
-    )
-    if row is None:
+    known to exist: what an agent needs after finishing a plan, in three plain statements
+    (one with subqueries for all of it took longer to build than the three to run)."""
+    session = Session.objects.filter(name=name).order_by()
+    counts = next(iter(session.values_list("count_queued", "count_completed")), None)
+    if counts is None:
         raise SessionNotFound.named(name)
-    return QueueStatus(*row)
+    front = (None, None)
+    if counts[0]:  # an empty queue has no front
+        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or front
+    unfinished = Plan.objects.filter(session_id=name, status__in=UNFINISHED).count()
+    return QueueStatus(*counts, *front, unfinished)
 
 
 def session_plans(status: str):
@@ -436,7 +428,7 @@ def plan_read(*, session_name: object, plan_id: object = None, worker: object = 
         held = Plan.objects.filter(
             session_id=session.name, status=Plan.Status.ACTIVE, claimant=access.current().claimant, worker=worker
         )
-        plan_id = held.order_by().values_list("id", flat=True).first()
+        plan_id = next(iter(held.order_by().values_list("id", flat=True)), None)
         if plan_id is None:
             whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
             raise NoActivePlan(

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError
-from django.db.models import Exists, F, OuterRef, Subquery
+from django.db.models import Exists, OuterRef
 
 from sessions_app import access, clock, errors, inputs, interventions, queries, revisions
 from sessions_app import transactions
@@ -31,6 +31,7 @@ from sessions_app.services.writing import (
     lock_session,
     lock_session_for_pull,
     plan_for_write,
+    only_row,
     plans_for_write,
     record_event,
     touch,
@@ -66,8 +67,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     claimant = access.current().claimant
     with transactions.write() as undo:
         now = clock.now()
-        # Whether a claim ran out is read with the session row's lock, in the snapshot taken
-        # before the lock was waited for (a claim rarely runs out, and one that runs out
+        # Whether a claim ran out is read under the session row's lock (a claim that runs out
         # after this read is reclaimed by the next pull). The caller's own claim is never
         # reclaimed by its pull: a worker that pulls again while it holds a plan is told so,
         # whatever its lease says. The worker's own plan is read under the lock: read
@@ -76,7 +76,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # waits for the session.
         session, expiring = lock_session_for_pull(name, access.WORK, now)
         reclaimed = reclaim_expired_in(session, now, undo, keep=(claimant, worker)) if expiring else []
-        plan, holding, lost_a_claim, has_dependencies = pull_candidate(session.name, claimant, worker)
+        plan, holding, has_dependencies = pull_candidate(session.name, claimant, worker)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
             refusal = PlanAlreadyActive(
@@ -104,8 +104,8 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
                 raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
             if claimed != 1:
                 raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
-            if lost_a_claim:
-                LostClaim.objects.filter(session_id=session.name, claimant=claimant, worker=worker).delete()
+            # The worker is told of a lost claim until it pulls again.
+            LostClaim.objects.filter(session_id=session.name, claimant=claimant, worker=worker).delete()
             detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
             record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
             # Written inside the transaction: if the file cannot be written the pull is
@@ -122,39 +122,28 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     return plan
 
 
-def _worker_state(session_name: str, claimant: str, worker: str) -> dict:
-    """What a pull reads of its worker, as expressions to select: the plan it holds (or
-    NULL), and whether it lost a claim it has not been told of."""
-    holds = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
-    lost = LostClaim.objects.filter(session_id=session_name, claimant=claimant, worker=worker)
-    return {"holding": Subquery(holds.order_by().values("id")[:1]), "lost": Exists(lost)}
+# Whether the plan (of the query it is part of) waits for others. Built once: it takes no
+# value of a call's own.
+HAS_DEPENDENCIES = Exists(PlanDependency.objects.filter(plan=OuterRef("pk")))
 
 
-def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool, bool]:
-    """What a pull reads under the session's lock: the first ready plan in queue order,
-    locked on PostgreSQL (rows held by other writers are passed over: such a plan is being
-    changed, not waiting to be pulled), None when the worker holds one; the plan the worker
-    holds; whether it lost a claim; and whether the ready plan depends on others (its answer
-    then shows what they produced). One statement when a plan is ready, the common case;
-    two when none is."""
+def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool]:
+    """What a pull reads under the session's lock: the plan the worker holds, if any; else
+    the first ready plan in queue order, locked on PostgreSQL (rows held by other writers are
+    passed over: such a plan is being changed, not waiting to be pulled), and whether it
+    depends on others (its answer then shows what they produced). Plain statements: the
+    worker's plan alone when it holds one, then the ready plan."""
+    held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
+    holding = only_row(held.order_by().values_list("id", flat=True))
+    if holding is not None:
+        return None, holding, False
     plan = (
         queries.ready_plans(session_name, plans_for_write(skip_locked=True))
-        .annotate(
-            **_worker_state(session_name, claimant, worker),
-            has_dependencies=Exists(PlanDependency.objects.filter(plan=OuterRef("pk"))),
-        )
+        .annotate(has_dependencies=HAS_DEPENDENCIES)
         .order_by("sort_key")
         .first()
     )
-    if plan is None:
-        holding, lost = (
-            Session.objects.filter(name=session_name)
-            .annotate(**_worker_state(session_name, claimant, worker))
-            .values_list("holding", "lost")
-            .get()
-        )
-        return None, holding, lost, False
-    return (None if plan.holding else plan), plan.holding, plan.lost, plan.has_dependencies
+    return plan, None, bool(plan and plan.has_dependencies)
 
 
 def _awaiting_review(session_name: str) -> QueueBlocked | None:
@@ -246,25 +235,22 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     session's project."""
     claimant = access.current().claimant
     # Locked on PostgreSQL, so that a reclaim passes the plan over while its holder writes.
-    plan = (
+    # Its session (lease, project, review policy) comes with it.
+    plan = only_row(
         plans_for_write()
+        .select_related("session")
         .filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
-        .annotate(
-            lease_seconds=F("session__lease_seconds"),
-            session_project=F("session__project_id"),
-            told_any=interventions.any_since_worker_wrote(actor),
-        )
         .order_by()
-        .first()
     )
     if plan is not None:
-        access.require(access.WORK, project=plan.session_project, session_name=session_name)
-        return Claim(plan, plan.lease_seconds, told_any=plan.told_any)
+        access.require(access.WORK, project=plan.session.project_id, session_name=session_name)
+        told_any = interventions.any_since_worker_wrote(plan.id, actor)
+        return Claim(plan, plan.session.lease_seconds, told_any=told_any)
     enter_session(session_name, access.WORK)
-    lost = (
-        LostClaim.objects.filter(session_id=session_name, claimant=claimant, worker=worker)
-        .values_list("plan_id", "lost_at")
-        .first()
+    lost = only_row(
+        LostClaim.objects.filter(session_id=session_name, claimant=claimant, worker=worker).values_list(
+            "plan_id", "lost_at"
+        )
     )
     if lost is None:
         # An agent that finds its plan gone is told who took it and why, so its work is
@@ -276,7 +262,7 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
     holding = Plan.objects.filter(id=plan_id, status=Plan.Status.ACTIVE).order_by()
-    holder = holding.values_list("worker", flat=True).first()
+    holder = only_row(holding.values_list("worker", flat=True))
     where = f" it is now held by worker '{holder}'" if holder else " it went back to the queue"
     kept = (
         " Your text was not applied: it is kept with the plan, shown to its next holder and to reviewers."

@@ -79,10 +79,10 @@ def read_ahead(
         if stem is None:
             held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant)
             try:
-                found = held.filter(worker=worker).only("id", "reclaims").order_by().first()
+                found = next(iter(held.filter(worker=worker).order_by().values_list("id", "reclaims")), None)
             except DatabaseError:
                 return None  # the transaction meets the same fault and reports it properly
-            stem = None if found is None else found.file_stem
+            stem = None if found is None else Plan(id=found[0], reclaims=found[1]).file_stem
     elif not is_plan_id(plan_id):
         return None
     if stem is None:

@@ -13,11 +13,10 @@ from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 
 from sessions_app import access, clock, inputs, transactions, webhook_types, webhook_urls
 from sessions_app.errors import NotPermitted, ValidationFailed
-from sessions_app.models import Event, Plan, Project, Session, WebhookDelivery, WebhookSubscription
+from sessions_app.models import Event, Plan, Project, WebhookDelivery, WebhookSubscription
 
 log = logging.getLogger("nineplan.webhooks")
 
@@ -136,16 +135,14 @@ def write_messages(event: Event, types: tuple[str, ...]) -> None:
         types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
     if not types:
         return
-    # Each type sits between commas in event_types (models.WebhookSubscription).
-    takes = Q(event_types=WebhookSubscription.ALL)
-    for event_type in types:
-        takes |= Q(event_types__contains=f",{event_type},")
-    project = Session.objects.filter(name=event.session_id).order_by().values("project_id")[:1]
-    subscribed = list(
-        WebhookSubscription.objects.filter(takes, project_id=project, active=True)
-        .order_by("id")
-        .values_list("id", "event_types")
-    )
+    # Each takes every type, or the types between commas in its event_types
+    # (models.WebhookSubscription); a project has few, so they are matched here.
+    active = WebhookSubscription.objects.filter(project__sessions=event.session_id, active=True)
+    subscribed = [
+        (subscription_id, taken)
+        for subscription_id, taken in active.order_by("id").values_list("id", "event_types")
+        if taken == WebhookSubscription.ALL or any(f",{t}," in taken for t in types)
+    ]
     if not subscribed:
         return
     if webhook_types.QUEUE_EMPTIED in types and not _empties_queue(event):

@@ -32,9 +32,9 @@ from sessions_app.services.writing import (
     back_to_queue,
     compose_append,
     lock_session,
+    only_row,
     plans_for_write,
     record_event,
-    session_row,
     touch,
     worker_actor,
 )
@@ -138,8 +138,8 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         _, absorbed = write.take_in_file()
         plan.outcome = outcome
         inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-        session = session_row(name, lock=False).get()
-        reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+        # Its session was read with the plan (claims.claim_of).
+        reviewed = plan.review or plan.session.review == ReviewPolicy.REQUIRED
         plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
         plan.completed_at = None if reviewed else clock.now()
         plan.lease_expires_at = None
@@ -199,7 +199,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
     if not links:
         return
     for dependent_id in sorted({plan_id for _, plan_id in links}):
-        dependent = plans_for_write().filter(session_id=session_name, id=dependent_id).order_by().first()
+        dependent = only_row(plans_for_write().filter(session_id=session_name, id=dependent_id).order_by())
         if dependent is None or not dependent.is_open:
             continue
         previous = planfiles.read_plan_file(session_name, dependent.file_stem)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef
+from django.db.models import F
 
 from sessions_app import access, clock, errors, webhook_types
 from sessions_app.errors import PlanNotFound, SessionNotFound, ValidationFailed
@@ -26,13 +26,6 @@ TOUCHED = ("version", "updated_at")
 # What changes when a plan goes back to the queue: its claim ends.
 RETURNED = ("status", "sort_key", "claimant", "worker", "claimed_at", "lease_expires_at")
 LEASE = ("lease_expires_at",)
-# What a write reads of the session it enters: its counts and options.
-SESSION_FIELDS = (
-    "name", "project", "count_queued", "count_completed", "count_discarded", "lease_seconds", "max_attempts", "review"
-)
-# The timestamps of a plan, which a write sets and never reads: left unloaded (Django loads
-# one on first access if anyone does).
-UNREAD = ("created_at", "updated_at", "completed_at", "discarded_at")
 
 
 @dataclass(frozen=True)
@@ -62,25 +55,29 @@ def session_row(name: str, *, lock: bool = True):
     would then strengthen its own lock while a pull waited for FOR UPDATE: a deadlock. The
     plans' row locks are the same for the same reason (docs/design.md, "Transactions and
     writer turns")."""
-    rows = Session.objects.only(*SESSION_FIELDS).filter(name=name).order_by()
+    rows = Session.objects.filter(name=name).order_by()
     return rows.select_for_update(no_key=True) if lock else rows
+
+
+def only_row(rows):
+    """The row a lookup by key finds (``rows``, a queryset), or None: read without the
+    ORDER BY and LIMIT that ``first()`` would add to build and run."""
+    return next(iter(rows), None)
 
 
 def lock_session(name: str, need: str) -> Session:
     """The session row (``name`` already checked), with its plan counts as they are inside
     this write transaction; locked on PostgreSQL. The caller must be allowed ``need`` (an
     access right) in the session's project: a session it may not see is not found."""
-    return _allowed(session_row(name).first(), name, need)
+    return _allowed(only_row(session_row(name)), name, need)
 
 
 def lock_session_for_pull(name: str, need: str, now: datetime) -> tuple[Session, bool]:
-    """``lock_session``, and whether a claim of the session ran out before ``now``, in one
-    statement. On PostgreSQL the claims are read in the snapshot the statement began with,
-    before it waited for the lock: a claim that runs out meanwhile is reclaimed by the next
-    pull."""
-    expired = Plan.objects.filter(session=OuterRef("pk"), status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
-    session = _allowed(session_row(name).annotate(expiring=Exists(expired)).first(), name, need)
-    return session, session.expiring
+    """``lock_session``, and whether a claim of the session ran out before ``now``, read
+    under the lock."""
+    session = lock_session(name, need)
+    expired = Plan.objects.filter(session_id=name, status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    return session, expired.exists()
 
 
 def _allowed(session: Session | None, name: str, need: str) -> Session:
@@ -93,7 +90,7 @@ def _allowed(session: Session | None, name: str, need: str) -> Session:
 def enter_session(name: str, need: str) -> Session:
     """The session row unlocked, once the caller is allowed ``need`` in its project: for a
     write that locks plan rows before (or instead of) the session row."""
-    return _allowed(session_row(name, lock=False).first(), name, need)
+    return _allowed(only_row(session_row(name, lock=False)), name, need)
 
 
 def plans_for_write(*, skip_locked: bool = False):
@@ -102,7 +99,7 @@ def plans_for_write(*, skip_locked: bool = False):
     row another writer holds is passed over, never waited for, as a writer holding the
     session row must never wait for a plan row (docs/design.md, "Transactions and writer
     turns")."""
-    return Plan.objects.defer(*UNREAD).select_for_update(no_key=True, skip_locked=skip_locked, of=("self",))
+    return Plan.objects.select_for_update(no_key=True, skip_locked=skip_locked, of=("self",))
 
 
 def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:
@@ -110,12 +107,11 @@ def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:
     PostgreSQL: the plan row before the session row, as every writer takes them. The caller
     must be allowed ``need`` in the session's project; whether the plan exists is only told
     to a caller who may see the session."""
-    found = (
+    found = only_row(
         plans_for_write()
         .filter(session_id=session_name, id=plan_id)
         .annotate(session_project=F("session__project_id"))
         .order_by()
-        .first()
     )
     if found is None:
         enter_session(session_name, need)
