@@ -15,12 +15,11 @@ import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from datetime import timezone as dt_timezone
 
 from django.db import IntegrityError, close_old_connections, transaction
+from django.db.models import BigIntegerField, BooleanField, CharField, DateTimeField, F, IntegerField, Value
 from django.utils import timezone
 
-from sessions_app.store import driver
 from sessions_app.access import Caller
 from sessions_app.clock import utc_text
 from sessions_app.models import DEFAULT_PROJECT, Role
@@ -186,42 +185,67 @@ class _Row:
     role: str = ""
 
 
+# What each row of token_rows says, in its order: each part of its statement selects these.
+_ROW_COLUMNS = (
+    "kind", "token_id", "token_name", "last_used", "owner", "username", "superuser", "user_active", "project_name",
+    "role_name",
+)
+# The token's columns in the rows that are not the token's.
+_NO_TOKEN = {
+    "token_id": Value(None, output_field=BigIntegerField()),
+    "token_name": Value(""),
+    "last_used": Value(None, output_field=DateTimeField()),
+    "owner": Value(None, output_field=IntegerField()),
+    "username": Value(None, output_field=CharField()),
+    "superuser": Value(None, output_field=BooleanField()),
+    "user_active": Value(None, output_field=BooleanField()),
+}
+
+
 def token_rows(wanted: str) -> list[_Row]:
     """The active token of digest ``wanted`` (first row), then its user's memberships and
     the projects it is narrowed to: one statement, so checking a token costs one round trip
     whatever rights it carries."""
-    from django.contrib.auth import get_user_model
-
     from mcp_bridge.models import McpToken
     from sessions_app.models import Membership
 
-    tokens = McpToken._meta.db_table
-    narrowed = McpToken.projects.through._meta.db_table
-    members = Membership._meta.db_table
-    users = get_user_model()._meta.db_table
-    found = driver.rows(
-        f"""SELECT 0, t.id, t.name, t.last_used_at, t.user_id, u.username, u.is_superuser, u.is_active, '', ''
-            FROM {tokens} t LEFT JOIN {users} u ON u.id = t.user_id WHERE t.token_hash = %s AND t.revoked = %s
-        UNION ALL
-        SELECT 1, NULL, '', NULL, NULL, NULL, NULL, NULL, m.project_name, m.role
-            FROM {members} m JOIN {tokens} t ON t.user_id = m.user_id WHERE t.token_hash = %s AND t.revoked = %s
-        UNION ALL
-        SELECT 2, NULL, '', NULL, NULL, NULL, NULL, NULL, n.project_id, ''
-            FROM {narrowed} n JOIN {tokens} t ON t.id = n.mcptoken_id WHERE t.token_hash = %s AND t.revoked = %s
-        ORDER BY 1""",
-        [wanted, False] * 3,
+    def part(rows, kind: int, **columns):
+        """``rows`` selecting _ROW_COLUMNS: ``kind``, ``columns``, and blanks for the rest."""
+        blank = {c: value for c, value in _NO_TOKEN.items() if c not in columns}
+        return rows.order_by().values(kind=Value(kind), **blank, **columns).values_list(*_ROW_COLUMNS)
+
+    token = part(
+        McpToken.objects.filter(token_hash=wanted, revoked=False),
+        0,
+        token_id=F("id"),
+        token_name=F("name"),
+        last_used=F("last_used_at"),
+        owner=F("user_id"),
+        username=F("user__username"),
+        superuser=F("user__is_superuser"),
+        user_active=F("user__is_active"),
+        project_name=Value(""),
+        role_name=Value(""),
+    )
+    members = part(
+        Membership.objects.filter(user__nineplan_mcp_tokens__token_hash=wanted, user__nineplan_mcp_tokens__revoked=False),
+        1,
+        project_name=F("project_id"),
+        role_name=F("role"),
+    )
+    narrowed = part(
+        McpToken.projects.through.objects.filter(mcptoken__token_hash=wanted, mcptoken__revoked=False),
+        2,
+        project_name=F("project_id"),
+        role_name=Value(""),
     )
     kinds = ("token", "member", "project")
-    rows = []
-    for kind, token_id, name, last_used, user_id, username, superuser, active, project, role in found:
-        if isinstance(last_used, str):
-            last_used = datetime.fromisoformat(last_used)
-        if last_used is not None and last_used.tzinfo is None:
-            last_used = last_used.replace(tzinfo=dt_timezone.utc)
-        rows.append(
-            _Row(kinds[kind], token_id, name, last_used, user_id, username, bool(superuser), bool(active), project, role)
-        )
-    return rows
+    return [
+        _Row(kinds[kind], token_id, name, last_used, user_id, username, bool(superuser), bool(active), project, role)
+        for kind, token_id, name, last_used, user_id, username, superuser, active, project, role in token.union(
+            members, narrowed, all=True
+        ).order_by("kind")
+    ]
 
 
 def _check_in_thread(token: str) -> Holder | None:

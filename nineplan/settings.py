@@ -220,9 +220,9 @@ def _databases() -> dict:
         if pool_size:
             db.setdefault("OPTIONS", {})["pool"] = {"min_size": 1, "max_size": pool_size, "timeout": 30}
             # Statements are prepared on the pooled connections (sent with their parameters
-            # apart, prepared once a connection has run one PREPARE_AFTER times): PostgreSQL
-            # then plans each once per connection instead of at every call, which had become
-            # more of its work than running them
+            # apart, prepared by psycopg once a connection has run one PREPARE_AFTER times):
+            # PostgreSQL then parses each once per connection, and plans it once where one
+            # plan suits every call, instead of doing both at every call
             # (docs/design.md, "Transactions and writer turns"). Without the pool (PgBouncer
             # in front) every request has a new connection and nothing is prepared, as a
             # pooler in transaction mode needs.

@@ -25,15 +25,13 @@ from dataclasses import dataclass
 
 from django.db import connection
 
-from sessions_app.maintenance.progress import Progress
 from sessions_app import planfiles, search
-from sessions_app.store import statements
-from sessions_app.store import plan_counts
-from sessions_app.store import transactions
-from sessions_app.maintenance import export_import
 from sessions_app.errors import FileSystemFailed
 from sessions_app.identifiers import is_session_name
+from sessions_app.maintenance import export_import
+from sessions_app.maintenance.progress import Progress
 from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.store import plan_counts, transactions
 
 log = logging.getLogger("nineplan.repair")
 
@@ -207,6 +205,12 @@ def _repair_files(run: _Run) -> None:
             run.act("remove_temp", tmp, "left by an interrupted write", None, lambda tmp=tmp: planfiles.remove_temp(name, tmp))
 
 
+def _locked_session(name: str) -> Session | None:
+    """The session's row, locked on PostgreSQL as a service locks it (FOR NO KEY UPDATE:
+    docs/design.md, "Transactions and writer turns")."""
+    return Session.objects.select_for_update(no_key=True).filter(name=name).order_by().first()
+
+
 def session_repair(*, session_name: str, apply: bool) -> list[Action]:
     """Finds (and with ``apply``, fixes) what a crash left in one session's plan files."""
     if not is_session_name(session_name):
@@ -220,7 +224,7 @@ def session_repair(*, session_name: str, apply: bool) -> list[Action]:
     # transaction commits, so a repair running beside a live server would otherwise take
     # that file for an orphan and move it aside from under the plan being created.
     with transactions.write():
-        session = statements.session_for_write(session_name)
+        session = _locked_session(session_name)
         run = _Run(session or Session(name=session_name), apply=True, orphan=session is None)
         _repair_files(run)
     return run.actions
@@ -244,7 +248,7 @@ def imports_repair(*, apply: bool, session_name: str | None = None) -> list[Acti
             try:
                 with transactions.write():
                     if imported:
-                        statements.session_for_write(leftover.session_name)
+                        _locked_session(leftover.session_name)
                     done = export_import.clear_import_leftover(leftover, imported=imported)
                     if imported and done:
                         Event.objects.create(

@@ -7,12 +7,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
+from django.db.models.functions import Coalesce, Substr
 
-from sessions_app.store import statements
 from sessions_app.clock import utc_text
-from sessions_app.reads.excerpts import ended, one_line
 from sessions_app.models import Event, Plan
+from sessions_app.reads.excerpts import ended, one_line
 
 INTERVENTION_KINDS = (
     "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
@@ -135,42 +135,47 @@ def latest_intervention(plan: Plan) -> Intervention | None:
 WHILE_HELD_KINDS = ("plan_restored",)
 
 
-_TOLD_FIELDS = tuple(Event._meta.get_field(name) for name in ("id", "plan", "kind", "actor", "created_at", "detail"))
-# AGENT_ACTORS as SQL, case-sensitive on both databases (SQLite's LIKE is not).
-_NOT_BY_AGENT = "NOT (e.actor = 'agent' OR substr(e.actor, 1, 6) IN ('agent:', 'agent/'))"
+# AGENT_ACTORS, case-sensitive on both databases (SQLite's LIKE, which startswith uses, is not).
+_BY_AGENT = Q(actor="agent") | Q(actor_head__in=("agent:", "agent/"))
 
 
-_KINDS_HELD = ", ".join(["%s"] * len(WHILE_HELD_KINDS))
-# The events since the worker's last: by a person, of a kind done while the worker holds the
-# plan, after the last event the worker wrote or pulled it with. ``plan`` is the SQL naming the
-# plan's id: a parameter, or a column of the statement it is part of.
-_SINCE_WORKER = (
-    f"FROM {statements.EVENTS} e WHERE e.plan_id = {{plan}} AND e.kind IN ({_KINDS_HELD}) AND {_NOT_BY_AGENT} "
-    f"AND e.id > COALESCE((SELECT max(o.id) FROM {statements.EVENTS} o WHERE o.plan_id = {{plan}} "
-    "AND o.actor = %s), 0)"
-)
+def _since_worker(plan, actor: str):
+    """The events since the worker's last: by a person, of a kind done while the worker
+    holds the plan, after the last event the worker (``actor``) wrote or pulled it with.
+    ``plan`` is the plan's id."""
+    last = Event.objects.filter(plan_id=OuterRef("plan_id"), actor=actor).order_by("-id").values("id")[:1]
+    return (
+        Event.objects.filter(plan_id=plan, kind__in=WHILE_HELD_KINDS, id__gt=Coalesce(Subquery(last), 0))
+        .alias(actor_head=Substr("actor", 1, 6))
+        .exclude(_BY_AGENT)
+    )
 
 
-def any_since_worker_wrote(actor: str) -> tuple[str, list]:
-    """Whether ``since_worker_wrote`` would find anything, as an SQL value and its
-    parameters, for the statement that reads the worker's plan (aliased ``t``) to select: the
-    common answer, no, then costs no statement of its own."""
-    return f"EXISTS (SELECT 1 {_SINCE_WORKER.format(plan='t.id')})", [*WHILE_HELD_KINDS, actor]
+def any_since_worker_wrote(plan_id: str, actor: str) -> bool:
+    """Whether ``since_worker_wrote`` would find anything, read as cheaply as every write of
+    a worker's plan needs (the answer is nearly always no): the newest of the plan's events
+    that are the worker's own or of a kind people do while it holds the plan. A person's
+    such event is news; the worker's own says it wrote since. An agent's event of that kind
+    (never seen: agents restore nothing) is read out by the whole query."""
+    newest = (
+        Event.objects.filter(Q(actor=actor) | Q(kind__in=WHILE_HELD_KINDS), plan_id=plan_id)
+        .order_by("-id")
+        .values_list("kind", "actor")
+        .first()
+    )
+    if newest is None or newest[1] == actor:
+        return False
+    if is_agent_actor(newest[1]):
+        return _since_worker(plan_id, actor).exists()
+    return True
 
 
 def since_worker_wrote(plan_id: str, actor: str) -> list[Intervention]:
     """What people did to the plan (restored a revision) since ``actor``, the worker holding
-    it, last wrote it or pulled it, oldest first: one statement, written out (the ORM took ten
-    times as long to build it as the database to run it), and run only when
-    ``any_since_worker_wrote`` said there is something to find."""
-    found = statements.load(
-        Event,
-        _TOLD_FIELDS,
-        f"SELECT e.id, e.plan_id, e.kind, e.actor, e.created_at, e.detail {_SINCE_WORKER.format(plan='%s')} "
-        "ORDER BY e.id LIMIT %s",
-        [plan_id, *WHILE_HELD_KINDS, plan_id, actor, INTERVENTIONS_SHOWN],
-    )
-    return [_intervention(e) for e in found]
+    it, last wrote it or pulled it, oldest first; run only when ``any_since_worker_wrote``
+    said there is something to find."""
+    found = _since_worker(plan_id, actor).order_by("id")[:INTERVENTIONS_SHOWN]
+    return [_intervention(e) for e in found.only("id", "plan", "kind", "actor", "created_at", "detail")]
 
 
 def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Intervention | None:

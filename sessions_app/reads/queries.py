@@ -3,60 +3,41 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from django.conf import settings
-from django.db.models import Exists, F, OuterRef, Q
+from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from sessions_app import access, inputs, planfiles, search
-
-from sessions_app.store import driver
-
-from sessions_app.store import prepared
-
-from sessions_app.store import statements
-
-from sessions_app.store import plan_counts
-
-from sessions_app.store import transactions
-
-from sessions_app.reads import interventions
 from sessions_app.clock import utc_text
 from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
-from sessions_app.models import DEFAULT_WORKER, Event, Plan, PlanDependency, Session, WebhookDelivery, WebhookSubscription
+from sessions_app.models import (
+    DEFAULT_WORKER,
+    Event,
+    Plan,
+    PlanDependency,
+    Session,
+    WebhookDelivery,
+    WebhookSubscription,
+)
+from sessions_app.reads import interventions
+from sessions_app.store import plan_counts, transactions
 
 LIST_CAP = 20
-_PLANS = Plan._meta.db_table
-_SESSIONS = Session._meta.db_table
-_SESSION = Plan._meta.get_field("session").column
-# The reads behind every 9plan_session_resume and state call go through statements.load: the
-# ORM took several times longer to build each of their three queries than they take to
-# run, and the state read was the costliest operation of the throughput mix
-# (docs/benchmarks.md).
-_SESSION_FIELDS = tuple(Session._meta.concrete_fields)
-_QUEUE_FIELDS = tuple(
-    f
-    for f in Plan._meta.concrete_fields
-    if f.attname in ("id", "session_id", "sort_key", "goal", "waiting_for_person", "attempts")
-)
-
-
-def _columns(fields: tuple) -> str:
-    return ", ".join(f"t.{f.column}" for f in fields)
+# What a state read shows of each queued plan.
+_QUEUE_FIELDS = ("id", "session", "sort_key", "goal", "waiting_for_person", "attempts")
 
 
 def get_session(name: object) -> Session:
     """The session, for a caller who may see it: one of another project is not found, with
     the same answer as one that does not exist (sessions_app/access.py)."""
     name = inputs.session_name(name)
-    rows = statements.load(
-        Session, _SESSION_FIELDS, f"SELECT {_columns(_SESSION_FIELDS)} FROM {_SESSIONS} t WHERE t.name = %s", [name]
-    )
-    if not rows:
+    session = next(iter(Session.objects.filter(name=name).order_by()), None)
+    if session is None:
         raise SessionNotFound.named(name)
-    access.require(access.VIEW, project=rows[0].project_id, session_name=name)
-    return rows[0]
+    access.require(access.VIEW, project=session.project_id, session_name=name)
+    return session
 
 
 def visible_sessions():
@@ -90,27 +71,39 @@ def plan_path(plan: Plan) -> str:
 
 def queue(session: Session, *, limit: int | None = LIST_CAP) -> tuple[list[Plan], int]:
     """The queued plans in order (the first ``limit``), and how many there are in all."""
-    fields = _QUEUE_FIELDS if limit else statements.ALL_PLAN_FIELDS
-    sql = f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED} "
-    sql += "ORDER BY t.sort_key"
-    params: list = [session.name]
+    rows = Plan.objects.filter(session_id=session.name, status=Plan.Status.QUEUED).order_by("sort_key")
     if limit:
-        sql += " LIMIT %s"
-        params.append(limit)
-    return statements.load(Plan, fields, sql, params), session.count_queued
+        rows = rows.only(*_QUEUE_FIELDS)[:limit]
+    return list(rows), session.count_queued
 
 
 def claimed_plans(session: Session) -> list[Plan]:
     """The session's active plans, one per worker holding one: the default worker's first,
     then by when they were claimed."""
-    fields = statements.ALL_PLAN_FIELDS
-    return statements.load(
-        Plan,
-        fields,
-        f"SELECT {_columns(fields)} FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_ACTIVE} "
-        "ORDER BY CASE WHEN t.worker = %s THEN 0 ELSE 1 END, t.claimed_at, t.id",
-        [session.name, DEFAULT_WORKER],
+    default_first = Case(When(worker=DEFAULT_WORKER, then=Value(0)), default=Value(1))
+    rows = Plan.objects.filter(session_id=session.name, status=Plan.Status.ACTIVE)
+    return list(rows.order_by(default_first, "claimed_at", "id"))
+
+
+def ready_plans(session_name: str, plans=None):
+    """The session's queued plans that are ready (a queryset, of ``plans`` when given): no
+    person must act first, and every plan each depends on is completed. Taken in queue
+    order, the first ready plan is found walking the (session, status, sort_key) index past
+    the blocked ones ahead of it only."""
+    plans = Plan.objects.all() if plans is None else plans
+    return plans.filter(session_id=session_name, status=Plan.Status.QUEUED, waiting_for_person=False).exclude(
+        WAITS_FOR_OTHERS
     )
+
+
+# Whether the plan (of the query it is part of) depends on a plan not completed yet. Built
+# once: it takes no value of a call's own, and building it was a good part of the pull's
+# statement.
+WAITS_FOR_OTHERS = Exists(
+    PlanDependency.objects.filter(
+        plan=OuterRef("pk"), depends_on__status__in=[s for s in Plan.Status.values if s != Plan.Status.COMPLETED]
+    )
+)
 
 
 def expired_claims(now: datetime) -> list[Plan]:
@@ -200,7 +193,6 @@ class Blocked:
 # How far down the queue blocked plans are looked for: the first ones are what a person or
 # an agent needs to see, and the read then costs the same whatever the queue holds.
 BLOCKED_SCAN = 50
-_DEPS = PlanDependency._meta.db_table
 
 
 def plans_in(session_name: str, status: str, *, limit: int | None = 8) -> tuple[list[Plan], int]:
@@ -213,43 +205,26 @@ def plans_in(session_name: str, status: str, *, limit: int | None = 8) -> tuple[
 
 def blocked_plans(session_name: str, *, limit: int = LIST_CAP) -> list[Blocked]:
     """The first ``limit`` plans among the first BLOCKED_SCAN of the queue that are not
-    ready, in queue order, with what each waits for: one statement."""
-    rows = statements.load(
-        Plan,
-        _BLOCKED_FIELDS,
-        f"""SELECT {_columns(_BLOCKED_FIELDS)}, q.id, q.status, q.worker, q.lease_expires_at
-        FROM (SELECT {', '.join(f.column for f in _BLOCKED_FIELDS)} FROM {_PLANS}
-              WHERE {_SESSION} = %s AND status = {prepared.SQL_QUEUED} ORDER BY sort_key LIMIT %s) t
-        LEFT JOIN {_DEPS} d ON d.plan_id = t.id
-        LEFT JOIN {_PLANS} q ON q.id = d.depends_on_id AND q.status <> {prepared.SQL_COMPLETED}
-        WHERE t.waiting_for_person OR q.id IS NOT NULL
-        ORDER BY t.sort_key, q.created_at, q.id""",
-        [session_name, BLOCKED_SCAN],
-        extra=4,
+    ready, in queue order, with what each waits for: two statements, whatever the queue."""
+    scanned = (
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.QUEUED)
+        .order_by("sort_key")
+        .only("id", "session", "goal", "waiting_for_person", "attempts")
+        .annotate(waits=WAITS_FOR_OTHERS)[:BLOCKED_SCAN]
     )
-    found: dict[str, tuple[Plan, list[Waited]]] = {}
-    for plan, dep, status, worker, until in rows:
-        entry = found.setdefault(plan.id, (plan, []))
-        if dep is not None:
-            entry[1].append(Waited(dep, status, worker, _aware(until)))
-    return [
-        Blocked(p.id, p.goal, p.waiting_for_person, p.attempts, tuple(waits))
-        for p, waits in list(found.values())[:limit]
-    ]
-
-
-_BLOCKED_FIELDS = tuple(
-    f for f in Plan._meta.concrete_fields if f.attname in ("id", "session_id", "goal", "sort_key", "waiting_for_person", "attempts")
-)
-
-
-def _aware(value) -> datetime | None:
-    """A timestamp read with plain SQL, as the ORM would hand it back (aware, in UTC)."""
-    if value is None:
-        return None
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+    blocked = [p for p in scanned if p.waiting_for_person or p.waits][:limit]
+    waited: dict[str, list[Waited]] = {p.id: [] for p in blocked}
+    links = (
+        PlanDependency.objects.filter(plan_id__in=[p.id for p in blocked if p.waits])
+        .exclude(depends_on__status=Plan.Status.COMPLETED)
+        .order_by("depends_on__created_at", "depends_on_id")
+        .values_list(
+            "plan_id", "depends_on_id", "depends_on__status", "depends_on__worker", "depends_on__lease_expires_at"
+        )
+    )
+    for plan_id, dep, status, worker, until in links:
+        waited[plan_id].append(Waited(dep, status, worker, until))
+    return [Blocked(p.id, p.goal, p.waiting_for_person, p.attempts, tuple(waited[p.id])) for p in blocked]
 
 
 @dataclass(frozen=True)
@@ -295,20 +270,11 @@ def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
     return found
 
 
-_OUTCOME_FIELDS = tuple(Plan._meta.get_field(name) for name in ("id", "goal", "outcome"))
-
-
 def dependency_outcomes(plan_id: str) -> list[Plan]:
     """The completed plans ``plan_id`` depends on (a plan has at most MAX_DEPENDENCIES), in
-    id order, with their goals and outcomes: what a pulled plan's inputs came from. One
-    statement, written out: every pull runs it, most often to find nothing."""
-    return statements.load(
-        Plan,
-        _OUTCOME_FIELDS,
-        f"SELECT p.id, p.goal, p.outcome FROM {_PLANS} p JOIN {_DEPS} d ON d.depends_on_id = p.id "
-        f"WHERE d.plan_id = %s AND p.status = {prepared.SQL_COMPLETED} ORDER BY p.id",
-        [plan_id],
-    )
+    id order, with their goals and outcomes: what a pulled plan's inputs came from."""
+    rows = Plan.objects.filter(dependent_links__plan_id=plan_id, status=Plan.Status.COMPLETED)
+    return list(rows.only("id", "goal", "outcome").order_by("id"))
 
 
 LATE_SHOWN = 3
@@ -334,16 +300,12 @@ def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
     return found
 
 
-# Reads run after every add, pull and complete, written out in SQL: the ORM takes far
-# longer to build each query than the statements take to run (docs/benchmarks.md).
-# Plain SQL that SQLite and PostgreSQL both accept.
-
-
 def queue_length(name: str) -> int:
-    row = driver.first(f"SELECT count_queued FROM {_SESSIONS} WHERE name = %s", [name])
-    if row is None:
+    session = Session.objects.filter(name=name).order_by()
+    length = next(iter(session.values_list("count_queued", flat=True)), None)
+    if length is None:
         raise SessionNotFound.named(name)
-    return row[0]
+    return length
 
 
 @dataclass(frozen=True)
@@ -358,26 +320,22 @@ class QueueStatus:
 
 
 UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
-_UNFINISHED = ", ".join(prepared.fixed(status) for status in UNFINISHED)
 
 
 def queue_status(name: str) -> QueueStatus:
     """The queue's length, the plan a pull would hand out next (the first ready one), the
     completed count and how many plans are still out of the queue unfinished, for a session
-    known to exist: what an agent needs after finishing a plan, in one statement."""
-    row = driver.first(
-        f"""SELECT s.count_queued, s.count_completed, front.id, front.goal,
-            (SELECT count(*) FROM {_PLANS} WHERE {_SESSION} = %s AND status IN ({_UNFINISHED}))
-        FROM {_SESSIONS} AS s LEFT JOIN (
-            SELECT t.id, t.goal FROM {_PLANS} t WHERE t.{_SESSION} = %s AND t.status = {prepared.SQL_QUEUED}
-            AND {statements.READY} ORDER BY t.sort_key LIMIT 1
-        ) AS front ON 1 = 1
-        WHERE s.name = %s""",
-        [name, name, name],
-    )
-    if row is None:
+    known to exist: what an agent needs after finishing a plan, in three plain statements
+    (one with subqueries for all of it took longer to build than the three to run)."""
+    session = Session.objects.filter(name=name).order_by()
+    counts = next(iter(session.values_list("count_queued", "count_completed")), None)
+    if counts is None:
         raise SessionNotFound.named(name)
-    return QueueStatus(*row)
+    front = (None, None)
+    if counts[0]:  # an empty queue has no front
+        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or front
+    unfinished = Plan.objects.filter(session_id=name, status__in=UNFINISHED).count()
+    return QueueStatus(*counts, *front, unfinished)
 
 
 def session_plans(status: str):
@@ -493,7 +451,10 @@ def plan_read(*, session_name: object, plan_id: object = None, worker: object = 
     session = get_session(session_name)
     if plan_id is None:
         worker = inputs.worker(worker)
-        plan_id = statements.claimed_plan_id(session.name, access.current().claimant, worker)
+        held = Plan.objects.filter(
+            session_id=session.name, status=Plan.Status.ACTIVE, claimant=access.current().claimant, worker=worker
+        )
+        plan_id = next(iter(held.order_by().values_list("id", flat=True)), None)
         if plan_id is None:
             whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
             raise NoActivePlan(

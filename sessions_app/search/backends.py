@@ -16,9 +16,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connection
+from django.db import connection, transaction
 
-from sessions_app.store import driver
 from sessions_app.models import Plan, Session
 
 PLAN_TABLE = Plan._meta.db_table
@@ -339,6 +338,30 @@ _SCOPE_ADD_NEW = f"""INSERT INTO temp.{SCOPE_TABLE}(plan_id, {", ".join(SCOPE_CO
     AND id NOT IN (SELECT plan_id FROM temp.{SCOPE_TABLE})"""
 
 
+def _raw(sql: str, params: list | None = None) -> tuple | None:
+    """Runs a statement of the search's own on Django's cursor, raw because it reads or
+    writes an FTS5 index, which no model maps; its first row, if it returns any."""
+    with connection.cursor() as cur:
+        cur.execute(sql, params)
+        return cur.fetchone() if cur.description else None
+
+
+# What a hit is read with (the tools, the admin and the REST API): its identity, the searched
+# sections and when it was completed, from the plan row aliased p. The rest (the approach and
+# notes above all, often the longest sections) loads on first access.
+HIT_COLUMNS = ", ".join(
+    f"p.{Plan._meta.get_field(name).column}"
+    for name in ("id", "session", "status", "goal", "context", "inputs", "outputs", "outcome", "completed_at")
+)
+
+
+def _hits(sql: str, params: list) -> list[tuple[Plan, float]]:
+    """Each row of ``sql`` (HIT_COLUMNS, then the match's ``score``) as its plan and score.
+    Raw because it matches and ranks (FTS5's MATCH and rank, PostgreSQL's @@ and ts_rank),
+    which the ORM cannot say; the ORM makes the plans of its rows."""
+    return [(plan, plan.score) for plan in Plan.objects.raw(sql, params)]
+
+
 def _search_way(session_name: str) -> str:
     """How to search the session, read in one statement from its row: a small session (few
     completed plans, and little text in them: indexing is that path's cost) in an index of
@@ -351,7 +374,7 @@ def _search_way(session_name: str) -> str:
     the entries instead read every page of the index's size table on every search (0.35
     ms at 100,000 plans once the search's own pages had pushed them out of SQLite's
     cache), and so did the CASE that chose the MATCH text inside the search's statement."""
-    row = driver.first(
+    row = _raw(
         _SEARCH_WAY, [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, OWN_INDEX, SESSION_SHARE, BY_KEY, BY_NAME, session_name]
     )
     # No such session: nothing of it is indexed, and matching by name finds nothing.
@@ -369,9 +392,9 @@ def _fill_scope(session_name: str) -> None:
     was completed indexes that plan alone, not the whole session again; a search in
     another session replaces every entry. The index is a table of the connection, so a
     rolled-back transaction takes its changes back with the rest."""
-    driver.run(SCOPE_SCHEMA)
-    driver.run(_SCOPE_DROP_STALE, [session_name])
-    driver.run(_SCOPE_ADD_NEW, [session_name])
+    _raw(SCOPE_SCHEMA)
+    _raw(_SCOPE_DROP_STALE, [session_name])
+    _raw(_SCOPE_ADD_NEW, [session_name])
 
 
 def _in_projects(column: str, projects: frozenset[str] | None) -> tuple[str, list]:
@@ -390,7 +413,6 @@ def _sqlite_search(
 ) -> list[tuple]:
     """(plan, relevance) of the best matches; the plan rows come in the same statement as
     the matches (a second query for them cost as much as the match on a selective search)."""
-    from sessions_app.store import statements
 
     way = _search_way(session_name) if session_name is not None else None
     scoped = way == OWN_INDEX
@@ -419,10 +441,10 @@ def _sqlite_search(
         matches += " ORDER BY rank LIMIT %s"
         params.append(limit + len(found))
         sql = (
-            f"SELECT {statements.HIT_COLUMNS}, hit.rank FROM ({matches}) AS hit "
+            f"SELECT {HIT_COLUMNS}, hit.rank AS score FROM ({matches}) AS hit "
             f"JOIN {PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
-        for plan, score in statements.hits_with_score(sql, params):
+        for plan, score in _hits(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
                 # BM25 in FTS5 is negative, more so for a better match.
@@ -481,9 +503,18 @@ def _ts_query(words: list[str], joiner: str) -> str:
 def _postgres_search(
     words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
 ) -> list[tuple]:
-    from sessions_app.store import prepared
-    from sessions_app.store import statements
+    with transaction.atomic(), connection.cursor() as cur:
+        # Each search is planned for its own parameters, never given the one plan the
+        # connection would keep for a statement it prepared: the best plan depends on how many
+        # plans the session holds, and one kept from large sessions' searches reads all their
+        # matches to find a small session's few.
+        cur.execute("SET LOCAL plan_cache_mode = force_custom_plan")
+        return _postgres_matches(words, session_name, limit, projects)
 
+
+def _postgres_matches(
+    words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None
+) -> list[tuple]:
     found: list[tuple] = []
     joiners = ["&", "|"] if len(words) > 1 else ["&"]
     for joiner in joiners:
@@ -501,20 +532,18 @@ def _postgres_search(
             params.append([plan.id for plan, _ in found])
         params += [PG_RANK_CANDIDATES, limit - len(found)]
         # Normalization 1 divides by the log of the plan's length, so that, as with BM25,
-        # a word in a short plan counts for more than in a long one. Planned for each
-        # search: the best plan depends on how many plans the session holds.
-        with prepared.planned_for_each_call():
-            rows = statements.hits_with_score(
-                f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
-                    matches AS (
-                        SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
-                        FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
-                    best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
-                SELECT {statements.HIT_COLUMNS}, best.score
-                FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
-                ORDER BY best.score DESC, p.completed_at DESC, p.id""",
-                params,
-            )
+        # a word in a short plan counts for more than in a long one.
+        rows = _hits(
+            f"""WITH q AS (SELECT to_tsquery('{PG_CONFIG}', {PG_FOLD}(%s)) AS query),
+                matches AS (
+                    SELECT p.id, p.completed_at, ts_rank(p.{PG_VECTOR_COLUMN}, q.query, 1) AS score
+                    FROM {PLAN_TABLE} p, q WHERE {where} LIMIT %s),
+                best AS (SELECT id, score FROM matches ORDER BY score DESC, completed_at DESC, id LIMIT %s)
+            SELECT {HIT_COLUMNS}, best.score
+            FROM best JOIN {PLAN_TABLE} AS p ON p.id = best.id
+            ORDER BY best.score DESC, p.completed_at DESC, p.id""",
+            params,
+        )
         found += [(plan, _relevance(score, joiner == "&")) for plan, score in rows]
         if len(found) >= limit:
             break

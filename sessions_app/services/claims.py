@@ -11,21 +11,21 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError
+from django.db.models import Exists, OuterRef
 
 from sessions_app import access, clock, errors, inputs
-
-from sessions_app.reads import queries
-
-from sessions_app.store import revisions
-
-from sessions_app.store import statements
-
-from sessions_app.reads import interventions
-from sessions_app.store import transactions
 from sessions_app.clock import utc_text
-from sessions_app.errors import LeaseLost, NineplanError, NoActivePlan, PlanAlreadyActive, QueueBlocked, QueueEmpty
-from sessions_app.errors import ValidationFailed
-from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision, Session
+from sessions_app.errors import (
+    LeaseLost,
+    NineplanError,
+    NoActivePlan,
+    PlanAlreadyActive,
+    QueueBlocked,
+    QueueEmpty,
+    ValidationFailed,
+)
+from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, LostClaim, Plan, PlanDependency, Revision, Session
+from sessions_app.reads import interventions, queries
 from sessions_app.services.file_edits import fence_file, refresh_copy, remember_held_file, write_file
 from sessions_app.services.writing import (
     RETURNED,
@@ -37,11 +37,14 @@ from sessions_app.services.writing import (
     lease_until,
     lock_session,
     lock_session_for_pull,
+    only_row,
     plan_for_write,
+    plans_for_write,
     record_event,
     touch,
     worker_actor,
 )
+from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -72,8 +75,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     claimant = access.current().claimant
     with transactions.write() as undo:
         now = clock.now()
-        # Whether a claim ran out is read with the session row's lock, in the snapshot taken
-        # before the lock was waited for (a claim rarely runs out, and one that runs out
+        # Whether a claim ran out is read under the session row's lock (a claim that runs out
         # after this read is reclaimed by the next pull). The caller's own claim is never
         # reclaimed by its pull: a worker that pulls again while it holds a plan is told so,
         # whatever its lease says. The worker's own plan is read under the lock: read
@@ -82,7 +84,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
         # waits for the session.
         session, expiring = lock_session_for_pull(name, access.WORK, now)
         reclaimed = reclaim_expired_in(session, now, undo, keep=(claimant, worker)) if expiring else []
-        plan, holding, lost_a_claim, has_dependencies = statements.pull_candidate(session.name, claimant, worker)
+        plan, holding, has_dependencies = pull_candidate(session.name, claimant, worker)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
             refusal = PlanAlreadyActive(
@@ -97,17 +99,21 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             plan.claimant, plan.worker, plan.claimed_at, plan.updated_at = claimant, worker, now, now
             plan.lease_expires_at = lease_until(session.lease_seconds, now)
             try:
-                claimed = statements.update_plan(
-                    plan,
-                    ("status", "sort_key", "claimant", "worker", "claimed_at", "lease_expires_at", "updated_at"),
-                    only_if_status=Plan.Status.QUEUED,
+                claimed = Plan.objects.filter(id=plan.id, status=Plan.Status.QUEUED).update(
+                    status=plan.status,
+                    sort_key=None,
+                    claimant=claimant,
+                    worker=worker,
+                    claimed_at=now,
+                    lease_expires_at=plan.lease_expires_at,
+                    updated_at=now,
                 )
             except IntegrityError:
                 raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
             if claimed != 1:
                 raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
-            if lost_a_claim:
-                statements.forget_lost_claim(session.name, claimant, worker)
+            # The worker is told of a lost claim until it pulls again.
+            LostClaim.objects.filter(session_id=session.name, claimant=claimant, worker=worker).delete()
             detail = {"attempt": plan.attempts + 1} if plan.attempts else {}
             record_event(session.name, Event.Kind.PLAN_PULLED, actor, plan, **detail)
             # Written inside the transaction: if the file cannot be written the pull is
@@ -122,6 +128,30 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     remember_held_file(session.name, claimant, worker, plan.file_stem)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
     return plan
+
+
+# Whether the plan (of the query it is part of) waits for others. Built once: it takes no
+# value of a call's own.
+HAS_DEPENDENCIES = Exists(PlanDependency.objects.filter(plan=OuterRef("pk")))
+
+
+def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool]:
+    """What a pull reads under the session's lock: the plan the worker holds, if any; else
+    the first ready plan in queue order, locked on PostgreSQL (rows held by other writers are
+    passed over: such a plan is being changed, not waiting to be pulled), and whether it
+    depends on others (its answer then shows what they produced). Plain statements: the
+    worker's plan alone when it holds one, then the ready plan."""
+    held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
+    holding = only_row(held.order_by().values_list("id", flat=True))
+    if holding is not None:
+        return None, holding, False
+    plan = (
+        queries.ready_plans(session_name, plans_for_write(skip_locked=True))
+        .annotate(has_dependencies=HAS_DEPENDENCIES)
+        .order_by("sort_key")
+        .first()
+    )
+    return plan, None, bool(plan and plan.has_dependencies)
 
 
 def _awaiting_review(session_name: str) -> QueueBlocked | None:
@@ -212,13 +242,24 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     (its text kept aside), else NO_ACTIVE_PLAN. The caller must hold the agent role in the
     session's project."""
     claimant = access.current().claimant
-    found = statements.claimed_plan(session_name, claimant, worker, also=interventions.any_since_worker_wrote(actor))
-    if found is not None:
-        plan, lease, project, told_any = found
-        access.require(access.WORK, project=project, session_name=session_name)
-        return Claim(plan, lease, told_any=bool(told_any))
+    # Locked on PostgreSQL, so that a reclaim passes the plan over while its holder writes.
+    # Its session (lease, project, review policy) comes with it.
+    plan = only_row(
+        plans_for_write()
+        .select_related("session")
+        .filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
+        .order_by()
+    )
+    if plan is not None:
+        access.require(access.WORK, project=plan.session.project_id, session_name=session_name)
+        told_any = interventions.any_since_worker_wrote(plan.id, actor)
+        return Claim(plan, plan.session.lease_seconds, told_any=told_any)
     enter_session(session_name, access.WORK)
-    lost = statements.lost_claim(session_name, claimant, worker)
+    lost = only_row(
+        LostClaim.objects.filter(session_id=session_name, claimant=claimant, worker=worker).values_list(
+            "plan_id", "lost_at"
+        )
+    )
     if lost is None:
         # An agent that finds its plan gone is told who took it and why, so its work is
         # not silently thrown away (read only on this error path).
@@ -228,7 +269,8 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     plan_id, lost_at = lost
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
-    holder = statements.claim_holder(plan_id)
+    holding = Plan.objects.filter(id=plan_id, status=Plan.Status.ACTIVE).order_by()
+    holder = only_row(holding.values_list("worker", flat=True))
     where = f" it is now held by worker '{holder}'" if holder else " it went back to the queue"
     kept = (
         " Your text was not applied: it is kept with the plan, shown to its next holder and to reviewers."
@@ -281,7 +323,7 @@ def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "ag
         claim = claim_of(name, worker, worker_actor(actor, worker), "renew")
         if claim.plan is not None:
             renew(claim.plan, claim.lease_seconds, clock.now())
-            statements.renew(claim.plan.id, claim.plan.lease_expires_at)
+            claim.plan.save(update_fields=["lease_expires_at"])
     if claim.lost is not None:
         raise claim.lost
     return claim.plan
@@ -296,7 +338,15 @@ def reclaim_expired_in(
     """Every claim of the session whose lease ran out before ``now`` goes back to the front
     of the queue (inside the caller's write transaction, with the session row held), but
     the claim of ``keep`` (claimant, worker): the pulling worker's own."""
-    expired = [p for p in statements.expired_claims(session.name, now) if (p.claimant, p.worker) != keep]
+    # Oldest claim first; on PostgreSQL a plan whose holder is writing right now is passed
+    # over: that write renews it.
+    expired = [
+        p
+        for p in plans_for_write(skip_locked=True)
+        .filter(session_id=session.name, status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+        .order_by("lease_expires_at", "id")
+        if (p.claimant, p.worker) != keep
+    ]
     # The oldest claim ends up first in the queue.
     for plan in reversed(expired):
         _reclaim(session, plan, now, undo, actor=RECLAIM_ACTOR, why="its lease ran out without a write")
@@ -324,9 +374,10 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     back_to_queue(plan, session, "front")
     plan.waiting_for_person = waits
     touch(plan, now)
-    statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "reclaims", "waiting_for_person", *TOUCHED))
+    plan.save(update_fields=[*SECTIONS, *RETURNED, "attempts", "reclaims", "waiting_for_person", *TOUCHED])
     revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
-    statements.record_lost_claim(session.name, claimant, worker, plan.id, now)
+    LostClaim.objects.filter(session_id=session.name, claimant=claimant, worker=worker).delete()
+    LostClaim.objects.create(session_id=session.name, claimant=claimant, worker=worker, plan_id=plan.id, lost_at=now)
     record_event(
         session.name,
         Event.Kind.PLAN_RECLAIMED,
@@ -349,7 +400,11 @@ def reclaim_expired(*, session_name: str | None = None) -> list[Plan]:
     runs, for a person who wants them back now (the periodic sweep only reports them).
     Returns the plans reclaimed."""
     now = clock.now()
-    names = [inputs.session_name(session_name)] if session_name is not None else statements.sessions_with_expired_claims(now)
+    if session_name is not None:
+        names = [inputs.session_name(session_name)]
+    else:
+        expired = Plan.objects.filter(status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+        names = list(expired.order_by("session_id").values_list("session_id", flat=True).distinct())
     reclaimed: list[Plan] = []
     for name in names:
         with transactions.write() as undo:

@@ -24,11 +24,11 @@ from django.db import DatabaseError
 
 from sessions_app import errors, inputs, planfiles
 from sessions_app.errors import FileSystemFailed, NineplanError, ValidationFailed
-from sessions_app.planfiles import text as plan_text
-from sessions_app.store import revisions, statements, transactions
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
+from sessions_app.planfiles import text as plan_text
 from sessions_app.services.writing import Written, compose_append, record_event, set_sections
+from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -88,10 +88,12 @@ def read_ahead(
     if plan_id is None:
         stem = _HELD_FILES.get((session_name, claimant, worker))
         if stem is None:
+            held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant)
             try:
-                stem = statements.claimed_file_stem(session_name, claimant, worker)
+                found = next(iter(held.filter(worker=worker).order_by().values_list("id", "reclaims")), None)
             except DatabaseError:
                 return None  # the transaction meets the same fault and reports it properly
+            stem = None if found is None else Plan(id=found[0], reclaims=found[1]).file_stem
     elif not is_plan_id(plan_id):
         return None
     if stem is None:

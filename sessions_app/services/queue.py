@@ -11,12 +11,6 @@ from django.conf import settings
 from django.db.models import Count
 
 from sessions_app import access, clock, inputs, planfiles
-
-from sessions_app.store import revisions
-
-from sessions_app.store import statements
-
-from sessions_app.store import transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import MAX_DEPENDENTS, Event, Plan, PlanDependency, Revision, Session
@@ -31,6 +25,7 @@ from sessions_app.services.writing import (
     plan_for_write,
     record_event,
 )
+from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -67,7 +62,7 @@ def _new_plan_id(session_name: str, avoid: list[str] = ()) -> str:
         # A file already named after the id (one a crash left, say) is never overwritten.
         if (
             candidate not in avoid
-            and not statements.plan_id_taken(candidate)
+            and not Plan.objects.filter(id=candidate).exists()
             and planfiles.file_identity(session_name, candidate) is None
         ):
             return candidate
@@ -155,14 +150,14 @@ def plan_enqueue_many(
                 review=review,
                 **vars(checked[i]),
             )
-            statements.insert_plan(plan)
+            plan.save(force_insert=True)
             revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now, first=True)
             by_index[i] = plan
         pairs = []
         for i, deps in enumerate(wanted):
             for dep in deps:
                 pairs.append((ids[i], ids[dep] if isinstance(dep, int) else dep))
-        statements.insert_dependencies(pairs)
+        PlanDependency.objects.bulk_create(PlanDependency(plan_id=plan, depends_on_id=dep) for plan, dep in pairs)
         for i in order:
             plan = by_index[i]
             detail = {"position": position}

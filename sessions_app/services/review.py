@@ -18,16 +18,10 @@ from collections.abc import Callable
 from django.conf import settings
 
 from sessions_app import access, clock, errors, inputs
-
-from sessions_app.store import revisions
-
-from sessions_app.store import statements
-
-from sessions_app.store import transactions
 from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
-from sessions_app.services.file_edits import take_in_file, file_now, read_ahead, write_file
+from sessions_app.services.file_edits import file_now, read_ahead, take_in_file, write_file
 from sessions_app.services.writing import (
     RETURNED,
     TOUCHED,
@@ -41,6 +35,7 @@ from sessions_app.services.writing import (
     set_sections,
     touch,
 )
+from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -91,7 +86,7 @@ def plan_review(
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
             touch(plan)
-            statements.update_plan(plan, ("status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED))
+            plan.save(update_fields=["status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED])
             if notes:
                 revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
@@ -111,7 +106,7 @@ def plan_review(
                 # Sent back to the front: the work was nearly done and the notes say what is missing.
                 place = back_to_queue(plan, session, "front")
             touch(plan)
-            statements.update_plan(plan, (*SECTIONS, *RETURNED, "rejections", *TOUCHED))
+            plan.save(update_fields=[*SECTIONS, *RETURNED, "rejections", *TOUCHED])
             revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(
                 session.name, Event.Kind.PLAN_REJECTED, actor, plan,
@@ -140,7 +135,7 @@ def plan_release(*, session_name: str, plan_id: str, position: str | None = None
         place = back_to_queue(plan, session, position)
         plan.rejections = 0
         touch(plan)
-        statements.update_plan(plan, (*RETURNED, "rejections", *TOUCHED))
+        plan.save(update_fields=[*RETURNED, "rejections", *TOUCHED])
         record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, position=position, released=True)
         write_file(undo, plan, previous=None)
     return Written(plan, place)
@@ -173,7 +168,7 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         inputs.plan_size({**target, "outcome": plan.outcome}, field="revision")
         set_sections(plan, target)
         touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *TOUCHED])
         made = revisions.record(plan, kind=Revision.Kind.RESTORE, actor=actor, before=before)
         record_event(session.name, Event.Kind.PLAN_RESTORED, actor, plan, revision=number, new_revision=made)
         write_file(undo, plan, previous)

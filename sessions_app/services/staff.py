@@ -5,13 +5,9 @@ queued plan is in queue.py, taking a claim back in claims.py, the review gate in
 from __future__ import annotations
 
 from sessions_app import access, inputs
-
-from sessions_app.store import statements
-
-from sessions_app.store import transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
-from sessions_app.services.file_edits import take_in_file, file_now, read_ahead, retire_file, write_file
+from sessions_app.services.file_edits import file_now, read_ahead, retire_file, take_in_file, write_file
 from sessions_app.services.worker_writes import discard
 from sessions_app.services.writing import (
     RETURNED,
@@ -23,6 +19,7 @@ from sessions_app.services.writing import (
     record_event,
     touch,
 )
+from sessions_app.store import transactions
 
 
 def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", actor: str) -> Written:
@@ -50,7 +47,7 @@ def plan_requeue(*, session_name: str, plan_id: str, position: str = "front", ac
             plan.attempts = 0
         place = back_to_queue(plan, session, position)
         touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *RETURNED, "attempts", "waiting_for_person", *TOUCHED])
         detail = {"position": position, **({"was_waiting_for_person": True} if waiting else {})}
         record_event(session.name, Event.Kind.PLAN_REQUEUED, actor, plan, **detail)
         write_file(undo, plan, previous)

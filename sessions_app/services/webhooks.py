@@ -1,7 +1,7 @@
 """Webhooks: a project's managers subscribe a URL to event types and remove it; a delivery
-is sent again on request; and the delivery loops claim the messages that are due and record
-each attempt (docs/design.md, "Webhooks"). The messages themselves are written with their
-events, by statements.insert_event."""
+is sent again on request; the messages of an event, written with it (the outbox); and the
+delivery loops claim the messages that are due and record each attempt (docs/design.md,
+"Webhooks")."""
 
 from __future__ import annotations
 
@@ -14,14 +14,11 @@ from datetime import timedelta
 from django.conf import settings
 
 from sessions_app import access, clock, inputs
-
-from sessions_app.webhooks import addresses
-
-from sessions_app.store import transactions
-
-from sessions_app.webhooks import event_types as webhook_types
 from sessions_app.errors import NotPermitted, ValidationFailed
-from sessions_app.models import Project, WebhookDelivery, WebhookSubscription
+from sessions_app.models import Event, Plan, Project, WebhookDelivery, WebhookSubscription
+from sessions_app.store import transactions
+from sessions_app.webhooks import addresses
+from sessions_app.webhooks import event_types as webhook_types
 
 log = logging.getLogger("nineplan.webhooks")
 
@@ -124,6 +121,55 @@ def delivery_resend(*, delivery_id: int, actor: str) -> WebhookDelivery:
         delivery.refresh_from_db()
     log.info("webhook delivery resent", extra={"delivery": delivery.id, "actor": actor})
     return delivery
+
+
+# --- the outbox ----------------------------------------------------------------------------
+
+
+def write_messages(event: Event, types: tuple[str, ...]) -> None:
+    """The outbox: one message per active subscription of the session's project to each of
+    ``types`` (webhook_types.types_of the event), written in the event's own transaction, so
+    an event is never recorded without its messages nor a message without its event. Without
+    a subscription taking any of them (the common case) this is one read, and nothing is
+    written. session.queue_emptied is one of them only when the event's plan, not yet changed
+    (its event is written first), was queued or active and no other plan of the session is."""
+    if event.plan_id is None:
+        types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
+    if not types:
+        return
+    # Each takes every type, or the types between commas in its event_types
+    # (models.WebhookSubscription); a project has few, so they are matched here.
+    active = WebhookSubscription.objects.filter(project__sessions=event.session_id, active=True)
+    subscribed = [
+        (subscription_id, taken)
+        for subscription_id, taken in active.order_by("id").values_list("id", "event_types")
+        if taken == WebhookSubscription.ALL or any(f",{t}," in taken for t in types)
+    ]
+    if not subscribed:
+        return
+    if webhook_types.QUEUE_EMPTIED in types and not _empties_queue(event):
+        types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
+    WebhookDelivery.objects.bulk_create(
+        WebhookDelivery(
+            subscription_id=subscription_id,
+            event=event,
+            event_type=event_type,
+            status=WebhookDelivery.Status.PENDING,
+            attempts=0,
+            next_attempt_at=event.created_at,
+            created_at=event.created_at,
+        )
+        for event_type in types
+        for subscription_id, taken in subscribed
+        if taken == WebhookSubscription.ALL or f",{event_type}," in taken
+    )
+
+
+def _empties_queue(event: Event) -> bool:
+    """Whether the event's plan, as it was before the change the event records, was the
+    session's last plan queued or active."""
+    still_open = Plan.objects.filter(session_id=event.session_id, status__in=(Plan.Status.QUEUED, Plan.Status.ACTIVE))
+    return still_open.filter(id=event.plan_id).exists() and not still_open.exclude(id=event.plan_id).exists()
 
 
 # --- the delivery loops ---------------------------------------------------------------------

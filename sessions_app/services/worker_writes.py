@@ -10,27 +10,18 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from sessions_app import access, clock, inputs, planfiles
-
-from sessions_app.reads import excerpts
-
-from sessions_app.store import revisions
-
-from sessions_app.store import statements
-
-from sessions_app.store import transactions
-
-from sessions_app.reads import interventions
 from sessions_app.clock import utc_text
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, ReviewPolicy, Revision
+from sessions_app.reads import excerpts, interventions
 from sessions_app.services.claims import claim_of, renew
 from sessions_app.services.file_edits import (
-    TakenIn,
     FileAhead,
-    take_in_file,
+    TakenIn,
     file_now,
     read_ahead,
     remember_held_file,
     retire_file,
+    take_in_file,
     write_file,
 )
 from sessions_app.services.writing import (
@@ -42,10 +33,13 @@ from sessions_app.services.writing import (
     back_to_queue,
     compose_append,
     lock_session,
+    only_row,
+    plans_for_write,
     record_event,
     touch,
     worker_actor,
 )
+from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")
 
@@ -127,7 +121,7 @@ def plan_defer(
         inputs.plan_size(plan.sections(), field="reason")
         place = back_to_queue(plan, session, position)
         touch(plan)
-        statements.update_plan(plan, (*SECTIONS, *RETURNED, *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *RETURNED, *TOUCHED])
         revisions.record(plan, kind=Revision.Kind.DEFER, actor=actor, before=before)
         record_event(session.name, Event.Kind.PLAN_DEFERRED, actor, plan, reason=reason, position=position)
         write_file(write.undo, plan, previous)
@@ -146,8 +140,8 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         _, taken_in = write.take_in_file()
         plan.outcome = outcome
         inputs.plan_size({**plan.sections(), "outcome": outcome}, field="outcome")
-        session = statements.session_for_write(name, lock=False)
-        reviewed = plan.review or session.review == ReviewPolicy.REQUIRED
+        # Its session was read with the plan (claims.claim_of).
+        reviewed = plan.review or plan.session.review == ReviewPolicy.REQUIRED
         plan.status = Plan.Status.IN_REVIEW if reviewed else Plan.Status.COMPLETED
         plan.completed_at = None if reviewed else clock.now()
         plan.lease_expires_at = None
@@ -155,7 +149,7 @@ def plan_complete(*, session_name: str, outcome: str, worker: str | None = None,
         # The event first: on PostgreSQL the status change takes the session row (its
         # counts), and every claim of the session waits for that row until the commit.
         record_event(name, Event.Kind.PLAN_SUBMITTED if reviewed else Event.Kind.PLAN_COMPLETED, write.actor, plan)
-        statements.update_plan(plan, (*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, "outcome", "status", "completed_at", *LEASE, *TOUCHED])
     written = write.written(retire_file(plan, taken_in))
     log.info("plan completed", extra={"session": name, "plan": plan.id, "worker": write.worker})
     return written
@@ -188,11 +182,12 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
     plan.waiting_for_person = False
     touch(plan)
     # The event first, as a completion writes it: the outbox tells from the plan's status
-    # before the change whether this discard empties the queue (statements.insert_event).
+    # before the change whether this discard empties the queue (webhooks.write_messages).
     record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
-    statements.update_plan(
-        plan,
-        (*SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED),
+    plan.save(
+        update_fields=[
+            *SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED
+        ]
     )
     return taken_in
 
@@ -206,7 +201,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
     if not links:
         return
     for dependent_id in sorted({plan_id for _, plan_id in links}):
-        dependent = statements.dependent_for_write(session_name, dependent_id)
+        dependent = only_row(plans_for_write().filter(session_id=session_name, id=dependent_id).order_by())
         if dependent is None or not dependent.is_open:
             continue
         previous = planfiles.read_plan_file(session_name, dependent.file_stem)
@@ -218,7 +213,7 @@ def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str
             f"discarded ({excerpts.one_line(reason, 200)}); this plan no longer waits for it.",
         )
         touch(dependent)
-        statements.update_plan(dependent, (*SECTIONS, *TOUCHED))
+        dependent.save(update_fields=[*SECTIONS, *TOUCHED])
         revisions.record(dependent, kind=Revision.Kind.NOTE, actor=actor, before=before)
         record_event(session_name, Event.Kind.DEPENDENCY_DROPPED, actor, dependent, depends_on=plan.id, reason=reason)
         write_file(undo, dependent, previous)
@@ -245,7 +240,7 @@ def plan_note(
         plan.notes = notes
         touch(plan)
         renew(plan, write.lease_seconds, plan.updated_at)
-        statements.update_plan(plan, (*SECTIONS, *LEASE, *TOUCHED))
+        plan.save(update_fields=[*SECTIONS, *LEASE, *TOUCHED])
         revisions.record(plan, kind=Revision.Kind.NOTE, actor=write.actor, before=before)
         record_event(name, Event.Kind.PLAN_NOTE, write.actor, plan, mode=mode, chars=len(text))
         write_file(write.undo, plan, previous)

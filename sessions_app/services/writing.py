@@ -12,12 +12,13 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import F
 
 from sessions_app import access, clock, errors
-
-from sessions_app.store import statements
 from sessions_app.errors import PlanNotFound, SessionNotFound, ValidationFailed
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Session
+from sessions_app.services.webhooks import write_messages
+from sessions_app.webhooks import event_types as webhook_types
 
 ACTOR_CHARS = Event._meta.get_field("actor").max_length
 
@@ -44,19 +45,40 @@ did to the plan meanwhile (``told``)."""
     told: tuple[str, ...] = ()
 
 
+def session_row(name: str, *, lock: bool = True):
+    """The session's row with its counts and options, for a write; on PostgreSQL locked
+    until the transaction ends when ``lock`` (on SQLite, BEGIN IMMEDIATE has serialised the
+    writers already).
+
+    The lock is FOR NO KEY UPDATE, what an UPDATE of the counts takes anyway, never FOR
+    UPDATE: rows that refer to the session (events, plans) take a share of its key, which FOR
+    UPDATE would wait for. A writer that inserted an event and then changed a plan's status
+    would then strengthen its own lock while a pull waited for FOR UPDATE: a deadlock. The
+    plans' row locks are the same for the same reason (docs/design.md, "Transactions and
+    writer turns")."""
+    rows = Session.objects.filter(name=name).order_by()
+    return rows.select_for_update(no_key=True) if lock else rows
+
+
+def only_row(rows):
+    """The row a lookup by key finds (``rows``, a queryset), or None: read without the
+    ORDER BY and LIMIT that ``first()`` would add to build and run."""
+    return next(iter(rows), None)
+
+
 def lock_session(name: str, need: str) -> Session:
     """The session row (``name`` already checked), with its plan counts as they are inside
     this write transaction; locked on PostgreSQL. The caller must be allowed ``need`` (an
     access right) in the session's project: a session it may not see is not found."""
-    return _allowed(statements.session_for_write(name), name, need)
+    return _allowed(only_row(session_row(name)), name, need)
 
 
 def lock_session_for_pull(name: str, need: str, now: datetime) -> tuple[Session, bool]:
-    """``lock_session``, and whether a claim of the session ran out before ``now``
-    (``statements.session_for_pull``)."""
-    found = statements.session_for_pull(name, now)
-    session = _allowed(found and found[0], name, need)
-    return session, found[1]
+    """``lock_session``, and whether a claim of the session ran out before ``now``, read
+    under the lock."""
+    session = lock_session(name, need)
+    expired = Plan.objects.filter(session_id=name, status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
+    return session, expired.exists()
 
 
 def _allowed(session: Session | None, name: str, need: str) -> Session:
@@ -69,7 +91,16 @@ def _allowed(session: Session | None, name: str, need: str) -> Session:
 def enter_session(name: str, need: str) -> Session:
     """The session row unlocked, once the caller is allowed ``need`` in its project: for a
     write that locks plan rows before (or instead of) the session row."""
-    return _allowed(statements.session_for_write(name, lock=False), name, need)
+    return _allowed(only_row(session_row(name, lock=False)), name, need)
+
+
+def plans_for_write(*, skip_locked: bool = False):
+    """Plans (a queryset) as a write reads them, locked on PostgreSQL until the transaction
+    ends: the plan rows alone, never the session's row joined to them. ``skip_locked``: a
+    row another writer holds is passed over, never waited for, as a writer holding the
+    session row must never wait for a plan row (docs/design.md, "Transactions and writer
+    turns")."""
+    return Plan.objects.select_for_update(no_key=True, skip_locked=skip_locked, of=("self",))
 
 
 def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:
@@ -77,19 +108,31 @@ def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:
     PostgreSQL: the plan row before the session row, as every writer takes them. The caller
     must be allowed ``need`` in the session's project; whether the plan exists is only told
     to a caller who may see the session."""
-    found = statements.plan_for_write(session_name, plan_id)
+    found = only_row(
+        plans_for_write()
+        .filter(session_id=session_name, id=plan_id)
+        .annotate(session_project=F("session__project_id"))
+        .order_by()
+    )
     if found is None:
         enter_session(session_name, need)
         raise PlanNotFound.in_session(plan_id, session_name)
-    plan, project = found
-    access.require(need, project=project, session_name=session_name)
-    return plan
+    access.require(need, project=found.session_project, session_name=session_name)
+    return found
 
 
 def record_event(session_name: str, kind: str, actor: str, plan: Plan | str | None = None, **detail) -> None:
-    """An event of the session, in the transaction of the change it records."""
+    """An event of the session, and its webhook messages (the outbox), in the transaction of
+    the change it records. A completion or discard records its event before the plan's
+    status changes: the outbox tells from that status whether the queue empties."""
     plan_id = plan.id if isinstance(plan, Plan) else plan
-    statements.insert_event(session_name, kind, actor, plan_id, detail, clock.now())
+    # On PostgreSQL its save takes the event feed's lock first (event_feed.before_event_saved).
+    event = Event.objects.create(
+        session_id=session_name, plan_id=plan_id, kind=kind, actor=actor, detail=detail, created_at=clock.now()
+    )
+    types = webhook_types.types_of(kind, detail)
+    if types:
+        write_messages(event, types)
 
 
 def touch(plan: Plan, at: datetime | None = None) -> None:
@@ -118,7 +161,8 @@ def next_sort_key(session: Session, position: str) -> int:
     # One end of the (session, status, sort_key) index, read directly. MIN and MAX
     # in one aggregate make SQLite scan the whole queue instead, a cost that grows with
     # the queue (docs/benchmarks.md).
-    end = statements.end_of_queue(session.name, front=position == "front")
+    queued = Plan.objects.filter(session_id=session.name, status=Plan.Status.QUEUED)
+    end = queued.order_by("sort_key" if position == "front" else "-sort_key").values_list("sort_key", flat=True).first()
     if end is None:
         return 0
     return end - 1 if position == "front" else end + 1

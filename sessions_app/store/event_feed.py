@@ -60,8 +60,8 @@ def decode_cursor(token: object, field: str = "after") -> int:
 
 def before_event_write(using: str = "default") -> None:
     """Run by every writer right before it inserts events, inside its transaction (the
-    pre_save signal does it for Event.save(); bulk_create callers call it themselves). On
-    PostgreSQL ``statements.insert_event`` takes the same lock inside its own insert."""
+    pre_save signal does it for Event.save(), and so for every event the services record;
+    bulk_create callers call it themselves)."""
     conn = connections[using]
     if conn.vendor == "postgresql":
         if not conn.in_atomic_block:

@@ -21,18 +21,9 @@ import difflib
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db import connection
-
 from sessions_app import clock
-
-from sessions_app.store import driver
-
-from sessions_app.store import statements
 from sessions_app.models import SECTIONS, Plan, Revision
 
-REVISIONS = Revision._meta.db_table
-_SECTIONS_FIELD = Revision._meta.get_field("sections")
-_UNDO_FIELD = Revision._meta.get_field("undo")
 # Diffs of very long sections are cut to this many lines on the page; the REST API gives
 # the whole texts.
 DIFF_LINES = 400
@@ -90,30 +81,22 @@ def record(
         if not undo:
             return None
         changed = list(undo)
-    values = [
-        plan.id,
-        kind,
-        actor,
-        _SECTIONS_FIELD.get_db_prep_save(changed, connection),
-        _UNDO_FIELD.get_db_prep_save(undo, connection),
-        statements.when(at or clock.now()),
-    ]
-    if first:
-        # Nothing to look up (an imported plan may bring revisions of its own: not first).
-        driver.run(
-            f"INSERT INTO {REVISIONS} (plan_id, kind, actor, sections, undo, created_at, number) "
-            "VALUES (%s, %s, %s, %s, %s, %s, 1)",
-            values,
-        )
-        return 1
-    # One statement: the number is the next one of the plan's (the writer holds the plan's
-    # row, or SQLite's write turn, so no other writer numbers this plan's revisions meanwhile).
-    return driver.first(
-        f"INSERT INTO {REVISIONS} (plan_id, number, kind, actor, sections, undo, created_at) "
-        f"SELECT %s, COALESCE(MAX(number), 0) + 1, %s, %s, %s, %s, %s FROM {REVISIONS} WHERE plan_id = %s "
-        "RETURNING number",
-        [*values, plan.id],
-    )[0]
+    number = 1
+    if not first:  # an imported plan may bring revisions of its own: not first
+        # The next number of the plan's: the writer holds the plan's row (or SQLite's write
+        # turn), so no other writer numbers this plan's revisions meanwhile.
+        last = Revision.objects.filter(plan_id=plan.id).order_by("-number").values_list("number", flat=True).first()
+        number = (last or 0) + 1
+    Revision.objects.create(
+        plan_id=plan.id,
+        number=number,
+        kind=kind,
+        actor=actor,
+        sections=changed,
+        undo=undo,
+        created_at=at or clock.now(),
+    )
+    return number
 
 
 # --- reading ----------------------------------------------------------------------------

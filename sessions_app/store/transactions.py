@@ -20,8 +20,6 @@ from contextlib import contextmanager
 from django.db import DatabaseError, IntegrityError, connection, transaction
 
 from sessions_app import errors
-
-from sessions_app.store import driver
 from sessions_app.errors import DatabaseFailed, NineplanError
 
 try:
@@ -63,11 +61,15 @@ def read() -> Iterator[None]:
     if connection.vendor != "sqlite" or connection.in_atomic_block or not connection.get_autocommit():
         yield
         return
-    driver.run("BEGIN DEFERRED")
+    # Raw: Django's transactions begin as the connection's transaction_mode says, IMMEDIATE
+    # (the write lock) on SQLite, and a read must never take it.
+    with connection.cursor() as cur:
+        cur.execute("BEGIN DEFERRED")
     try:
         yield
     finally:
-        driver.run("COMMIT")  # a read transaction: nothing to keep or undo either way
+        with connection.cursor() as cur:
+            cur.execute("COMMIT")  # a read transaction: nothing to keep or undo either way
 
 
 _turns = threading.Lock()

@@ -31,8 +31,8 @@ TYPES = {
 ALL = "all"
 
 # The kinds after which the session's queue may have emptied: the event is written before
-# the plan's status changes, and the outbox statement checks that the plan was the last one
-# queued or active (sessions_app/store/statements.py).
+# the plan's status changes, and the outbox checks that the plan was the last one queued or
+# active (services/webhooks.py, write_messages).
 EMPTYING_KINDS = frozenset({Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_SUBMITTED, Event.Kind.PLAN_DISCARDED})
 
 _OF_KIND = {

@@ -9,14 +9,10 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import clock, errors, planfiles, services
-
-from sessions_app.maintenance import repair
-
-from sessions_app.reads import queries
-
-from sessions_app.maintenance import invariants
+from sessions_app import errors, planfiles, services
+from sessions_app.maintenance import invariants, repair
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file  # the now fixture is there too
 
@@ -484,3 +480,60 @@ def test_a_plan_may_have_max_dependents_and_discarding_it_notes_each(session, re
     assert "Dependency dropped" in row(last).notes
     assert Event.objects.filter(kind=Event.Kind.DEPENDENCY_DROPPED, session=session).count() == MAX_DEPENDENTS
     assert_valid(session)
+
+
+# --- what a pull reads under the session's lock ----------------------------------------------
+
+
+def candidate(session, worker="other"):
+    """What a pull by ``worker`` would read: (ready plan, plan it holds, depends on others)."""
+    from django.db import transaction
+
+    from sessions_app import access
+    from sessions_app.services import claims
+
+    with transaction.atomic():
+        return claims.pull_candidate(session.name, access.current().claimant, worker)
+
+
+def test_the_first_ready_plan_follows_the_queue_order_and_an_empty_queue_has_none(session):
+    assert candidate(session) == (None, None, False)
+    a, b = add(session, "A"), add(session, "B")
+    assert candidate(session)[0].id == a.id
+    services.plan_pull(session_name=session.name)
+    assert candidate(session)[0].id == b.id
+
+
+def test_a_plan_waiting_for_another_is_not_ready_until_it_is_completed(session):
+    first, later = (
+        written.plan
+        for written in services.plan_enqueue_many(
+            session_name=session.name, plans=[plan_fields(goal="First"), plan_fields(goal="Later", depends_on=[0])]
+        )
+    )
+    assert (candidate(session)[0].id, candidate(session)[2]) == (first.id, False)
+    services.plan_pull(session_name=session.name)
+    assert candidate(session)[0] is None
+    assert Plan.objects.get(id=later.id).status == Plan.Status.QUEUED
+    services.plan_complete(session_name=session.name, outcome="done")
+    # Ready now, and it says it depends on others (its answer shows what they produced).
+    ready = candidate(session)
+    assert (ready[0].id, ready[2]) == (later.id, True)
+
+
+def test_a_worker_holding_a_plan_is_handed_none_and_its_lost_claim_is_forgotten_by_its_next_pull(session):
+    a = add(session, "A")
+    add(session, "B")
+    found = candidate(session, "w1")
+    assert (found[0].id, *found[1:]) == (a.id, None, False)
+    services.plan_pull(session_name=session.name, worker="w1")
+    # The worker holds a plan: nothing is handed to it, whatever is ready.
+    assert candidate(session, "w1") == (None, a.id, False)
+    services.plan_pull(session_name=session.name, worker="w2")
+    # Nothing is ready: the worker's own plan is still read.
+    assert candidate(session, "w1") == (None, a.id, False)
+    assert candidate(session, "w3") == (None, None, False)
+    services.plan_reclaim(session_name=session.name, plan_id=a.id, actor="alice")
+    assert LostClaim.objects.filter(session=session, worker="w1").exists()
+    assert services.plan_pull(session_name=session.name, worker="w1").id == a.id
+    assert not LostClaim.objects.filter(session=session, worker="w1").exists()

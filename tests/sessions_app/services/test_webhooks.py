@@ -9,13 +9,13 @@ from datetime import timedelta
 
 import pytest
 from django.contrib.auth import get_user_model
-from django.db import transaction
+from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from sessions_app import access, clock, errors, services
-
-from sessions_app.store import statements
+from sessions_app import access, errors, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Project, Role, WebhookDelivery, WebhookSubscription
+from sessions_app.services import writing
 from tests.conftest import plan_fields
 
 pytestmark = pytest.mark.django_db
@@ -189,11 +189,36 @@ def test_another_projects_inactive_or_unsubscribed_types_get_nothing(session):
     assert messages() == []
 
 
+def test_an_event_no_active_subscription_takes_writes_nothing_but_itself(session):
+    """Without an active subscription of the session's project (another project's, or an
+    inactive one, do not count) the event is the one row written; with one, its message is
+    written with the event."""
+    Project.objects.create(name="beta")
+    every = WebhookSubscription.ALL
+    WebhookSubscription.objects.create(project_id="beta", url="https://hooks.example/a", secret="s", event_types=every)
+    WebhookSubscription.objects.create(
+        project_id=session.project_id, url="https://hooks.example/b", secret="s", event_types=every, active=False
+    )
+    plan = add(session)
+    with CaptureQueriesContext(connection) as captured, transaction.atomic():
+        writing.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
+    written = [q["sql"] for q in captured.captured_queries if q["sql"].startswith(("INSERT", "UPDATE", "DELETE"))]
+    assert len(written) == 1 and "sessions_app_event" in written[0], written
+    assert messages() == []
+
+    live = WebhookSubscription.objects.create(
+        project_id=session.project_id, url="https://hooks.example/c", secret="s", event_types=every
+    )
+    with transaction.atomic():
+        writing.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
+    assert messages() == [(live.id, "plan.held", "plan_held")]
+
+
 def test_the_messages_are_rolled_back_with_their_event(session):
     subscribe("all")
     plan = add(session)
     with pytest.raises(RuntimeError), transaction.atomic():
-        statements.insert_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id, {}, clock.now())
+        writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
         assert len(messages()) == 1
         raise RuntimeError("the write fails after its event")
     assert messages() == [] and not Event.objects.filter(kind=Event.Kind.PLAN_HELD).exists()
@@ -206,7 +231,7 @@ def one_message(session) -> WebhookDelivery:
     subscribe("plan.held")
     plan = add(session)
     with transaction.atomic():
-        statements.insert_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id, {}, clock.now())
+        writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
     return WebhookDelivery.objects.get()
 
 

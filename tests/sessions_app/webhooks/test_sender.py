@@ -12,11 +12,9 @@ from django.db import transaction
 from standardwebhooks import Webhook
 
 from sessions_app import clock, services
-
-from sessions_app.store import statements
-
-from sessions_app.webhooks import sender as webhook_sender
 from sessions_app.models import Event, WebhookDelivery
+from sessions_app.services import writing
+from sessions_app.webhooks import sender as webhook_sender
 
 pytestmark = pytest.mark.django_db
 
@@ -48,14 +46,7 @@ def test_a_message_carries_the_event_and_clips_a_long_late_write(session, make_p
     subscribed("http://127.0.0.1:9/hook", events="late_write.kept")
     plan = make_plan(session)
     with transaction.atomic():
-        statements.insert_event(
-            session.name,
-            Event.Kind.LATE_WRITE_KEPT,
-            "agent/w1",
-            plan.id,
-            {"op": "note", "text": "x" * 9000},
-            clock.now(),
-        )
+        writing.record_event(session.name, Event.Kind.LATE_WRITE_KEPT, "agent/w1", plan.id, op="note", text="x" * 9000)
 
     body = json.loads(webhook_sender.payload(the_message()))
     event = Event.objects.get(kind=Event.Kind.LATE_WRITE_KEPT)
