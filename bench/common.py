@@ -14,8 +14,8 @@ import math
 import os
 import random
 import socket
-import subprocess
 import statistics
+import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -112,8 +112,20 @@ def free_port() -> int:
 
 def skipped_without_postgres(bench: str, unit: str = "") -> dict:
     """The result of a PostgreSQL benchmark when DATABASE_URL does not name PostgreSQL."""
-    return {"rows": [{"bench": bench, "figure": "skipped (DATABASE_URL does not name PostgreSQL)", "value": None,
-                      "baseline": None, "unit": unit, "ratio": None, "target": "(optional)", "met": None}]}
+    return {
+        "rows": [
+            {
+                "bench": bench,
+                "figure": "skipped (DATABASE_URL does not name PostgreSQL)",
+                "value": None,
+                "baseline": None,
+                "unit": unit,
+                "ratio": None,
+                "target": "(optional)",
+                "met": None,
+            }
+        ]
+    }
 
 
 # --- PostgreSQL scratch databases -----------------------------------------------------------
@@ -247,9 +259,27 @@ def session_names(count: int, seed: int = SEED, taken: set[str] | None = None) -
 # --- bulk seeding ---------------------------------------------------------------------------
 
 PLAN_COLUMNS = (
-    "id", "session_name", "status", "sort_key", "context", "goal", "inputs", "outputs", "approach",
-    "success_criteria", "notes", "outcome", "discard_reason", "version", "created_at", "updated_at",
-    "completed_at", "discarded_at", "worker", "claimed_at", "lease_expires_at",
+    "id",
+    "session_name",
+    "status",
+    "sort_key",
+    "context",
+    "goal",
+    "inputs",
+    "outputs",
+    "approach",
+    "success_criteria",
+    "notes",
+    "outcome",
+    "discard_reason",
+    "version",
+    "created_at",
+    "updated_at",
+    "completed_at",
+    "discarded_at",
+    "worker",
+    "claimed_at",
+    "lease_expires_at",
 )
 
 
@@ -299,10 +329,27 @@ def plan_row(plan_id: str, session: str, status: str, position: int | None, sect
     # An active plan is held by the session's default worker, with a lease that outlasts the run.
     held = status == "active"
     return (
-        plan_id, session, status, position, sections["context"], sections["goal"], sections["inputs"],
-        sections["outputs"], sections["approach"], sections["success_criteria"], sections.get("notes", ""),
-        sections.get("outcome", "") if status == "completed" else "", "", 1, when, when, done, gone,
-        "default" if held else None, when if held else None, _day_after(when) if held else None,
+        plan_id,
+        session,
+        status,
+        position,
+        sections["context"],
+        sections["goal"],
+        sections["inputs"],
+        sections["outputs"],
+        sections["approach"],
+        sections["success_criteria"],
+        sections.get("notes", ""),
+        sections.get("outcome", "") if status == "completed" else "",
+        "",
+        1,
+        when,
+        when,
+        done,
+        gone,
+        "default" if held else None,
+        when if held else None,
+        _day_after(when) if held else None,
     )
 
 

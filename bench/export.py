@@ -15,8 +15,20 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env, bulk_insert, db_now, plan_ids
-from common import plan_row, progress, setup_django
+from common import (
+    MANAGE,
+    PLAN_COLUMNS,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    plan_ids,
+    plan_row,
+    progress,
+    setup_django,
+)
 
 FLAT = 1.2  # the larger session's peak within this factor of the smaller one's
 LONG_PLAN = 160_000  # about the characters of a long plan (within the field and plan limits)
@@ -87,7 +99,9 @@ def seed(session: str, start: int, count: int, total: int, *, chars: int = 1500,
     )
     bulk_insert("sessions_app_plan", PLAN_COLUMNS, plans, batch)
     events = (
-        (session, plan_id, kind, "agent", "{}", now) for plan_id in ids for kind in ("plan_created", "plan_pulled", "plan_completed")
+        (session, plan_id, kind, "agent", "{}", now)
+        for plan_id in ids
+        for kind in ("plan_created", "plan_pulled", "plan_completed")
     )
     bulk_insert("sessions_app_event", ("session_name", "plan_id", "kind", "actor", "detail", "created_at"), events)
 
@@ -159,8 +173,13 @@ def run(data_dir: Path, params: dict) -> dict:
         rows += [
             _row(f"nineplan_export, {label}: peak RSS (baseline: built in memory)", streamed, whole, "MB", "(shown)"),
             _row(f"REST export, {size:,} plans: peak RSS", rest, None, "MB", "(shown)"),
-            _row(f"nineplan_export, {size:,} plans: time (baseline: built in memory)", seconds * 1000,
-                 whole_seconds * 1000, "ms", "(shown)"),
+            _row(
+                f"nineplan_export, {size:,} plans: time (baseline: built in memory)",
+                seconds * 1000,
+                whole_seconds * 1000,
+                "ms",
+                "(shown)",
+            ),
             _row(f"REST export, {size:,} plans: time", rest_seconds * 1000, None, "ms", "(shown)"),
         ]
     rows.append(_flat("export", "nineplan_export", measured))
@@ -171,14 +190,29 @@ def _flat(bench: str, command: str, measured: dict[int, float]) -> dict:
     """The target: the peak at the largest size within FLAT of the peak at the smallest."""
     small, large = min(measured), max(measured)
     ratio = measured[large] / measured[small]
-    return {"bench": bench, "figure": f"{command} peak RSS: {large:,} vs {small:,} plans (flat)",
-            "value": measured[large], "baseline": measured[small], "unit": "MB", "ratio": ratio,
-            "target": f"<= {FLAT}x", "met": ratio <= FLAT}
+    return {
+        "bench": bench,
+        "figure": f"{command} peak RSS: {large:,} vs {small:,} plans (flat)",
+        "value": measured[large],
+        "baseline": measured[small],
+        "unit": "MB",
+        "ratio": ratio,
+        "target": f"<= {FLAT}x",
+        "met": ratio <= FLAT,
+    }
 
 
 def _row(figure: str, value: float, baseline: float | None, unit: str, target: str, *, bench: str = "export") -> dict:
-    return {"bench": bench, "figure": figure, "value": value, "baseline": baseline, "unit": unit,
-            "ratio": None if baseline is None else value / baseline, "target": target, "met": None}
+    return {
+        "bench": bench,
+        "figure": figure,
+        "value": value,
+        "baseline": baseline,
+        "unit": unit,
+        "ratio": None if baseline is None else value / baseline,
+        "target": target,
+        "met": None,
+    }
 
 
 def run_import(data_dir: Path, params: dict) -> dict:

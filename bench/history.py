@@ -17,8 +17,20 @@ import sqlite3
 import time
 from pathlib import Path
 
-from common import COMMON_WORDS, PLAN_COLUMNS, TextMaker, bulk_insert, db_now, median, percentile, plan_ids
-from common import plan_row, progress, scratch_database, setup_django
+from common import (
+    COMMON_WORDS,
+    PLAN_COLUMNS,
+    TextMaker,
+    bulk_insert,
+    db_now,
+    median,
+    percentile,
+    plan_ids,
+    plan_row,
+    progress,
+    scratch_database,
+    setup_django,
+)
 
 SELECTIVE = ("zircon", "quasar", "lantern", "zircon quasar", "velvet lantern")
 COMMON = (COMMON_WORDS[0], COMMON_WORDS[1], f"{COMMON_WORDS[0]} {COMMON_WORDS[1]}")
@@ -61,7 +73,10 @@ def seed_small() -> str:
     name = services.session_create(task_description="search benchmark, small", actor="bench").name
     text = TextMaker(seed=7)
     now = db_now()
-    rows = [plan_row(pid, name, "completed", None, text.plan(i, SMALL_PLANS), now) for i, pid in enumerate(plan_ids(SMALL_PLANS))]
+    rows = [
+        plan_row(pid, name, "completed", None, text.plan(i, SMALL_PLANS), now)
+        for i, pid in enumerate(plan_ids(SMALL_PLANS))
+    ]
     bulk_insert("sessions_app_plan", PLAN_COLUMNS, rows)
     return name
 
@@ -176,8 +191,8 @@ def _measure(queries: tuple[str, ...], session: str, hand, repeats: int, compare
         for i in range(repeats):
             # Which side goes first alternates: the second one finds the pages and the CPU
             # caches warmed by the first.
-            sides = [(ours, lambda: reads.history_search(query, session_name=session, max_results=LIMIT))]
-            sides.append((theirs, lambda: hand.search(query, session)))
+            sides = [(ours, lambda q=query: reads.history_search(q, session_name=session, max_results=LIMIT))]
+            sides.append((theirs, lambda q=query: hand.search(q, session)))
             for times, call in sides if i % 2 == 0 else sides[::-1]:
                 t0 = time.perf_counter()
                 call()
@@ -328,4 +343,3 @@ def _postgres_rows(data_dir: Path, params: dict, bench_url: str) -> list[dict]:
             hand.db.close()
         connections.close_all()
     return rows
-

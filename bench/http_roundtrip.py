@@ -17,7 +17,19 @@ import subprocess
 import time
 from pathlib import Path
 
-from common import BARE_SERVER, MANAGE, MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, progress
+from common import (
+    BARE_SERVER,
+    MANAGE,
+    MCP_PROTOCOL,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    free_port,
+    mcp_meta,
+    median,
+    progress,
+)
 
 OPS = ("add", "pull", "note", "complete")
 RATIO_TARGET = 1.5
@@ -28,7 +40,9 @@ START_TIMEOUT = 120
 class HttpServer:
     def __init__(self, command: list[str], port: int, env: dict):
         self.port = port
-        self.proc = subprocess.Popen(command, env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        self.proc = subprocess.Popen(
+            command, env=env, cwd=str(REPO), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             try:
@@ -94,10 +108,9 @@ def _service(op: str, session: str, text: TextMaker) -> float:
 
 
 def run(data_dir: Path, params: dict) -> dict:
+    from common import setup_django
     from django.db import connections
     from django.test import override_settings
-
-    from common import setup_django
 
     setup_django(data_dir)
     from sessions_app import services

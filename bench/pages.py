@@ -12,8 +12,18 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from common import PLAN_COLUMNS, TextMaker, bulk_insert, db_now, median, plan_ids, plan_row
-from common import progress, session_names, setup_django
+from common import (
+    PLAN_COLUMNS,
+    TextMaker,
+    bulk_insert,
+    db_now,
+    median,
+    plan_ids,
+    plan_row,
+    progress,
+    session_names,
+    setup_django,
+)
 
 ADMIN_PAGES = (
     ("admin: sessions list", "admin:sessions_app_session_changelist", None, ""),
@@ -50,7 +60,8 @@ class Seeder:
         now = db_now()
         names = session_names(sessions, taken=self.names, seed=len(self.names) + 1)
         bulk_insert(
-            "sessions_app_session", ("name", "task_description", "created_at"),
+            "sessions_app_session",
+            ("name", "task_description", "created_at"),
             ((n, f"benchmark session {i}", now) for i, n in enumerate(names)),
         )
         heavy, rest = names[0], names[1:]
@@ -200,7 +211,15 @@ def run(data_dir: Path, params: dict) -> dict:
         )
     if not rows:
         rows.append(
-            {"bench": "pages", "figure": "no admin or REST page found", "value": None, "baseline": None,
-             "unit": "ms", "ratio": None, "target": "same query count", "met": False}
+            {
+                "bench": "pages",
+                "figure": "no admin or REST page found",
+                "value": None,
+                "baseline": None,
+                "unit": "ms",
+                "ratio": None,
+                "target": "same query count",
+                "met": False,
+            }
         )
     return {"rows": rows, "sizes": [[s1, p1], [s2, p2]]}

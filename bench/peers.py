@@ -69,9 +69,7 @@ WORD = "invoice"  # in every task's title, so every search finds every completed
 
 
 def installed() -> bool:
-    return (
-        TASK_MASTER.is_file() and SHRIMP.is_file() and shutil.which("node") is not None
-    )
+    return TASK_MASTER.is_file() and SHRIMP.is_file() and shutil.which("node") is not None
 
 
 def _version(package: str) -> str:
@@ -135,9 +133,7 @@ class Server:
 
         # The server's stderr goes to a file: an unread pipe would fill up and stall it.
         errlog = stack.enter_context((self.root / "stderr.log").open("w"))
-        read, write = await stack.enter_async_context(
-            stdio_client(self.params(), errlog=errlog)
-        )
+        read, write = await stack.enter_async_context(stdio_client(self.params(), errlog=errlog))
         self.session = await stack.enter_async_context(ClientSession(read, write))
         await self.session.initialize()
         self.pid = _newest_child()
@@ -185,9 +181,7 @@ class Nineplan(Server):
         )
 
     async def setup(self) -> None:
-        await self.call(
-            "9plan_session_create", {"task_description": "benchmark against the peers"}
-        )
+        await self.call("9plan_session_create", {"task_description": "benchmark against the peers"})
 
     def step(self, step, task):
         if step == "add":
@@ -212,9 +206,7 @@ class TaskMaster(Server):
 
         env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
         env["TASK_MASTER_TOOLS"] = "standard"
-        return StdioServerParameters(
-            command="node", args=[str(TASK_MASTER)], env=env, cwd=str(self.root)
-        )
+        return StdioServerParameters(command="node", args=[str(TASK_MASTER)], env=env, cwd=str(self.root))
 
     def __init__(self, root):
         super().__init__(root)
@@ -257,9 +249,7 @@ class Shrimp(Server):
             "TEMPLATES_USE": "en",
             "ENABLE_GUI": "false",
         }
-        return StdioServerParameters(
-            command="node", args=[str(SHRIMP)], env=env, cwd=str(self.root)
-        )
+        return StdioServerParameters(command="node", args=[str(SHRIMP)], env=env, cwd=str(self.root))
 
     def _oldest_open(self) -> str:
         # Read outside the clock: the agent would have the id from an earlier answer.
@@ -302,9 +292,7 @@ async def _measure(
     for s in servers:
         s.root.mkdir(parents=True, exist_ok=True)
     sizes = (0, grown) if grown else (0,)
-    samples = {
-        size: {s.name: {step: {"wall": [], "cpu": []} for step in STEPS} for s in servers} for size in sizes
-    }
+    samples = {size: {s.name: {step: {"wall": [], "cpu": []} for step in STEPS} for s in servers} for size in sizes}
     # Cycle n starts with n completed tasks in the session: which size each measured one counts for.
     measured = {warmup + i: 0 for i in range(cycles)}
     if grown:
@@ -322,10 +310,7 @@ async def _measure(
             size = measured.get(n)
             for i, step in enumerate(STEPS):
                 # Each step in turn on every server, starting with a different one each time.
-                order = (
-                    servers[(n + i) % len(servers) :]
-                    + servers[: (n + i) % len(servers)]
-                )
+                order = servers[(n + i) % len(servers) :] + servers[: (n + i) % len(servers)]
                 for s in order:
                     took, cpu = await s.timed(step, task)
                     if size is not None:
@@ -352,11 +337,22 @@ def rows(samples: dict, size: int) -> list[dict]:
             best = min(theirs.values())
             shown = ", ".join(f"{name} {value:.2f} ms" for name, value in theirs.items())
             ratio = mine / best if best else math.nan
-            out.append({
-                "bench": "peers", "figure": f"{step}, {where}: {figure} ({shown})", "value": mine, "baseline": best,
-                "unit": "ms", "ratio": ratio, "target": target, "met": ratio <= limit if what == "wall" else None,
-                "step": step, "what": what, "peers": theirs, "size": size,
-            })
+            out.append(
+                {
+                    "bench": "peers",
+                    "figure": f"{step}, {where}: {figure} ({shown})",
+                    "value": mine,
+                    "baseline": best,
+                    "unit": "ms",
+                    "ratio": ratio,
+                    "target": target,
+                    "met": ratio <= limit if what == "wall" else None,
+                    "step": step,
+                    "what": what,
+                    "peers": theirs,
+                    "size": size,
+                }
+            )
     return out
 
 
@@ -382,9 +378,7 @@ def run(data_dir: Path, params: dict) -> dict:
         f"peers: {params['peers_cycles']} cycles of add, pull, complete, search on 9plan and two peers, "
         f"in a fresh session and in one of {params['peers_grown']} completed tasks"
     )
-    by_size = asyncio.run(
-        _measure(data_dir, params["peers_cycles"], params["peers_warmup"], params["peers_grown"])
-    )
+    by_size = asyncio.run(_measure(data_dir, params["peers_cycles"], params["peers_warmup"], params["peers_grown"]))
     return {
         "rows": [
             {k: v for k, v in r.items() if k not in ("step", "what", "peers", "size")}
@@ -395,9 +389,7 @@ def run(data_dir: Path, params: dict) -> dict:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--cycles", type=int, default=40, help="measured cycles at each session size")
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument(
@@ -405,9 +397,7 @@ def main() -> None:
     )
     args = parser.parse_args()
     if not installed():
-        raise SystemExit(
-            "The peers are not installed: make bench-peers-install (npm, into bench/.peers/)."
-        )
+        raise SystemExit("The peers are not installed: make bench-peers-install (npm, into bench/.peers/).")
     with tempfile.TemporaryDirectory(prefix="9plan-bench-peers-") as tmp:
         root = Path(tmp)
         (root / "9plan" / "sessions").mkdir(parents=True)

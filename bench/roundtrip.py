@@ -14,8 +14,22 @@ import json
 import time
 from pathlib import Path
 
-from common import BARE_SERVER, MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env
-from common import bulk_insert, db_now, median, plan_ids, plan_row, progress, write_plan_files
+from common import (
+    BARE_SERVER,
+    MANAGE,
+    PLAN_COLUMNS,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    median,
+    plan_ids,
+    plan_row,
+    progress,
+    write_plan_files,
+)
 from rpc import StdioServer
 
 OPS = ("add", "pull", "note", "complete", "search")
@@ -32,7 +46,6 @@ QUERY = "obsidian meridian"
 def seed_session(size: int, text: TextMaker, taken: set[str]) -> str:
     """A session with ``size`` queued plans (with their files) and ``size`` completed ones."""
     from sessions_app import services
-
     from sessions_app.models import Plan
 
     name = services.session_create(task_description="benchmark session", actor="bench").name

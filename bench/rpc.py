@@ -117,7 +117,7 @@ class StdioServer:
         self._stderr.close()
         return self.maxrss_kb
 
-    def __enter__(self) -> "StdioServer":
+    def __enter__(self) -> StdioServer:
         return self
 
     def __exit__(self, *exc) -> None:

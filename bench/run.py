@@ -29,7 +29,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import PYTHON, REPO, bench_env  # noqa: E402
+from common import PYTHON, REPO, bench_env
 
 # Benchmark name -> (module in bench/, function taking the data dir and the parameters).
 BENCHMARKS = {
@@ -107,8 +107,16 @@ def run_child(name: str, data_dir: Path, params: dict) -> dict:
             return json.loads(line[len("BENCH-RESULT ") :])
     return {
         "rows": [
-            {"bench": name, "figure": f"FAILED (exit {proc.returncode}; its error is printed above)", "value": None,
-             "baseline": None, "unit": "", "ratio": None, "target": "", "met": False}
+            {
+                "bench": name,
+                "figure": f"FAILED (exit {proc.returncode}; its error is printed above)",
+                "value": None,
+                "baseline": None,
+                "unit": "",
+                "ratio": None,
+                "target": "",
+                "met": False,
+            }
         ]
     }
 
@@ -140,7 +148,7 @@ def memory_rows(memory: dict) -> list[dict]:
         "mcp_startup_populated_kb": "manage.py mcp, start-up + one tool call, populated data dir",
         "bare_kb": "bare MCPServer, start-up",
     }
-    for key, value in memory.items():
+    for key in memory:
         if key.startswith("mcp_roundtrip_"):
             size = int(key.split("_")[2])
             labels[key] = f"manage.py mcp, after the round trips at {size:,} plans"
@@ -149,13 +157,29 @@ def memory_rows(memory: dict) -> list[dict]:
     for key, value in memory.items():
         if value:
             rows.append(
-                {"bench": "peak memory", "figure": f"{labels.get(key, key)} (ru_maxrss)", "value": value / 1024,
-                 "baseline": None, "unit": "MB", "ratio": None, "target": "(shown)", "met": None}
+                {
+                    "bench": "peak memory",
+                    "figure": f"{labels.get(key, key)} (ru_maxrss)",
+                    "value": value / 1024,
+                    "baseline": None,
+                    "unit": "MB",
+                    "ratio": None,
+                    "target": "(shown)",
+                    "met": None,
+                }
             )
     if not rows:
         rows.append(
-            {"bench": "peak memory", "figure": "not measured (needs startup or roundtrip)", "value": None,
-             "baseline": None, "unit": "MB", "ratio": None, "target": "(shown)", "met": None}
+            {
+                "bench": "peak memory",
+                "figure": "not measured (needs startup or roundtrip)",
+                "value": None,
+                "baseline": None,
+                "unit": "MB",
+                "ratio": None,
+                "target": "(shown)",
+                "met": None,
+            }
         )
     return rows
 

@@ -11,9 +11,24 @@ import shutil
 import time
 from pathlib import Path
 
-from common import BARE_SERVER, MANAGE, PLAN_COLUMNS, PYTHON, REPO, TextMaker, bench_env
-from common import bulk_insert, db_now, median, plan_ids, plan_row, progress, session_names
-from common import setup_django, write_plan_files
+from common import (
+    BARE_SERVER,
+    MANAGE,
+    PLAN_COLUMNS,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    median,
+    plan_ids,
+    plan_row,
+    progress,
+    session_names,
+    setup_django,
+    write_plan_files,
+)
 from rpc import StdioServer
 
 RATIO_TARGET = 1.3
@@ -128,15 +143,33 @@ def run(data_dir: Path, params: dict) -> dict:
         value = None if value is None else value * 1000
         baseline = None if baseline is None else baseline * 1000
         ratio = value / baseline if value is not None and baseline else None
-        return {"bench": "start-up", "figure": figure, "value": value, "baseline": baseline, "unit": "ms",
-                "ratio": ratio, "target": target, "met": met}
+        return {
+            "bench": "start-up",
+            "figure": figure,
+            "value": value,
+            "baseline": baseline,
+            "unit": "ms",
+            "ratio": ratio,
+            "target": target,
+            "met": met,
+        }
 
     rows = [
-        row(f"spawn -> initialize answered (median of {runs})", init, init_bare,
-            f"<= {RATIO_TARGET}x bare", init / init_bare <= RATIO_TARGET),
+        row(
+            f"spawn -> initialize answered (median of {runs})",
+            init,
+            init_bare,
+            f"<= {RATIO_TARGET}x bare",
+            init / init_bare <= RATIO_TARGET,
+        ),
         row("CPU time used until initialize answered", cpu, cpu_bare),
-        row("spawn -> first tool answered (session_resume)", med(ours, "first"), init_bare,
-            f"<= {RATIO_TARGET}x bare initialize", med(ours, "first") / init_bare <= RATIO_TARGET),
+        row(
+            "spawn -> first tool answered (session_resume)",
+            med(ours, "first"),
+            init_bare,
+            f"<= {RATIO_TARGET}x bare initialize",
+            med(ours, "first") / init_bare <= RATIO_TARGET,
+        ),
         row(f"spawn -> initialize answered, {scale}", med(populated, "init"), init_bare),
         row(f"spawn -> first tool answered, {scale}", med(populated, "first"), init_bare),
         row(f"fresh data dir -> first tool answered (median of {len(fresh)})", median(fresh) if fresh else None, None),

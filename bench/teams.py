@@ -32,8 +32,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import MCP_PROTOCOL, PYTHON, REPO, TextMaker, bench_env, free_port, mcp_meta, median, percentile, progress
-from common import pg_admin, scratch_database, skipped_without_postgres
+from common import (
+    MCP_PROTOCOL,
+    PYTHON,
+    REPO,
+    TextMaker,
+    bench_env,
+    free_port,
+    mcp_meta,
+    median,
+    percentile,
+    pg_admin,
+    progress,
+    scratch_database,
+    skipped_without_postgres,
+)
 
 META = mcp_meta("9plan-bench")
 OWN, RACERS, SERVERS = 8, 4, 2
@@ -52,10 +65,21 @@ class Connection:
     def call(self, name: str, arguments: dict) -> tuple[bool, str, str]:
         """(answered as a tool result, its text, the error category or "")."""
         self.next_id += 1
-        body = json.dumps({"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call",
-                           "params": {"name": name, "arguments": arguments, "_meta": META}})
-        headers = {"content-type": "application/json", "accept": "application/json, text/event-stream",
-                   "mcp-protocol-version": MCP_PROTOCOL, "mcp-method": "tools/call", "mcp-name": name}
+        body = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "id": self.next_id,
+                "method": "tools/call",
+                "params": {"name": name, "arguments": arguments, "_meta": META},
+            }
+        )
+        headers = {
+            "content-type": "application/json",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": MCP_PROTOCOL,
+            "mcp-method": "tools/call",
+            "mcp-name": name,
+        }
         self.conn.request("POST", "/mcp", body, headers)
         response = self.conn.getresponse()
         raw = response.read().decode()
@@ -97,8 +121,15 @@ def client(port: int, role: str, session: str, seconds: float) -> None:
 
     while time.perf_counter() < end:
         if role == "own":
-            call("9plan_queue_add", {"context": text.chars(150), "goal": text.chars(60),
-                                     "approach": text.chars(250), "success_criteria": text.chars(80)})
+            call(
+                "9plan_queue_add",
+                {
+                    "context": text.chars(150),
+                    "goal": text.chars(60),
+                    "approach": text.chars(250),
+                    "success_criteria": text.chars(80),
+                },
+            )
             call("9plan_queue_pull", {})
             call("9plan_plan_note", {"text": text.chars(120)})
             call("9plan_plan_complete", {"outcome": text.chars(200)})
@@ -141,9 +172,15 @@ def one_run(
             ports = [free_port() for _ in range(servers)]
             for port in ports:
                 log = data_dir / f"server-{port}.log"
-                procs.append(subprocess.Popen([PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
-                                              env=env, cwd=str(repo), stdout=subprocess.DEVNULL,
-                                              stderr=log.open("w")))
+                procs.append(
+                    subprocess.Popen(
+                        [PYTHON, manage, "mcp", "--transport", "http", "--port", str(port)],
+                        env=env,
+                        cwd=str(repo),
+                        stdout=subprocess.DEVNULL,
+                        stderr=log.open("w"),
+                    )
+                )
             for port, proc in zip(ports, procs):
                 _wait_listening(proc, port, data_dir / f"server-{port}.log")
             setup = Connection(ports[0])
@@ -156,16 +193,25 @@ def one_run(
             shared = names[-1]
             text = TextMaker()
             for start in range(0, racing_plans, 50):
-                plans = [{"context": text.chars(150), "goal": text.chars(60), "approach": text.chars(250),
-                          "success_criteria": text.chars(80)} for _ in range(min(50, racing_plans - start))]
+                plans = [
+                    {
+                        "context": text.chars(150),
+                        "goal": text.chars(60),
+                        "approach": text.chars(250),
+                        "success_criteria": text.chars(80),
+                    }
+                    for _ in range(min(50, racing_plans - start))
+                ]
                 _, answer, category = setup.call("9plan_queue_add_batch", {"plans": plans, "session_name": shared})
                 if category:
                     raise RuntimeError(f"queue_add_batch failed: {answer}")
             setup.conn.close()
             pg_admin(db_url, "ANALYZE")
             assignments = [("own", name) for name in names[:OWN]] + [("race", shared)] * RACERS
-            commands = [[PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
-                        for i, (role, name) in enumerate(assignments)]
+            commands = [
+                [PYTHON, __file__, "--client", str(ports[i % servers]), role, name, str(seconds)]
+                for i, (role, name) in enumerate(assignments)
+            ]
             cpu0, pg0 = _cpu([p.pid for p in procs]), _backends_cpu(scratch)
             from common import race
 
@@ -188,10 +234,18 @@ def one_run(
     errors = [e for r in results for e in r["errors"]]
     for e in errors[:5]:
         progress(f"teams error: {e}")
-    return {"ops": len(latencies) / elapsed, "p50": median(latencies), "p99": percentile(latencies, 99),
-            "errors": len(errors), "calls": len(latencies), "server_cpu_per_op": cpu / max(1, len(latencies)) * 1000,
-            "pg_cpu_per_op": pg_cpu / max(1, len(latencies)) * 1000, "elapsed": elapsed,
-            "server_cores": cpu / elapsed, "pg_cores": pg_cpu / elapsed}
+    return {
+        "ops": len(latencies) / elapsed,
+        "p50": median(latencies),
+        "p99": percentile(latencies, 99),
+        "errors": len(errors),
+        "calls": len(latencies),
+        "server_cpu_per_op": cpu / max(1, len(latencies)) * 1000,
+        "pg_cpu_per_op": pg_cpu / max(1, len(latencies)) * 1000,
+        "elapsed": elapsed,
+        "server_cores": cpu / elapsed,
+        "pg_cores": pg_cpu / elapsed,
+    }
 
 
 def _backends_cpu(database: str) -> dict[int, float]:
@@ -232,18 +286,28 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"], within=data_dir)
 
     def row(figure, value, unit, target="(shown)", met=None):
-        return {"bench": "teams (PostgreSQL)", "figure": figure, "value": value, "baseline": None, "unit": unit,
-                "ratio": None, "target": target, "met": met}
+        return {
+            "bench": "teams (PostgreSQL)",
+            "figure": figure,
+            "value": value,
+            "baseline": None,
+            "unit": unit,
+            "ratio": None,
+            "target": target,
+            "met": met,
+        }
 
     label = f"{SERVERS} HTTP servers, {OWN} own sessions + {RACERS} racing on one"
-    return {"rows": [
-        row(f"tool calls/s ({label})", r["ops"], "ops/s"),
-        row("latency p50", r["p50"], "ms"),
-        row("latency p99", r["p99"], "ms"),
-        row("servers' CPU per call", r["server_cpu_per_op"], "ms"),
-        row("PostgreSQL's CPU per call (the run's backends)", r["pg_cpu_per_op"], "ms"),
-        row("errors", r["errors"], "count", "0", r["errors"] == 0),
-    ]}
+    return {
+        "rows": [
+            row(f"tool calls/s ({label})", r["ops"], "ops/s"),
+            row("latency p50", r["p50"], "ms"),
+            row("latency p99", r["p99"], "ms"),
+            row("servers' CPU per call", r["server_cpu_per_op"], "ms"),
+            row("PostgreSQL's CPU per call (the run's backends)", r["pg_cpu_per_op"], "ms"),
+            row("errors", r["errors"], "count", "0", r["errors"] == 0),
+        ]
+    }
 
 
 def main() -> None:
@@ -269,20 +333,27 @@ def main() -> None:
         for repo in repos if n % 2 == 0 else repos[::-1]:
             r = one_run(repo, url, args.seconds, args.plans, args.servers)
             runs[repo].append(r)
-            print(f"{repo}: {r['ops']:.0f} calls/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
-                  f"{r['errors']} errors, CPU per call: servers {r['server_cpu_per_op']:.2f} ms, PostgreSQL "
-                  f"{r['pg_cpu_per_op']:.2f} ms; cores used: servers {r['server_cores']:.2f}, PostgreSQL "
-                  f"{r['pg_cores']:.2f}", flush=True)
-    print(f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.servers} servers, "
-          f"{args.rounds} rounds of {args.seconds:g} s")
+            print(
+                f"{repo}: {r['ops']:.0f} calls/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
+                f"{r['errors']} errors, CPU per call: servers {r['server_cpu_per_op']:.2f} ms, PostgreSQL "
+                f"{r['pg_cpu_per_op']:.2f} ms; cores used: servers {r['server_cores']:.2f}, PostgreSQL "
+                f"{r['pg_cores']:.2f}",
+                flush=True,
+            )
+    print(
+        f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.servers} servers, "
+        f"{args.rounds} rounds of {args.seconds:g} s"
+    )
     first = repos[0]
     for repo in repos:
         ops = median([r["ops"] for r in runs[repo]])
         p99 = median([r["p99"] for r in runs[repo]])
         base_ops = median([r["ops"] for r in runs[first]])
         base_p99 = median([r["p99"] for r in runs[first]])
-        print(f"| {repo} | {ops:.0f} calls/s ({ops / base_ops:.2f}x) | p99 {p99:.0f} ms ({p99 / base_p99:.2f}x) | "
-              f"{sum(r['errors'] for r in runs[repo])} errors |")
+        print(
+            f"| {repo} | {ops:.0f} calls/s ({ops / base_ops:.2f}x) | p99 {p99:.0f} ms ({p99 / base_p99:.2f}x) | "
+            f"{sum(r['errors'] for r in runs[repo])} errors |"
+        )
 
 
 if __name__ == "__main__":

@@ -25,7 +25,7 @@ import time
 from contextlib import nullcontext
 from pathlib import Path
 
-from common import PYTHON, race, take_turns, TextMaker, bench_env, median, percentile, progress, setup_django
+from common import PYTHON, TextMaker, bench_env, median, percentile, progress, race, setup_django, take_turns
 
 CYCLE = ("add", "pull", "note", "defer", "pull", "complete", "state", "search")
 # Ratios that hold on any machine: several processes together do at least nearly what
@@ -204,8 +204,16 @@ def run(data_dir: Path, params: dict) -> dict:
     cores = os.cpu_count() or 1
 
     def row(figure, value, unit, target, met):
-        return {"bench": "throughput", "figure": figure, "value": value, "baseline": None, "unit": unit,
-                "ratio": None, "target": target, "met": met}
+        return {
+            "bench": "throughput",
+            "figure": figure,
+            "value": value,
+            "baseline": None,
+            "unit": unit,
+            "ratio": None,
+            "target": target,
+            "met": met,
+        }
 
     p99 = percentile(latencies, 99)
     ops = race["ops"]
@@ -214,40 +222,109 @@ def run(data_dir: Path, params: dict) -> dict:
     cpu_ratio = race["cpu_per_op"] / alone["cpu_per_op"] if alone["cpu_per_op"] else 0.0
     return {
         "rows": [
-            {**row(f"operations/s in total ({label}) vs 1 process alone", ops, "ops/s",
-                   f">= {SCALING_TARGET:g}x", scaling >= SCALING_TARGET), "baseline": alone["ops"], "ratio": scaling},
-            {**row(f"CPU time per operation ({label}) vs 1 process alone", race["cpu_per_op"], "ms",
-                   "(shown)", None),
-             "baseline": alone["cpu_per_op"], "ratio": cpu_ratio},
+            {
+                **row(
+                    f"operations/s in total ({label}) vs 1 process alone",
+                    ops,
+                    "ops/s",
+                    f">= {SCALING_TARGET:g}x",
+                    scaling >= SCALING_TARGET,
+                ),
+                "baseline": alone["ops"],
+                "ratio": scaling,
+            },
+            {
+                **row(
+                    f"CPU time per operation ({label}) vs 1 process alone", race["cpu_per_op"], "ms", "(shown)", None
+                ),
+                "baseline": alone["cpu_per_op"],
+                "ratio": cpu_ratio,
+            },
             row("latency p50", median(latencies), "ms", "(shown)", None),
             row("latency p99", p99, "ms", f"<= {P99_TARGET_MS:g} ms", p99 <= P99_TARGET_MS),
             row("latency max", max(latencies), "ms", "(shown)", None),
             # Errors of every race count, the process alone's as well as the processes together.
-            row("'database is locked' errors (every race)", race["locked"] + alone["locked"], "count", "0",
-                race["locked"] + alone["locked"] == 0),
-            row("other errors (every race)", race["other"] + alone["other"], "count", "0",
-                race["other"] + alone["other"] == 0),
+            row(
+                "'database is locked' errors (every race)",
+                race["locked"] + alone["locked"],
+                "count",
+                "0",
+                race["locked"] + alone["locked"] == 0,
+            ),
+            row(
+                "other errors (every race)",
+                race["other"] + alone["other"],
+                "count",
+                "0",
+                race["other"] + alone["other"] == 0,
+            ),
             row("1 process alone, same mix: operations/s", alone["ops"], "ops/s", "(shown)", None),
             row("CPU time per operation (1 process alone)", alone["cpu_per_op"], "ms", "(shown)", None),
             row(f"ceiling: {cores} cores / CPU per operation", ceiling, "ops/s", "(shown)", None),
-            {**row(f"CPU time per operation ({processes} processes, a copy of the file each) vs 1 process alone",
-                   apart["cpu_per_op"], "ms", "(shown)", None),
-             "baseline": alone["cpu_per_op"], "ratio": apart["cpu_per_op"] / alone["cpu_per_op"]},
-            {**row(f"CPU time per operation ({processes} processes, one file, no writer turns) vs 1 process alone",
-                   unturned["cpu_per_op"], "ms", "(shown)", None),
-             "baseline": alone["cpu_per_op"], "ratio": unturned["cpu_per_op"] / alone["cpu_per_op"]},
-            {**row(f"operations/s ({processes} processes, one file, no writer turns) vs 1 process alone",
-                   unturned["ops"], "ops/s", "(shown)", None),
-             "baseline": alone["ops"], "ratio": unturned["ops"] / alone["ops"]},
+            {
+                **row(
+                    f"CPU time per operation ({processes} processes, a copy of the file each) vs 1 process alone",
+                    apart["cpu_per_op"],
+                    "ms",
+                    "(shown)",
+                    None,
+                ),
+                "baseline": alone["cpu_per_op"],
+                "ratio": apart["cpu_per_op"] / alone["cpu_per_op"],
+            },
+            {
+                **row(
+                    f"CPU time per operation ({processes} processes, one file, no writer turns) vs 1 process alone",
+                    unturned["cpu_per_op"],
+                    "ms",
+                    "(shown)",
+                    None,
+                ),
+                "baseline": alone["cpu_per_op"],
+                "ratio": unturned["cpu_per_op"] / alone["cpu_per_op"],
+            },
+            {
+                **row(
+                    f"operations/s ({processes} processes, one file, no writer turns) vs 1 process alone",
+                    unturned["ops"],
+                    "ops/s",
+                    "(shown)",
+                    None,
+                ),
+                "baseline": alone["ops"],
+                "ratio": unturned["ops"] / alone["ops"],
+            },
             row("latency p99, no writer turns", percentile(unturned["latencies"], 99), "ms", "(shown)", None),
-            {**row(f"CPU time per operation (1 process alone, sleeping {processes - 1}x each operation's time after it,"
-                   " as turns make it wait) vs 1 process alone", pausing["cpu_per_op"], "ms", "(shown)", None),
-             "baseline": alone["cpu_per_op"], "ratio": pausing["cpu_per_op"] / alone["cpu_per_op"]},
-            {**row(f"CPU time per operation ({label}) vs 1 process alone sleeping likewise",
-                   race["cpu_per_op"], "ms", "(shown)", None),
-             "baseline": pausing["cpu_per_op"], "ratio": race["cpu_per_op"] / pausing["cpu_per_op"]},
-            row("errors of the last three races (a file each; no writer turns; alone, sleeping)",
-                sum(r["locked"] + r["other"] for r in (apart, unturned, pausing)), "count", "(shown)", None),
+            {
+                **row(
+                    f"CPU time per operation (1 process alone, sleeping {processes - 1}x each operation's time after it,"
+                    " as turns make it wait) vs 1 process alone",
+                    pausing["cpu_per_op"],
+                    "ms",
+                    "(shown)",
+                    None,
+                ),
+                "baseline": alone["cpu_per_op"],
+                "ratio": pausing["cpu_per_op"] / alone["cpu_per_op"],
+            },
+            {
+                **row(
+                    f"CPU time per operation ({label}) vs 1 process alone sleeping likewise",
+                    race["cpu_per_op"],
+                    "ms",
+                    "(shown)",
+                    None,
+                ),
+                "baseline": pausing["cpu_per_op"],
+                "ratio": race["cpu_per_op"] / pausing["cpu_per_op"],
+            },
+            row(
+                "errors of the last three races (a file each; no writer turns; alone, sleeping)",
+                sum(r["locked"] + r["other"] for r in (apart, unturned, pausing)),
+                "count",
+                "(shown)",
+                None,
+            ),
         ]
     }
 

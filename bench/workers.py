@@ -21,8 +21,25 @@ import sys
 import time
 from pathlib import Path
 
-from common import PYTHON, TextMaker, race, take_turns, bench_env, bulk_insert, db_now, median, percentile, plan_ids
-from common import plan_row, PLAN_COLUMNS, progress, scratch_database, setup_django, skipped_without_postgres, write_plan_files
+from common import (
+    PLAN_COLUMNS,
+    PYTHON,
+    TextMaker,
+    bench_env,
+    bulk_insert,
+    db_now,
+    median,
+    percentile,
+    plan_ids,
+    plan_row,
+    progress,
+    race,
+    scratch_database,
+    setup_django,
+    skipped_without_postgres,
+    take_turns,
+    write_plan_files,
+)
 
 STEPS = ("pull", "note", "complete")
 RATIO_TARGET, P99_TARGET_MS, FLOOR_TARGET = 0.8, 100.0, 0.5
@@ -85,7 +102,13 @@ class _Tally:
     def report(self) -> None:
         elapsed = time.perf_counter() - self.start
         cpu = time.process_time() - self.cpu_start
-        figures = {"latencies": self.latencies, "cycles": self.cycles, "elapsed": elapsed, "cpu": cpu, "errors": self.errors}
+        figures = {
+            "latencies": self.latencies,
+            "cycles": self.cycles,
+            "elapsed": elapsed,
+            "cpu": cpu,
+            "errors": self.errors,
+        }
         sys.stdout.write(json.dumps(figures) + "\n")
         sys.stdout.flush()
 
@@ -119,8 +142,10 @@ def floor(database_url: str, session: str, worker: str, seconds: float) -> None:
                 cur.execute(event, [session, plan_id, "pulled", "bench"])
             t1 = time.perf_counter()
             with conn.transaction(), conn.cursor() as cur:
-                cur.execute("UPDATE sessions_app_plan SET notes = %s, updated_at = now() WHERE id = %s",
-                            [text.chars(120), plan_id])
+                cur.execute(
+                    "UPDATE sessions_app_plan SET notes = %s, updated_at = now() WHERE id = %s",
+                    [text.chars(120), plan_id],
+                )
                 cur.execute(event, [session, plan_id, "noted", "bench"])
             t2 = time.perf_counter()
             with conn.transaction(), conn.cursor() as cur:
@@ -209,7 +234,13 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
     own = [services.session_create(task_description=f"worker {i} alone", actor="bench").name for i in range(workers)]
     postgres = connections["default"].vendor == "postgresql"
     bare = services.session_create(task_description="the floor: bare SQL", actor="bench").name if postgres else None
-    _seed({shared: workers * per_worker, **{name: per_worker for name in own}, **({bare: workers * per_worker} if bare else {})})
+    _seed(
+        {
+            shared: workers * per_worker,
+            **dict.fromkeys(own, per_worker),
+            **({bare: workers * per_worker} if bare else {}),
+        }
+    )
     if connections["default"].vendor == "postgresql":
         # Statistics for the plans just loaded, as a database in use has them: left to
         # autovacuum, they arrived at a random point of the races and the planner's choice
@@ -237,37 +268,73 @@ def _measure(data_dir: Path, database_url: str, params: dict, label: str) -> lis
     ratio = together["cycles_per_s"] / apart["cycles_per_s"] if apart["cycles_per_s"] else 0.0
 
     def row(figure, value, unit, target, met, baseline=None, r=None):
-        return {"bench": f"workers ({label})", "figure": figure, "value": value, "baseline": baseline, "unit": unit,
-                "ratio": r, "target": target, "met": met}
+        return {
+            "bench": f"workers ({label})",
+            "figure": figure,
+            "value": value,
+            "baseline": baseline,
+            "unit": unit,
+            "ratio": r,
+            "target": target,
+            "met": met,
+        }
 
     rows = [
         row(
             f"{workers} workers on one session: pull-note-complete cycles/s (vs each on its own session)",
-            together["cycles_per_s"], "cycles/s", f">= {RATIO_TARGET:g}x", ratio >= RATIO_TARGET,
-            baseline=apart["cycles_per_s"], r=ratio,
+            together["cycles_per_s"],
+            "cycles/s",
+            f">= {RATIO_TARGET:g}x",
+            ratio >= RATIO_TARGET,
+            baseline=apart["cycles_per_s"],
+            r=ratio,
         ),
     ]
     for step in STEPS:
         p99 = percentile(together["latencies"][step], 99)
-        rows.append(row(f"one session: {step} p99 (p50 {median(together['latencies'][step]):.1f} ms)", p99, "ms",
-                        f"<= {P99_TARGET_MS:g} ms", p99 <= P99_TARGET_MS,
-                        baseline=percentile(apart["latencies"][step], 99)))
+        rows.append(
+            row(
+                f"one session: {step} p99 (p50 {median(together['latencies'][step]):.1f} ms)",
+                p99,
+                "ms",
+                f"<= {P99_TARGET_MS:g} ms",
+                p99 <= P99_TARGET_MS,
+                baseline=percentile(apart["latencies"][step], 99),
+            )
+        )
     if bare:
         bottom = _pooled(runs["floor"])
         share = together["cycles_per_s"] / bottom["cycles_per_s"] if bottom["cycles_per_s"] else 0.0
-        rows.append(row(
-            f"{workers} workers on one session: cycles/s against the same cycle as bare SQL (the floor;"
-            f" its p99 pull {percentile(bottom['latencies']['pull'], 99):.1f} ms, {bottom['errors']} errors)",
-            together["cycles_per_s"], "cycles/s", f">= {FLOOR_TARGET:g}x", share >= FLOOR_TARGET,
-            baseline=bottom["cycles_per_s"], r=share,
-        ))
+        rows.append(
+            row(
+                f"{workers} workers on one session: cycles/s against the same cycle as bare SQL (the floor;"
+                f" its p99 pull {percentile(bottom['latencies']['pull'], 99):.1f} ms, {bottom['errors']} errors)",
+                together["cycles_per_s"],
+                "cycles/s",
+                f">= {FLOOR_TARGET:g}x",
+                share >= FLOOR_TARGET,
+                baseline=bottom["cycles_per_s"],
+                r=share,
+            )
+        )
     rows += [
         row("one session: errors", together["errors"], "count", "0", together["errors"] == 0),
         row("own sessions: errors", apart["errors"], "count", "0", apart["errors"] == 0),
-        row("one session: workers that completed plans", together["busy_workers"], "count", f"{workers}",
-            together["busy_workers"] == workers),
-        row("one session: CPU per cycle", together["cpu_per_cycle"], "ms", "(shown)", None,
-            baseline=apart["cpu_per_cycle"]),
+        row(
+            "one session: workers that completed plans",
+            together["busy_workers"],
+            "count",
+            f"{workers}",
+            together["busy_workers"] == workers,
+        ),
+        row(
+            "one session: CPU per cycle",
+            together["cpu_per_cycle"],
+            "ms",
+            "(shown)",
+            None,
+            baseline=apart["cpu_per_cycle"],
+        ),
     ]
     return rows
 

@@ -75,7 +75,9 @@ def token_create(*, name: str, user: str | None = None, projects: list[str] | tu
             raise TokenError("--project narrows a user's token: name its user with --user.")
         known = set(Project.objects.filter(name__in=narrowed).values_list("name", flat=True))
         if not owner.is_superuser:
-            known &= set(Membership.objects.filter(user=owner, project__in=narrowed).values_list("project_id", flat=True))
+            known &= set(
+                Membership.objects.filter(user=owner, project__in=narrowed).values_list("project_id", flat=True)
+            )
         missing = [p for p in narrowed if p not in known]
         if missing:
             raise TokenError(
@@ -187,7 +189,15 @@ class _Row:
 
 # What each row of token_rows says, in its order: each part of its statement selects these.
 _ROW_COLUMNS = (
-    "kind", "token_id", "token_name", "last_used", "owner", "username", "superuser", "user_active", "project_name",
+    "kind",
+    "token_id",
+    "token_name",
+    "last_used",
+    "owner",
+    "username",
+    "superuser",
+    "user_active",
+    "project_name",
     "role_name",
 )
 # The token's columns in the rows that are not the token's.
@@ -228,7 +238,9 @@ def token_rows(wanted: str) -> list[_Row]:
         role_name=Value(""),
     )
     members = part(
-        Membership.objects.filter(user__nineplan_mcp_tokens__token_hash=wanted, user__nineplan_mcp_tokens__revoked=False),
+        Membership.objects.filter(
+            user__nineplan_mcp_tokens__token_hash=wanted, user__nineplan_mcp_tokens__revoked=False
+        ),
         1,
         project_name=F("project_id"),
         role_name=F("role"),

@@ -17,10 +17,10 @@ from mcp_types import Tool as ListedTool
 from pydantic import ValidationError
 
 from mcp_bridge import prompts, readiness, responses, suggestions
-from sessions_app.version import version
 from sessions_app import inputs
 from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.identifiers import is_session_name
+from sessions_app.version import version
 
 if TYPE_CHECKING:
     from mcp_bridge.tools.runner import ConnectionState

@@ -62,9 +62,8 @@ def sweep_once() -> int:
     from django.db import close_old_connections
 
     from sessions_app import access, clock, services
-
-    from sessions_app.reads import queries
     from sessions_app.clock import utc_text
+    from sessions_app.reads import queries
 
     try:
         close_old_connections()

@@ -29,9 +29,7 @@ def env_choice(name: str, choices: tuple[str, ...], default: str, environ: Mappi
     return value
 
 
-def env_pattern(
-    name: str, pattern: str, default: str, what: str, environ: Mapping[str, str] = os.environ
-) -> str:
+def env_pattern(name: str, pattern: str, default: str, what: str, environ: Mapping[str, str] = os.environ) -> str:
     """A value that must match ``pattern`` whole (``what`` says what that is, for the error)."""
     import re
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import logging
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 # uvicorn adds "color_message", the same message with terminal colour codes: noise in JSON.
@@ -20,7 +20,7 @@ _STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "color
 class JsonFormatter(logging.Formatter):
     def format(self, record: logging.LogRecord) -> str:
         entry = {
-            "time": datetime.fromtimestamp(record.created, tz=timezone.utc).isoformat(timespec="milliseconds"),
+            "time": datetime.fromtimestamp(record.created, tz=UTC).isoformat(timespec="milliseconds"),
             "level": record.levelname.lower().replace("warning", "warn"),
             "logger": record.name,
             "msg": record.getMessage(),

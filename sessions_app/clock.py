@@ -4,7 +4,7 @@ a time is written as text for people and agents."""
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.utils import timezone as django_timezone
 
@@ -17,4 +17,4 @@ def utc_text(at: datetime | None) -> str:
     """A time as every answer, note and page writes it: ``2026-12-01 20:13:15 UTC``."""
     if at is None:
         return "?"
-    return at.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    return at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")

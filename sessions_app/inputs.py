@@ -83,7 +83,10 @@ def _shaped(value: object, field: str, fits, what: str) -> str:
 
 def session_name(value: object, field: str = "session_name") -> str:
     return _shaped(
-        value, field, is_session_name, "a session name: expected three lowercase words joined by '-', like 'brave-amber-otter'"
+        value,
+        field,
+        is_session_name,
+        "a session name: expected three lowercase words joined by '-', like 'brave-amber-otter'",
     )
 
 

@@ -198,16 +198,16 @@ class Plan(models.Model):
         ordering = ["session", "sort_key", "created_at"]
         constraints = [
             models.UniqueConstraint(
-                fields=["session", "claimant", "worker"], condition=Q(status="active"), name="plan_one_active_per_worker"
+                fields=["session", "claimant", "worker"],
+                condition=Q(status="active"),
+                name="plan_one_active_per_worker",
             ),
             models.UniqueConstraint(
                 fields=["session", "sort_key"],
                 condition=Q(status="queued"),
                 name="plan_unique_sort_key",
             ),
-            models.CheckConstraint(
-                condition=Q(status__in=PlanStatus.values), name="plan_status_valid"
-            ),
+            models.CheckConstraint(condition=Q(status__in=PlanStatus.values), name="plan_status_valid"),
             models.CheckConstraint(
                 condition=(Q(status="queued") & Q(sort_key__isnull=False))
                 | (~Q(status="queued") & Q(sort_key__isnull=True)),

@@ -149,7 +149,12 @@ def run_bench(script: str, *args: str, tmp_path: Path, postgres: bool) -> subpro
         env.pop("DATABASE_URL", None)
     env["TMPDIR"] = str(tmp_path)
     return subprocess.run(
-        [PYTHON, str(REPO / "bench" / script), *args], capture_output=True, text=True, env=env, cwd=str(REPO), timeout=600
+        [PYTHON, str(REPO / "bench" / script), *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=str(REPO),
+        timeout=600,
     )
 
 

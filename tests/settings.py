@@ -13,7 +13,7 @@ os.environ["NINEPLAN_SESSIONS_PATH"] = os.path.join(_run_dir, "sessions")
 os.environ.setdefault("NINEPLAN_LOG_LEVEL", "warn")
 os.environ.setdefault("DJANGO_SECRET_KEY", "tests-only-not-a-secret")
 
-from nineplan.settings import *  # noqa: E402,F401,F403
+from nineplan.settings import *  # noqa: E402, F403
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.postgresql":  # noqa: F405
     # One test database per run: two runs on one server (CI and a developer, say) would

@@ -105,7 +105,9 @@ def test_the_tools_reference_says_what_resume_reports_of_others_changes():
     from sessions_app.reads import interventions
 
     row = next(
-        line for line in TOOLS_REFERENCE.read_text(encoding="utf-8").splitlines() if line.startswith("| `9plan_session_resume`")
+        line
+        for line in TOOLS_REFERENCE.read_text(encoding="utf-8").splitlines()
+        if line.startswith("| `9plan_session_resume`")
     )
     # A new kind of intervention must be named in the reference too (and one dropped, removed).
     assert set(RESUME_REPORTS) == set(interventions.INTERVENTION_KINDS)

@@ -38,9 +38,7 @@ SECTION_CITATION = re.compile(r"design\.md(?:\]\([^)]*\))?\)?,\s+[\"']([^\"']+)[
 def tracked_text_files() -> list[Path]:
     if shutil.which("git") is None or not (REPO / ".git").exists():
         pytest.skip("needs a git checkout to list the tracked files")
-    listed = subprocess.run(
-        ["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True
-    ).stdout.decode("utf-8")
+    listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, check=True, capture_output=True).stdout.decode("utf-8")
     files = []
     for name in filter(None, listed.split("\0")):
         path = REPO / name

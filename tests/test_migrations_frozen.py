@@ -47,7 +47,9 @@ def test_there_are_migrations_to_check():
 @pytest.mark.parametrize("path", MIGRATIONS, ids=lambda p: f"{p.parent.parent.name}/{p.name}")
 def test_a_migration_imports_no_live_module(path):
     live = _live(_imported(path))
-    assert live == [], f"{path.name} imports {live}: write the SQL or values out, or take them from an earlier migration"
+    assert live == [], (
+        f"{path.name} imports {live}: write the SQL or values out, or take them from an earlier migration"
+    )
 
 
 def test_the_check_sees_a_live_import(tmp_path):

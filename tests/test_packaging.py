@@ -125,7 +125,8 @@ def user_env(data_dir: Path) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
-        if not k.startswith(("PYTEST", "DJANGO_", "NINEPLAN_", "VIRTUAL_ENV")) and k not in ("PYTHONPATH", "DATABASE_URL")
+        if not k.startswith(("PYTEST", "DJANGO_", "NINEPLAN_", "VIRTUAL_ENV"))
+        and k not in ("PYTHONPATH", "DATABASE_URL")
     }
     env["NINEPLAN_SESSIONS_PATH"] = str(data_dir / "sessions")
     env["DATABASE_URL"] = f"sqlite:///{data_dir / '9plan.sqlite3'}"
@@ -163,8 +164,12 @@ def test_the_installed_package_is_imported_from_the_virtual_environment(installe
     assert Path(where.stdout.strip()).is_relative_to(installed["venv"])
     # No pyproject.toml beside the installed packages: the version comes from the metadata.
     named = subprocess.run(
-        [str(installed["command"]), "--version"], cwd=installed["cwd"], env=user_env(tmp_path), capture_output=True,
-        text=True, timeout=60,
+        [str(installed["command"]), "--version"],
+        cwd=installed["cwd"],
+        env=user_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=60,
     )
     assert named.stdout == f"9plan {PYPROJECT['project']['version']}\n", named.stderr
 
@@ -186,7 +191,12 @@ async def test_9plan_mcp_answers_over_stdio_from_any_directory(installed, tmp_pa
         name = result.structured_content["session_name"]
         added = await client.call_tool(
             "9plan_queue_add",
-            {"context": "A note keeper", "goal": "Store notes", "approach": "A JSON file", "success_criteria": "Tests pass"},
+            {
+                "context": "A note keeper",
+                "goal": "Store notes",
+                "approach": "A JSON file",
+                "success_criteria": "Tests pass",
+            },
         )
         assert not added.is_error and added.structured_content["session_name"] == name
     assert_only_json_rpc(stdout_copy)
@@ -237,7 +247,9 @@ def test_9plan_serve_serves_the_admin_and_its_static_files_from_the_data_directo
         # The project's own admin frame (templates/ in the checkout) came with the wheel.
         assert "/static/sessions_app/admin.css" in page
         status, css = fetch(f"http://127.0.0.1:{port}/static/sessions_app/admin.css")
-        assert status == 200 and css == (REPO / "sessions_app/static/sessions_app/admin.css").read_text(encoding="utf-8")
+        assert status == 200 and css == (REPO / "sessions_app/static/sessions_app/admin.css").read_text(
+            encoding="utf-8"
+        )
         assert (data / "static" / "sessions_app" / "admin.css").is_file()
         assert (data / "9plan.sqlite3").is_file()
         assert list(installed["cwd"].iterdir()) == []

@@ -96,7 +96,8 @@ def load(path: Path) -> Scenario:
         sandbox=data.get("sandbox"),
     )
     if scenario.sandbox is not None and not (
-        isinstance(scenario.sandbox, str) and re.fullmatch(r"[a-z][a-z0-9_-]*", scenario.sandbox)
+        isinstance(scenario.sandbox, str)
+        and re.fullmatch(r"[a-z][a-z0-9_-]*", scenario.sandbox)
         and (SANDBOXES / scenario.sandbox).is_dir()
     ):
         raise ScenarioError(f"{path}: sandbox {scenario.sandbox!r} is not a folder of {SANDBOXES}")
@@ -192,7 +193,9 @@ def subset_problems(expected: Any, actual: Any, where: str = "structured") -> li
         return problems
     if isinstance(expected, list):
         if not isinstance(actual, list) or len(actual) != len(expected):
-            return [f"{where}: expected {json.dumps(expected, default=str)[:300]}, got {json.dumps(actual, default=str)[:300]}"]
+            return [
+                f"{where}: expected {json.dumps(expected, default=str)[:300]}, got {json.dumps(actual, default=str)[:300]}"
+            ]
         problems = []
         for i, (e, a) in enumerate(zip(expected, actual)):
             problems.extend(subset_problems(e, a, f"{where}[{i}]"))
@@ -230,7 +233,9 @@ def check_tool_result(outcome: Outcome, expect: dict[str, Any]) -> list[str]:
     if outcome.is_error:
         layout = ERROR_LAYOUT.match(text)
         if not layout:
-            problems.append("the error text is not '[Session: s] Error: CATEGORY\\n\\nmessage\\n\\nSuggested action: ...'")
+            problems.append(
+                "the error text is not '[Session: s] Error: CATEGORY\\n\\nmessage\\n\\nSuggested action: ...'"
+            )
         elif isinstance(data, dict) and layout.group("category") != data.get("error"):
             problems.append(f"the text says {layout.group('category')} but the data says {data.get('error')}")
     if "category" in expect:
@@ -394,7 +399,10 @@ def run_tests(sandbox: Path, spec: dict[str, Any], *, python: str = sys.executab
     except subprocess.TimeoutExpired:
         raise ScenarioError(f"the sandbox's tests ran longer than {TESTS_TIMEOUT} s") from None
     output = done.stdout + done.stderr
-    counts = {word: int(n) for n, word in re.findall(r"(\d+) (passed|failed)", output.strip().splitlines()[-1] if output.strip() else "")}
+    counts = {
+        word: int(n)
+        for n, word in re.findall(r"(\d+) (passed|failed)", output.strip().splitlines()[-1] if output.strip() else "")
+    }
     problems = []
     if spec["expect"] == "pass" and done.returncode != 0:
         problems.append(f"the sandbox's tests failed (exit {done.returncode}), expected them to pass")

@@ -6,22 +6,27 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('mcp_bridge', '0001_initial'),
-        ('sessions_app', '0009_projects'),
+        ("mcp_bridge", "0001_initial"),
+        ("sessions_app", "0009_projects"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='mcptoken',
-            name='projects',
-            field=models.ManyToManyField(blank=True, related_name='mcp_tokens', to='sessions_app.project'),
+            model_name="mcptoken",
+            name="projects",
+            field=models.ManyToManyField(blank=True, related_name="mcp_tokens", to="sessions_app.project"),
         ),
         migrations.AddField(
-            model_name='mcptoken',
-            name='user',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='nineplan_mcp_tokens', to=settings.AUTH_USER_MODEL),
+            model_name="mcptoken",
+            name="user",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="nineplan_mcp_tokens",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
     ]

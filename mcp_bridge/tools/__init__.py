@@ -10,11 +10,11 @@ from collections.abc import Callable
 
 from mcp_types import CallToolResult
 
-from mcp_bridge.tools.runner import ConnectionState
 from mcp_bridge.tools.history import history_get, history_search
 from mcp_bridge.tools.inspection import admin_sessions, admin_state, admin_validate
 from mcp_bridge.tools.plans import plan_read
 from mcp_bridge.tools.queue import plan_renew, queue_add, queue_add_batch, queue_pull
+from mcp_bridge.tools.runner import ConnectionState
 from mcp_bridge.tools.sessions import session_create, session_resume
 from mcp_bridge.tools.worker import plan_complete, plan_defer, plan_discard, plan_note
 

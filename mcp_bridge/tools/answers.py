@@ -14,10 +14,8 @@ from mcp_types import CallToolResult
 
 from mcp_bridge import responses
 from sessions_app import planfiles, services
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
-from sessions_app.reads import interventions
 from sessions_app.models import DEFAULT_WORKER, Plan
+from sessions_app.reads import excerpts, interventions, queries
 
 LIST_CAP = 8
 WORKERS_CAP = 6

@@ -9,9 +9,8 @@ from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import SessionArg
 from sessions_app import planfiles
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
 from sessions_app.maintenance import invariants
+from sessions_app.reads import excerpts, queries
 
 
 def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolResult:

@@ -11,8 +11,8 @@ from pydantic import Field
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import SessionArg, WorkerArg
-from sessions_app.reads import queries
 from sessions_app.models import Plan
+from sessions_app.reads import queries
 
 
 def plan_read(

@@ -19,9 +19,8 @@ from mcp_bridge.tools.arguments import (
     WorkerArg,
 )
 from sessions_app import planfiles, services
-from sessions_app.reads import queries
-from sessions_app.reads import excerpts
 from sessions_app.models import DEFAULT_WORKER
+from sessions_app.reads import excerpts, queries
 
 
 def queue_add(

@@ -11,8 +11,8 @@ from pydantic import Field
 from mcp_bridge.tools import answers, runner
 from mcp_bridge.tools.arguments import PositionArg, RequestIdArg, SessionArg, WorkerArg, one_of
 from sessions_app import services
-from sessions_app.reads import excerpts, queries
 from sessions_app.models import Plan
+from sessions_app.reads import excerpts, queries
 
 
 def plan_defer(
@@ -147,6 +147,8 @@ def plan_note(
     def body(name: str) -> CallToolResult:
         written = services.plan_note(session_name=name, text=text, mode=mode, worker=worker, actor=runner.actor(ctx))
         done = {"mode": mode or "append", "notes_chars": len(written.plan.notes)}
-        return answers.plan_written(name, written, "Notes written.", local=runner.files_for(ctx), with_path=True, **done)
+        return answers.plan_written(
+            name, written, "Notes written.", local=runner.files_for(ctx), with_path=True, **done
+        )
 
     return runner.run(ctx, session_name, body, request_id=request_id, call=call)

@@ -17,14 +17,22 @@ from __future__ import annotations
 from django.contrib import admin
 
 from sessions_app.admin import home
-from sessions_app.admin.model_admin import NineplanAdmin
 from sessions_app.admin.events import EventAdmin
+from sessions_app.admin.model_admin import NineplanAdmin
 from sessions_app.admin.plans import PlanAdmin
 from sessions_app.admin.projects import ProjectAdmin
 from sessions_app.admin.sessions import SessionAdmin
 from sessions_app.admin.webhooks import WebhookDeliveryAdmin, WebhookSubscriptionAdmin
 
-__all__ = ["EventAdmin", "NineplanAdmin", "PlanAdmin", "ProjectAdmin", "SessionAdmin", "WebhookDeliveryAdmin", "WebhookSubscriptionAdmin"]
+__all__ = [
+    "EventAdmin",
+    "NineplanAdmin",
+    "PlanAdmin",
+    "ProjectAdmin",
+    "SessionAdmin",
+    "WebhookDeliveryAdmin",
+    "WebhookSubscriptionAdmin",
+]
 
 admin.site.site_header = "9plan review"
 admin.site.site_title = "9plan"

@@ -9,12 +9,10 @@ from django.http import HttpResponseNotAllowed
 from django.template.response import TemplateResponse
 from django.urls import path
 
-from sessions_app.reads import queries
-
-from sessions_app.reads import excerpts
 from sessions_app.admin import render
 from sessions_app.admin.roles import can_view
 from sessions_app.errors import NineplanError
+from sessions_app.reads import excerpts, queries
 
 SEARCH_RESULTS_DEFAULT = 20
 SEARCH_RESULTS_MAX = 50

@@ -8,9 +8,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 
 from sessions_app import access
-
-from sessions_app.reads import needs_you
 from sessions_app.admin.roles import can_intervene, can_review, can_view
+from sessions_app.reads import needs_you
 
 TEMPLATE = "admin/sessions_app/home.html"
 # The live parts of the page, each a template that renders the children of its container.

@@ -14,13 +14,12 @@ from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 
 from sessions_app import access, clock
-
-from sessions_app.reads import needs_you
 from sessions_app.admin import home, review_pages
 from sessions_app.admin import sessions as session_pages
 from sessions_app.admin.roles import can_view
 from sessions_app.errors import SessionNotFound
 from sessions_app.identifiers import is_session_name
+from sessions_app.reads import needs_you
 
 
 def _etag(request, view: str, session_name: str | None) -> str:

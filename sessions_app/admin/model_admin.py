@@ -28,7 +28,9 @@ def redirect_back(request, fallback: str) -> HttpResponseRedirect:
     """To the page a form came from (its ``next`` field) if that is a page of this site,
     otherwise to ``fallback``."""
     target = request.POST.get("next", "")
-    if not url_has_allowed_host_and_scheme(target, allowed_hosts={request.get_host()}, require_https=request.is_secure()):
+    if not url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
         target = fallback
     return HttpResponseRedirect(target)
 

@@ -15,8 +15,6 @@ from django.urls import path
 from django.utils.html import format_html
 
 from sessions_app import clock, services
-
-from sessions_app.reads import excerpts
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render, review_pages
 from sessions_app.admin.model_admin import NineplanAdmin, plan_url, redirect_back, session_url
@@ -24,11 +22,14 @@ from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_plan_id
 from sessions_app.models import SECTION_TITLES, SECTIONS, Plan
+from sessions_app.reads import excerpts
 
 # Messages shown after a staff action; tests assert on them.
 MOVED = "Moved plan {plan} to the {position} of the queue."
 REQUEUED = "Returned plan {plan} to the {position} of the queue."
-RECLAIMED = "Took plan {plan} back from its worker: it is at the front of the queue, and the worker's next write is refused."
+RECLAIMED = (
+    "Took plan {plan} back from its worker: it is at the front of the queue, and the worker's next write is refused."
+)
 DISCARDED = "Discarded plan {plan}."
 FAILED = "Plan {plan}: {category}: {message}"
 

@@ -39,8 +39,10 @@ class ProjectAdmin(NineplanAdmin):
     change_list_template = "admin/sessions_app/project/change_list.html"
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            session_count=Count("sessions", distinct=True), member_count=Count("memberships", distinct=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(session_count=Count("sessions", distinct=True), member_count=Count("memberships", distinct=True))
         )
 
     session_count = annotated_column("session_count", "sessions")

@@ -10,14 +10,10 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from sessions_app import clock, planfiles
-
-from sessions_app.reads import queries
-
-from sessions_app.reads import needs_you
-
-from sessions_app.maintenance import invariants
 from sessions_app.errors import PlanNotFound
+from sessions_app.maintenance import invariants
 from sessions_app.models import SECTIONS, Event, Plan, Session
+from sessions_app.reads import needs_you, queries
 
 QUEUE_SHOWN = 200
 HISTORY_SHOWN = 50
@@ -129,7 +125,10 @@ def session_page(name: object) -> SessionPage:
 # rejection in review put the plan back at the front), leaving it (a held plan waits for a
 # person outside the queue); and the kinds that make a plan done.
 _ENTERS_QUEUE = {
-    Event.Kind.PLAN_CREATED, Event.Kind.PLAN_DEFERRED, Event.Kind.PLAN_REQUEUED, Event.Kind.PLAN_RECLAIMED,
+    Event.Kind.PLAN_CREATED,
+    Event.Kind.PLAN_DEFERRED,
+    Event.Kind.PLAN_REQUEUED,
+    Event.Kind.PLAN_RECLAIMED,
     Event.Kind.PLAN_REJECTED,
 }
 _COMPLETES = {Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_APPROVED}

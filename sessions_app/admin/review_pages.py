@@ -20,10 +20,6 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from sessions_app import access, clock, services
-
-from sessions_app.reads import needs_you
-
-from sessions_app.store import revisions
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.admin.model_admin import plan_url, redirect_back, session_url
@@ -31,6 +27,8 @@ from sessions_app.admin.roles import actor_for, can_intervene, can_review, can_v
 from sessions_app.errors import NineplanError, NotPermitted, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, Plan, ReviewPolicy
+from sessions_app.reads import needs_you
+from sessions_app.store import revisions
 
 APPROVED = "Approved plan {plan}: it is completed and searchable."
 REJECTED = "Sent plan {plan} back to the front of the queue with your notes."

@@ -8,16 +8,14 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from sessions_app.reads import excerpts
-
-from sessions_app.reads import needs_you
 from sessions_app.admin import history_search, render, review_pages
 from sessions_app.admin import reads as admin_reads
-from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, plan_url
 from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
+from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, plan_url
 from sessions_app.admin.roles import can_intervene
 from sessions_app.identifiers import is_session_name
 from sessions_app.models import Session
+from sessions_app.reads import excerpts, needs_you
 
 INVARIANT_LABELS = {
     "single_active_plan": "At most one active plan per worker",
@@ -67,7 +65,9 @@ class SessionAdmin(NineplanAdmin):
     def queue_length(self, obj):
         # Plans waiting for a person after their attempts are queued, but wait for a person.
         if obj.waiting_count:
-            return format_html('{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count)
+            return format_html(
+                '{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count
+            )
         return obj.queue_length
 
     @admin.display(description="active plan", ordering="active_plan_goal")
@@ -95,7 +95,9 @@ class SessionAdmin(NineplanAdmin):
         if not waiting:
             return obj.completed_count
         return format_html(
-            "{}{}", obj.completed_count, format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting))
+            "{}{}",
+            obj.completed_count,
+            format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting)),
         )
 
     discarded_count = annotated_column("discarded_count", "discarded")
@@ -181,7 +183,8 @@ def live_context(request, name: str) -> dict:
         "queued": context["queue_length"],
         "completed": context["completed_count"],
         "discarded": context["discarded_count"],
-        "review_summary": f"{context['in_review_count']}" + (f", {context['held_count']} held" if context["held_count"] else ""),
+        "review_summary": f"{context['in_review_count']}"
+        + (f", {context['held_count']} held" if context["held_count"] else ""),
         "events": context["event_count"],
         "inbox": needs_you.counts().total,
     }

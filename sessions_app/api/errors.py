@@ -78,6 +78,7 @@ API_SUGGESTIONS_BY_REASON = {
     errors.AWAITING_REVIEW: "Decide the plans in review with POST /api/sessions/{name}/plans/{plan_id}/review/.",
 }
 
+
 class PreconditionRequired(exceptions.APIException):
     status_code = status.HTTP_428_PRECONDITION_REQUIRED
     default_detail = "This request must be conditional: send the plan's ETag in If-Match."
@@ -197,7 +198,7 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
             headers["WWW-Authenticate"] = auth_header
         wait = getattr(exc, "wait", None)
         if wait:
-            headers["Retry-After"] = "%d" % wait
+            headers["Retry-After"] = f"{wait:d}"
         category, suggestion = "VALIDATION_ERROR", None
         for cls, cat, hint in HTTP_CATEGORIES:
             if isinstance(exc, cls):

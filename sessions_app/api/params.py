@@ -12,7 +12,6 @@ from sessions_app import inputs
 from sessions_app.errors import UNKNOWN_PARAMETER, ValidationFailed
 from sessions_app.identifiers import PLAN_ID_RE, SESSION_NAME_RE
 
-
 # What inputs.text accepts as non-blank, for the schema: no NUL anywhere, and at least
 # one character that str.isspace() does not count as white space.
 _SPACE = r"\t-\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000"
@@ -52,8 +51,7 @@ class IntParam:
         # Digits only: int() would also take " 7", "+7", "٧" or "1_000".
         if not (raw.isascii() and raw.isdigit() and len(raw) <= 12) or not self.minimum <= int(raw) <= self.maximum:
             raise ValidationFailed(
-                f"{self.name} must be a whole number from {self.minimum} to {self.maximum}; "
-                f"got {inputs.shown(raw)}.",
+                f"{self.name} must be a whole number from {self.minimum} to {self.maximum}; got {inputs.shown(raw)}.",
                 field=self.name,
             )
         return int(raw)

@@ -14,10 +14,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, 
 from django.db.models.functions import RowNumber
 
 from sessions_app import access
-
-from sessions_app.reads import queries
 from sessions_app.errors import PlanNotFound, SessionNotFound
 from sessions_app.models import Event, Plan, PlanDependency, Session
+from sessions_app.reads import queries
 
 PLAN_EVENTS_SHOWN = 100
 SUMMARY_FIELDS = (
@@ -59,9 +58,7 @@ def session_fingerprint(name: str) -> str:
 
 def unmet_dependencies():
     """For a plans query: whether the plan waits for a plan that is not completed."""
-    return Exists(
-        PlanDependency.objects.filter(plan=OuterRef("pk")).exclude(depends_on__status=Plan.Status.COMPLETED)
-    )
+    return Exists(PlanDependency.objects.filter(plan=OuterRef("pk")).exclude(depends_on__status=Plan.Status.COMPLETED))
 
 
 def sessions(*, has_active_plan: bool | None, has_queued: bool | None, search: str | None) -> QuerySet[Session]:

@@ -19,8 +19,6 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from sessions_app import access, inputs, services
-
-from sessions_app.store import revisions
 from sessions_app.api import etags, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
@@ -28,6 +26,7 @@ from sessions_app.api.endpoint import ApiView, HasViewPermission
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired, WeakValidator, WildcardRefused
 from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound
+from sessions_app.store import revisions
 
 TAG_REVIEW = ["review"]
 
@@ -71,7 +70,9 @@ class PlanReviewView(ApiView):
             428: OpenApiResponse(s.ProblemSerializer, description="If-Match is missing, or is `*`."),
         },
         request=ReviewDecisionSerializer,
-        examples=[OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)],
+        examples=[
+            OpenApiExample("Approve", value={"decision": "approve", "notes": "CI build green"}, request_only=True)
+        ],
     )
     def post(self, request, name: str, plan_id: str):
         name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
@@ -106,7 +107,9 @@ class PlanReviewView(ApiView):
 
 class RevisionSerializer(serializers.Serializer):
     number = serializers.IntegerField(source="revision.number")
-    kind = serializers.CharField(source="revision.kind", help_text="add, note, file_edit, defer, review, restore or import.")
+    kind = serializers.CharField(
+        source="revision.kind", help_text="add, note, file_edit, defer, review, restore or import."
+    )
     actor = serializers.CharField(source="revision.actor")
     created_at = serializers.DateTimeField(source="revision.created_at")
     sections = serializers.ListField(source="revision.sections", child=serializers.CharField())
@@ -122,7 +125,6 @@ class RevisionDetailSerializer(RevisionSerializer):
 
 
 class PlanRevisionsView(ApiView):
-
     @documented(
         "plans_revisions_list",
         "A plan's revisions",
@@ -139,7 +141,6 @@ class PlanRevisionsView(ApiView):
 
 
 class PlanRevisionView(ApiView):
-
     @documented(
         "plans_revisions_retrieve",
         "One revision of a plan",
@@ -151,7 +152,11 @@ class PlanRevisionView(ApiView):
     def get(self, request, name: str, plan_id: str, number: str):
         name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
         plan = api_reads.plan(name, plan_id)
-        found = revisions.revision(plan, int(number)) if number.isascii() and number.isdigit() and len(number) < 10 else None
+        found = (
+            revisions.revision(plan, int(number))
+            if number.isascii() and number.isdigit() and len(number) < 10
+            else None
+        )
         if found is None:
             raise PlanNotFound(f"Plan {plan_id} has no revision {inputs.shown(number)}.")
         return Response(RevisionDetailSerializer(found).data)

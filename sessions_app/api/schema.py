@@ -6,7 +6,8 @@ from __future__ import annotations
 
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 
-from sessions_app.api import params, serializers as s
+from sessions_app.api import params
+from sessions_app.api import serializers as s
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 
 
@@ -26,7 +27,9 @@ def _problems(*codes: int) -> dict:
 
 def etag_header(name: str, description: str, *, required: bool) -> OpenApiParameter:
     """A conditional request's header carrying an ETag (If-None-Match, If-Match)."""
-    return OpenApiParameter(name, type=str, location=OpenApiParameter.HEADER, required=required, description=description)
+    return OpenApiParameter(
+        name, type=str, location=OpenApiParameter.HEADER, required=required, description=description
+    )
 
 
 IF_NONE_MATCH = etag_header(

@@ -9,12 +9,10 @@ from django.urls import reverse
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from sessions_app.reads import excerpts
-
 from sessions_app.maintenance import invariants
-
-from sessions_app.store import event_feed
 from sessions_app.models import Plan
+from sessions_app.reads import excerpts
+from sessions_app.store import event_feed
 
 SNIPPET_CHARS = 120
 
@@ -85,7 +83,9 @@ class SessionSummarySerializer(SessionFieldsSerializer):
 class QueuedPlanSerializer(serializers.Serializer):
     id = serializers.CharField()
     goal = serializers.CharField()
-    queue_position = serializers.IntegerField(source="place", help_text="The plan's place in the queue: 1 is pulled next.")
+    queue_position = serializers.IntegerField(
+        source="place", help_text="The plan's place in the queue: 1 is pulled next."
+    )
     ready = serializers.SerializerMethodField(
         help_text="Whether a pull may take it now: every plan it depends on is completed, and it does not wait for a person."
     )
@@ -93,7 +93,9 @@ class QueuedPlanSerializer(serializers.Serializer):
     waiting_for_person = serializers.BooleanField(
         help_text="Its claims ran out max_attempts times: it is not handed out until a person requeues or discards it."
     )
-    attempts = serializers.IntegerField(help_text="Claims of this plan that ran out (reclaimed when their lease expired).")
+    attempts = serializers.IntegerField(
+        help_text="Claims of this plan that ran out (reclaimed when their lease expired)."
+    )
     url = serializers.SerializerMethodField()
 
     def get_ready(self, plan) -> bool:
@@ -118,7 +120,9 @@ class PlanSummarySerializer(serializers.Serializer):
     lease_expires_at = serializers.DateTimeField(
         allow_null=True, help_text="Until when the worker's claim holds without a write; null unless active."
     )
-    attempts = serializers.IntegerField(help_text="Claims of this plan that ran out (reclaimed when their lease expired).")
+    attempts = serializers.IntegerField(
+        help_text="Claims of this plan that ran out (reclaimed when their lease expired)."
+    )
     url = serializers.SerializerMethodField()
 
     def get_url(self, plan) -> str:
@@ -149,7 +153,9 @@ class SessionStateSerializer(serializers.Serializer):
     queue_length = serializers.IntegerField()
     completed_count = serializers.IntegerField()
     discarded_count = serializers.IntegerField()
-    lease_seconds = serializers.IntegerField(source="session.lease_seconds", help_text="How long a claim holds without a write.")
+    lease_seconds = serializers.IntegerField(
+        source="session.lease_seconds", help_text="How long a claim holds without a write."
+    )
     max_attempts = serializers.IntegerField(
         source="session.max_attempts", help_text="Claims of a plan that may run out before it waits for a person."
     )
@@ -160,7 +166,9 @@ class SessionStateSerializer(serializers.Serializer):
     blocked = BlockedPlanSerializer(
         many=True, help_text="Queued plans near the front that cannot be pulled now, with what each waits for."
     )
-    queue = serializers.SerializerMethodField(help_text="The first plans of the queue, in order; see queue_url for all.")
+    queue = serializers.SerializerMethodField(
+        help_text="The first plans of the queue, in order; see queue_url for all."
+    )
     queue_url = serializers.SerializerMethodField()
     plans_url = serializers.SerializerMethodField()
     events_url = serializers.SerializerMethodField()
@@ -223,7 +231,9 @@ class PlanDetailSerializer(serializers.Serializer):
     session = serializers.CharField(source="plan.session_id")
     status = serializers.ChoiceField(source="plan.status", choices=STATUSES)
     queue_position = serializers.IntegerField(
-        source="place", allow_null=True, help_text="The plan's place in the queue (1 is pulled next); null unless queued."
+        source="place",
+        allow_null=True,
+        help_text="The plan's place in the queue (1 is pulled next); null unless queued.",
     )
     # The serializer's metaclass takes declared fields out of the class, so self.context stays
     # the serializer's context; the stubs do not know that.
@@ -236,7 +246,9 @@ class PlanDetailSerializer(serializers.Serializer):
     notes = serializers.CharField(source="plan.notes", allow_blank=True)
     outcome = serializers.CharField(source="plan.outcome", allow_blank=True)
     discard_reason = serializers.CharField(source="plan.discard_reason", allow_blank=True)
-    version = serializers.IntegerField(source="plan.version", help_text="Grows by one with every change to the plan's text.")
+    version = serializers.IntegerField(
+        source="plan.version", help_text="Grows by one with every change to the plan's text."
+    )
     created_at, updated_at, completed_at, discarded_at = plan_times(of="plan")
     worker = serializers.CharField(
         source="plan.worker", allow_null=True, help_text="The worker holding it (active), or that finished it."
@@ -247,9 +259,7 @@ class PlanDetailSerializer(serializers.Serializer):
     )
     attempts = serializers.IntegerField(source="plan.attempts", help_text="Claims of this plan that ran out.")
     waiting_for_person = serializers.BooleanField(source="plan.waiting_for_person")
-    ready = serializers.BooleanField(
-        allow_null=True, help_text="Whether a pull may take it now; null unless queued."
-    )
+    ready = serializers.BooleanField(allow_null=True, help_text="Whether a pull may take it now; null unless queued.")
     depends_on = serializers.SerializerMethodField(help_text="The plans it waits for, with their status.")
     dependents = serializers.SerializerMethodField(help_text="The plans that wait for it, with their status.")
     late_writes = serializers.SerializerMethodField(
@@ -265,11 +275,17 @@ class PlanDetailSerializer(serializers.Serializer):
         return cast(dict[str, Any], self.context)
 
     def get_events_url(self, detail) -> str:
-        return _url(self.serializer_context(), "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
+        return (
+            _url(self.serializer_context(), "event-feed") + f"?session={detail.plan.session_id}&plan={detail.plan.id}"
+        )
 
     def _linked(self, detail, pairs) -> list[dict]:
         return [
-            {"id": pid, "status": status, "url": _url(self.serializer_context(), "plan-detail", name=detail.plan.session_id, plan_id=pid)}
+            {
+                "id": pid,
+                "status": status,
+                "url": _url(self.serializer_context(), "plan-detail", name=detail.plan.session_id, plan_id=pid),
+            }
             for pid, status in pairs
         ]
 
@@ -438,4 +454,3 @@ class ProblemSerializer(serializers.Serializer):
     suggestion = serializers.CharField(required=False)
     parameter = serializers.CharField(required=False, help_text="The request parameter that was wrong.")
     instance = serializers.CharField(required=False)
-

@@ -1,6 +1,7 @@
 """The REST API under /api/: its root, read-only data endpoints, the OpenAPI schema and its docs."""
 
 from django.urls import path, re_path
+
 from sessions_app.api import review_views, views
 
 app_name = "api"

@@ -20,19 +20,15 @@ from rest_framework.utils.urls import replace_query_param
 from rest_framework.views import APIView
 
 from sessions_app import access
-
-from sessions_app.reads import queries
-
-from sessions_app.maintenance import invariants
-
-from sessions_app.store import event_feed
-
-from sessions_app.maintenance import export_import
-from sessions_app.api import pagination, params, paths, serializers as s
+from sessions_app.api import pagination, params, paths
 from sessions_app.api import reads as api_reads
+from sessions_app.api import serializers as s
 from sessions_app.api.endpoint import ApiView
 from sessions_app.api.errors import PROBLEM_CONTENT_TYPE
 from sessions_app.api.schema import PAGED, PLAN_PATH, SESSION_IN_PATH, documented
+from sessions_app.maintenance import export_import, invariants
+from sessions_app.reads import queries
+from sessions_app.store import event_feed
 
 HISTORY_DEPTH = 50
 TAG_SESSIONS = ["sessions"]
@@ -93,7 +89,6 @@ SEARCH = params.TextParam("search", 200, "Only sessions whose name or task descr
 
 
 class SessionListView(ApiView):
-
     @documented(
         "sessions_list",
         "List sessions",
@@ -115,7 +110,6 @@ class SessionListView(ApiView):
 
 
 class SessionDetailView(ApiView):
-
     @documented(
         "sessions_retrieve",
         "One session's state",
@@ -139,7 +133,6 @@ class SessionDetailView(ApiView):
 
 
 class SessionQueueView(ApiView):
-
     @documented(
         "sessions_queue",
         "A session's queue, in order",
@@ -164,7 +157,6 @@ STATUS = params.ChoiceParam("status", s.STATUSES, "Only plans in this state.")
 
 
 class SessionPlansView(ApiView):
-
     @documented(
         "sessions_plans",
         "A session's plans, by status",
@@ -181,7 +173,6 @@ class SessionPlansView(ApiView):
 
 
 class PlanDetailView(ApiView):
-
     @documented(
         "plans_retrieve",
         "One plan",
@@ -203,7 +194,6 @@ class PlanDetailView(ApiView):
 
 
 class SessionValidationView(ApiView):
-
     @documented(
         "sessions_validation",
         "Check a session's invariants",
@@ -220,7 +210,6 @@ class SessionValidationView(ApiView):
 
 
 class SessionExportView(ApiView):
-
     @documented(
         "sessions_export",
         "Export a session",
@@ -247,7 +236,6 @@ HISTORY_PAGE_SIZE = params.page_size(10, "Hits")
 
 
 class HistorySearchView(ApiView):
-
     @documented(
         "history_search",
         "Search completed plans",
@@ -303,7 +291,6 @@ FEED_PAGE_SIZE = params.page_size(100, "Events")
 
 
 class EventFeedView(ApiView):
-
     @documented(
         "events_list",
         "Follow the event feed",

@@ -26,9 +26,9 @@ from django.conf import settings
 from django.db import connection
 from django.utils import timezone
 
+from sessions_app import planfiles
 from sessions_app.maintenance.progress import Progress
 from sessions_app.version import version
-from sessions_app import planfiles
 
 log = logging.getLogger("nineplan.backup")
 
@@ -108,7 +108,9 @@ def backup_verify(folder: Path) -> dict:
     try:
         manifest = json.loads((folder / MANIFEST).read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise BackupRefused(f"{folder} has no {MANIFEST}: it is not a finished 9plan backup; do not restore it.") from None
+        raise BackupRefused(
+            f"{folder} has no {MANIFEST}: it is not a finished 9plan backup; do not restore it."
+        ) from None
     except (OSError, ValueError) as exc:
         raise BackupRefused(f"{folder / MANIFEST} cannot be read ({exc}); do not restore this backup.") from None
     if not isinstance(manifest, dict) or manifest.get("format") != MANIFEST_FORMAT:

@@ -7,9 +7,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sessions_app import planfiles, search
-
-from sessions_app.reads import queries
 from sessions_app.models import SECTIONS, Plan, PlanDependency, Session
+from sessions_app.reads import queries
 
 INVARIANTS = (
     "single_active_plan",
@@ -45,7 +44,15 @@ def check_invariants(name: object) -> InvariantReport:
     result = InvariantReport()
     plans = list(
         Plan.objects.filter(session=session, status__in=[Plan.Status.QUEUED, Plan.Status.ACTIVE]).only(
-            "id", "status", "sort_key", "session_id", "worker", "claimed_at", "lease_expires_at", "waiting_for_person", "reclaims",
+            "id",
+            "status",
+            "sort_key",
+            "session_id",
+            "worker",
+            "claimed_at",
+            "lease_expires_at",
+            "waiting_for_person",
+            "reclaims",
             *SECTIONS,
         )
     )
@@ -105,7 +112,9 @@ def _check_claims(session: Session, plans: list[Plan], result: InvariantReport) 
         result.fail("claims_valid", f"plan {plan_id} is closed but still has a lease; fix: nineplan_repair.")
     waiting = Plan.objects.filter(session=session, waiting_for_person=True).exclude(status=Plan.Status.QUEUED)
     for plan_id in waiting.values_list("id", flat=True)[:ISSUES_PER_CHECK]:
-        result.fail("claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: nineplan_repair.")
+        result.fail(
+            "claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: nineplan_repair."
+        )
 
 
 ISSUES_PER_CHECK = 20
@@ -241,9 +250,12 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
             )
     for name, age, what in found.temp:
         if what:
-            result.fail("no_orphaned_files", f"{name} in the plans folder is {what}: {planfiles.LEFT_ALONE}; fix: remove it by hand.")
+            result.fail(
+                "no_orphaned_files",
+                f"{name} in the plans folder is {what}: {planfiles.LEFT_ALONE}; fix: remove it by hand.",
+            )
         # A fresh temporary file may be another process's write in progress, not debris.
         elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
-            result.fail("no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair.")
-
-
+            result.fail(
+                "no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair."
+            )

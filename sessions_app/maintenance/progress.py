@@ -76,4 +76,3 @@ def _isatty(stream) -> bool:
         return bool(stream.isatty())
     except (AttributeError, ValueError):  # no such method, or a closed stream
         return False
-

@@ -99,12 +99,17 @@ class _Run:
         except (OSError, FileSystemFailed) as exc:
             # One file that cannot be fixed must not stop the others, nor the server's start.
             reason = getattr(exc, "message", None) or str(exc)
-            log.error("repair failed", extra={"session": self.session.name, "action": kind, "file": target, "error": reason})
+            log.error(
+                "repair failed", extra={"session": self.session.name, "action": kind, "file": target, "error": reason}
+            )
             self.actions.append(Action(self.session.name, kind, target, detail, failed=reason))
             return
         self.actions.append(Action(self.session.name, kind, target, detail))
         if self.orphan:
-            log.warning("repaired a folder without a session", extra={"session": self.session.name, "action": kind, "file": target})
+            log.warning(
+                "repaired a folder without a session",
+                extra={"session": self.session.name, "action": kind, "file": target},
+            )
             return
         Event.objects.create(
             session=self.session,
@@ -202,7 +207,13 @@ def _repair_files(run: _Run) -> None:
         if what:
             run.left_alone(tmp, f"is {what}, {NOT_A_FILE}")
         elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
-            run.act("remove_temp", tmp, "left by an interrupted write", None, lambda tmp=tmp: planfiles.remove_temp(name, tmp))
+            run.act(
+                "remove_temp",
+                tmp,
+                "left by an interrupted write",
+                None,
+                lambda tmp=tmp: planfiles.remove_temp(name, tmp),
+            )
 
 
 def _locked_session(name: str) -> Session | None:
@@ -243,7 +254,9 @@ def imports_repair(*, apply: bool, session_name: str | None = None) -> list[Acti
             if imported
             else "its session was never imported: removed (the export document still holds its text)"
         )
-        action = Action(leftover.session_name, "clear_import", leftover.name, f"left by an import that did not finish; {what}")
+        action = Action(
+            leftover.session_name, "clear_import", leftover.name, f"left by an import that did not finish; {what}"
+        )
         if apply:
             try:
                 with transactions.write():
@@ -259,7 +272,9 @@ def imports_repair(*, apply: bool, session_name: str | None = None) -> list[Acti
                         )
             except (OSError, FileSystemFailed) as exc:
                 action = Action(**{**action.__dict__, "failed": getattr(exc, "message", None) or str(exc)})
-            log.info("repaired", extra={"session": leftover.session_name, "action": "clear_import", "file": leftover.name})
+            log.info(
+                "repaired", extra={"session": leftover.session_name, "action": "clear_import", "file": leftover.name}
+            )
         actions.append(action)
     return actions
 
@@ -313,7 +328,10 @@ def counts_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
                     session_id=name,
                     kind=Event.Kind.REPAIRED,
                     actor=ACTOR,
-                    detail={"action": "recount", **{status: {"kept": k, "counted": c} for status, (k, c) in off.items()}},
+                    detail={
+                        "action": "recount",
+                        **{status: {"kept": k, "counted": c} for status, (k, c) in off.items()},
+                    },
                 )
                 log.info("repaired", extra={"session": name, "action": "recount"})
     return actions

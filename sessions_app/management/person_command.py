@@ -7,9 +7,9 @@ import logging
 
 from django.core.management.base import BaseCommand
 
-from sessions_app.store import datadir
-from sessions_app.maintenance.progress import Progress
 from sessions_app.identifiers import is_session_name
+from sessions_app.maintenance.progress import Progress
+from sessions_app.store import datadir
 
 # -v 0 and 1 (the default): warnings and errors only; -v 2: info; -v 3: debug.
 VERBOSITY_LEVELS = {0: logging.WARNING, 1: logging.WARNING, 2: logging.INFO, 3: logging.DEBUG}

@@ -6,91 +6,160 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Session',
+            name="Session",
             fields=[
-                ('name', models.CharField(max_length=64, primary_key=True, serialize=False)),
-                ('task_description', models.TextField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("name", models.CharField(max_length=64, primary_key=True, serialize=False)),
+                ("task_description", models.TextField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Plan',
+            name="Plan",
             fields=[
-                ('id', models.CharField(max_length=5, primary_key=True, serialize=False)),
-                ('status', models.CharField(choices=[('queued', 'Queued'), ('active', 'Active'), ('completed', 'Completed'), ('discarded', 'Discarded')], default='queued', max_length=10)),
-                ('queue_position', models.BigIntegerField(blank=True, null=True)),
-                ('context', models.TextField(blank=True, default='')),
-                ('goal', models.TextField()),
-                ('inputs', models.TextField(blank=True, default='')),
-                ('outputs', models.TextField(blank=True, default='')),
-                ('approach', models.TextField(blank=True, default='')),
-                ('success_criteria', models.TextField(blank=True, default='')),
-                ('notes', models.TextField(blank=True, default='')),
-                ('outcome', models.TextField(blank=True, default='')),
-                ('discard_reason', models.TextField(blank=True, default='')),
-                ('version', models.PositiveIntegerField(default=1)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('updated_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('completed_at', models.DateTimeField(blank=True, null=True)),
-                ('discarded_at', models.DateTimeField(blank=True, null=True)),
-                ('session', models.ForeignKey(db_column='session_name', on_delete=django.db.models.deletion.CASCADE, related_name='plans', to='sessions_app.session')),
+                ("id", models.CharField(max_length=5, primary_key=True, serialize=False)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("queued", "Queued"),
+                            ("active", "Active"),
+                            ("completed", "Completed"),
+                            ("discarded", "Discarded"),
+                        ],
+                        default="queued",
+                        max_length=10,
+                    ),
+                ),
+                ("queue_position", models.BigIntegerField(blank=True, null=True)),
+                ("context", models.TextField(blank=True, default="")),
+                ("goal", models.TextField()),
+                ("inputs", models.TextField(blank=True, default="")),
+                ("outputs", models.TextField(blank=True, default="")),
+                ("approach", models.TextField(blank=True, default="")),
+                ("success_criteria", models.TextField(blank=True, default="")),
+                ("notes", models.TextField(blank=True, default="")),
+                ("outcome", models.TextField(blank=True, default="")),
+                ("discard_reason", models.TextField(blank=True, default="")),
+                ("version", models.PositiveIntegerField(default=1)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("updated_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("completed_at", models.DateTimeField(blank=True, null=True)),
+                ("discarded_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "session",
+                    models.ForeignKey(
+                        db_column="session_name",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="plans",
+                        to="sessions_app.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['session', 'queue_position', 'created_at'],
+                "ordering": ["session", "queue_position", "created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Event',
+            name="Event",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('kind', models.CharField(choices=[('session_created', 'Session Created'), ('plan_created', 'Plan Created'), ('plan_pulled', 'Plan Pulled'), ('plan_deferred', 'Plan Deferred'), ('plan_note', 'Plan Note'), ('plan_completed', 'Plan Completed'), ('plan_discarded', 'Plan Discarded'), ('plan_moved', 'Plan Moved'), ('plan_requeued', 'Plan Requeued'), ('file_edits_kept', 'File Edits Kept'), ('repaired', 'Repaired')], max_length=32)),
-                ('actor', models.CharField(max_length=150)),
-                ('detail', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('plan', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='events', to='sessions_app.plan')),
-                ('session', models.ForeignKey(db_column='session_name', on_delete=django.db.models.deletion.CASCADE, related_name='events', to='sessions_app.session')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("session_created", "Session Created"),
+                            ("plan_created", "Plan Created"),
+                            ("plan_pulled", "Plan Pulled"),
+                            ("plan_deferred", "Plan Deferred"),
+                            ("plan_note", "Plan Note"),
+                            ("plan_completed", "Plan Completed"),
+                            ("plan_discarded", "Plan Discarded"),
+                            ("plan_moved", "Plan Moved"),
+                            ("plan_requeued", "Plan Requeued"),
+                            ("file_edits_kept", "File Edits Kept"),
+                            ("repaired", "Repaired"),
+                        ],
+                        max_length=32,
+                    ),
+                ),
+                ("actor", models.CharField(max_length=150)),
+                ("detail", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "plan",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="sessions_app.plan",
+                    ),
+                ),
+                (
+                    "session",
+                    models.ForeignKey(
+                        db_column="session_name",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="events",
+                        to="sessions_app.session",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['id'],
+                "ordering": ["id"],
             },
         ),
         migrations.AddIndex(
-            model_name='plan',
-            index=models.Index(fields=['session', 'status', 'queue_position'], name='plan_session_status_pos'),
+            model_name="plan",
+            index=models.Index(fields=["session", "status", "queue_position"], name="plan_session_status_pos"),
         ),
         migrations.AddIndex(
-            model_name='plan',
-            index=models.Index(fields=['session', 'status', 'completed_at'], name='plan_session_status_done'),
+            model_name="plan",
+            index=models.Index(fields=["session", "status", "completed_at"], name="plan_session_status_done"),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('session',), name='plan_one_active_per_session'),
+            model_name="plan",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")), fields=("session",), name="plan_one_active_per_session"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'queued')), fields=('session', 'queue_position'), name='plan_unique_queue_position'),
+            model_name="plan",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "queued")),
+                fields=("session", "queue_position"),
+                name="plan_unique_queue_position",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['queued', 'active', 'completed', 'discarded'])), name='plan_status_valid'),
+            model_name="plan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["queued", "active", "completed", "discarded"])),
+                name="plan_status_valid",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'queued'), ('queue_position__isnull', False)), models.Q(models.Q(('status', 'queued'), _negated=True), ('queue_position__isnull', True)), _connector='OR'), name='plan_position_only_while_queued'),
+            model_name="plan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "queued"), ("queue_position__isnull", False)),
+                    models.Q(models.Q(("status", "queued"), _negated=True), ("queue_position__isnull", True)),
+                    _connector="OR",
+                ),
+                name="plan_position_only_while_queued",
+            ),
         ),
         migrations.AddIndex(
-            model_name='event',
-            index=models.Index(fields=['session', 'id'], name='event_session_id'),
+            model_name="event",
+            index=models.Index(fields=["session", "id"], name="event_session_id"),
         ),
     ]

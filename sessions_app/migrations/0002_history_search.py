@@ -29,7 +29,7 @@ SQLITE_SCHEMA = [
         DELETE FROM sessions_app_plan_fts WHERE plan_id = old.id;
         END""",
 ]
-SQLITE_TRIGGERS = ('sessions_app_plan_fts_ad', 'sessions_app_plan_fts_ai', 'sessions_app_plan_fts_au')
+SQLITE_TRIGGERS = ("sessions_app_plan_fts_ad", "sessions_app_plan_fts_ai", "sessions_app_plan_fts_au")
 
 
 def create_index(apps, schema_editor):

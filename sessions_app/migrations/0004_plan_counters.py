@@ -26,7 +26,7 @@ SQLITE_TRIGGERS = [
         UPDATE sessions_app_session SET count_queued = count_queued - (CASE WHEN old.status = 'queued' THEN 1 ELSE 0 END), count_completed = count_completed - (CASE WHEN old.status = 'completed' THEN 1 ELSE 0 END), count_discarded = count_discarded - (CASE WHEN old.status = 'discarded' THEN 1 ELSE 0 END) WHERE name = old.session_name;
         END""",
 ]
-SQLITE_TRIGGER_NAMES = ('sessions_app_plan_counts_ai', 'sessions_app_plan_counts_au', 'sessions_app_plan_counts_ad')
+SQLITE_TRIGGER_NAMES = ("sessions_app_plan_counts_ai", "sessions_app_plan_counts_au", "sessions_app_plan_counts_ad")
 POSTGRES_SCHEMA = [
     """CREATE OR REPLACE FUNCTION sessions_app_plan_counts() RETURNS trigger LANGUAGE plpgsql AS $$
     BEGIN
@@ -52,7 +52,7 @@ POSTGRES_SCHEMA = [
     """CREATE TRIGGER sessions_app_plan_counts_del AFTER DELETE ON sessions_app_plan
         REFERENCING OLD TABLE AS old_rows FOR EACH STATEMENT EXECUTE FUNCTION sessions_app_plan_counts()""",
 ]
-POSTGRES_TRIGGERS = ('sessions_app_plan_counts_ins', 'sessions_app_plan_counts_upd', 'sessions_app_plan_counts_del')
+POSTGRES_TRIGGERS = ("sessions_app_plan_counts_ins", "sessions_app_plan_counts_upd", "sessions_app_plan_counts_del")
 POSTGRES_FUNCTION = "sessions_app_plan_counts"
 RECOUNT = """UPDATE sessions_app_session SET count_queued = (SELECT COUNT(*) FROM sessions_app_plan p WHERE p.session_name = sessions_app_session.name AND p.status = 'queued'), count_completed = (SELECT COUNT(*) FROM sessions_app_plan p WHERE p.session_name = sessions_app_session.name AND p.status = 'completed'), count_discarded = (SELECT COUNT(*) FROM sessions_app_plan p WHERE p.session_name = sessions_app_session.name AND p.status = 'discarded')"""
 
@@ -81,13 +81,19 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.AddField(
-            model_name="session", name="count_queued", field=models.IntegerField(default=0, db_default=0, editable=False)
+            model_name="session",
+            name="count_queued",
+            field=models.IntegerField(default=0, db_default=0, editable=False),
         ),
         migrations.AddField(
-            model_name="session", name="count_completed", field=models.IntegerField(default=0, db_default=0, editable=False)
+            model_name="session",
+            name="count_completed",
+            field=models.IntegerField(default=0, db_default=0, editable=False),
         ),
         migrations.AddField(
-            model_name="session", name="count_discarded", field=models.IntegerField(default=0, db_default=0, editable=False)
+            model_name="session",
+            name="count_discarded",
+            field=models.IntegerField(default=0, db_default=0, editable=False),
         ),
         migrations.RunPython(create_counters, drop_counters),
     ]

@@ -36,9 +36,7 @@ class Migration(migrations.Migration):
                         name="plan_position_only_while_queued",
                     ),
                 ),
-                migrations.AlterModelOptions(
-                    name="plan", options={"ordering": ["session", "sort_key", "created_at"]}
-                ),
+                migrations.AlterModelOptions(name="plan", options={"ordering": ["session", "sort_key", "created_at"]}),
             ],
         ),
         migrations.AddConstraint(

@@ -105,8 +105,7 @@ UNACCENTED = (
 
 def _words(columns: str) -> str:
     return (
-        "to_tsvector('nineplan_search'::regconfig, "
-        f"regexp_replace(nineplan_fold({columns}), '[^[:alnum:]]', ' ', 'g'))"
+        f"to_tsvector('nineplan_search'::regconfig, regexp_replace(nineplan_fold({columns}), '[^[:alnum:]]', ' ', 'g'))"
     )
 
 

@@ -49,123 +49,174 @@ def claim_active_plans(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0006_search_word_forms'),
+        ("sessions_app", "0006_search_word_forms"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LostClaim',
+            name="LostClaim",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('worker', models.CharField(max_length=64)),
-                ('lost_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("worker", models.CharField(max_length=64)),
+                ("lost_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
         ),
         migrations.CreateModel(
-            name='PlanDependency',
+            name="PlanDependency",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
             ],
         ),
         migrations.RemoveConstraint(
-            model_name='plan',
-            name='plan_one_active_per_session',
+            model_name="plan",
+            name="plan_one_active_per_session",
         ),
         migrations.AddField(
-            model_name='plan',
-            name='attempts',
+            model_name="plan",
+            name="attempts",
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='claimed_at',
+            model_name="plan",
+            name="claimed_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='lease_expires_at',
+            model_name="plan",
+            name="lease_expires_at",
             field=models.DateTimeField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='waiting_for_person',
+            model_name="plan",
+            name="waiting_for_person",
             field=models.BooleanField(db_default=False, default=False),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='worker',
+            model_name="plan",
+            name="worker",
             field=models.CharField(blank=True, max_length=64, null=True),
         ),
         migrations.AddField(
-            model_name='session',
-            name='lease_seconds',
+            model_name="session",
+            name="lease_seconds",
             field=models.PositiveIntegerField(db_default=1800, default=1800),
         ),
         migrations.AddField(
-            model_name='session',
-            name='max_attempts',
+            model_name="session",
+            name="max_attempts",
             field=models.PositiveIntegerField(db_default=3, default=3),
         ),
         migrations.AlterField(
-            model_name='event',
-            name='kind',
-            field=models.CharField(choices=[('session_created', 'Session Created'), ('plan_created', 'Plan Created'), ('plan_pulled', 'Plan Pulled'), ('plan_deferred', 'Plan Deferred'), ('plan_note', 'Plan Note'), ('plan_completed', 'Plan Completed'), ('plan_discarded', 'Plan Discarded'), ('plan_moved', 'Plan Moved'), ('plan_requeued', 'Plan Requeued'), ('plan_reclaimed', 'Plan Reclaimed'), ('late_write_kept', 'Late Write Kept'), ('dependency_dropped', 'Dependency Dropped'), ('file_edits_kept', 'File Edits Kept'), ('repaired', 'Repaired')], max_length=32),
+            model_name="event",
+            name="kind",
+            field=models.CharField(
+                choices=[
+                    ("session_created", "Session Created"),
+                    ("plan_created", "Plan Created"),
+                    ("plan_pulled", "Plan Pulled"),
+                    ("plan_deferred", "Plan Deferred"),
+                    ("plan_note", "Plan Note"),
+                    ("plan_completed", "Plan Completed"),
+                    ("plan_discarded", "Plan Discarded"),
+                    ("plan_moved", "Plan Moved"),
+                    ("plan_requeued", "Plan Requeued"),
+                    ("plan_reclaimed", "Plan Reclaimed"),
+                    ("late_write_kept", "Late Write Kept"),
+                    ("dependency_dropped", "Dependency Dropped"),
+                    ("file_edits_kept", "File Edits Kept"),
+                    ("repaired", "Repaired"),
+                ],
+                max_length=32,
+            ),
         ),
         migrations.AddField(
-            model_name='lostclaim',
-            name='plan',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='lost_claims', to='sessions_app.plan'),
+            model_name="lostclaim",
+            name="plan",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="lost_claims", to="sessions_app.plan"
+            ),
         ),
         migrations.AddField(
-            model_name='lostclaim',
-            name='session',
-            field=models.ForeignKey(db_column='session_name', on_delete=django.db.models.deletion.CASCADE, related_name='lost_claims', to='sessions_app.session'),
+            model_name="lostclaim",
+            name="session",
+            field=models.ForeignKey(
+                db_column="session_name",
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="lost_claims",
+                to="sessions_app.session",
+            ),
         ),
         migrations.AddField(
-            model_name='plandependency',
-            name='depends_on',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='dependent_links', to='sessions_app.plan'),
+            model_name="plandependency",
+            name="depends_on",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="dependent_links", to="sessions_app.plan"
+            ),
         ),
         migrations.AddField(
-            model_name='plandependency',
-            name='plan',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='dependency_links', to='sessions_app.plan'),
+            model_name="plandependency",
+            name="plan",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="dependency_links", to="sessions_app.plan"
+            ),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='depends_on',
-            field=models.ManyToManyField(blank=True, related_name='dependents', through='sessions_app.PlanDependency', to='sessions_app.plan'),
+            model_name="plan",
+            name="depends_on",
+            field=models.ManyToManyField(
+                blank=True, related_name="dependents", through="sessions_app.PlanDependency", to="sessions_app.plan"
+            ),
         ),
         migrations.RunPython(claim_active_plans, migrations.RunPython.noop),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('session', 'worker'), name='plan_one_active_per_worker'),
+            model_name="plan",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")),
+                fields=("session", "worker"),
+                name="plan_one_active_per_worker",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.CheckConstraint(condition=models.Q(models.Q(('status', 'active'), _negated=True), models.Q(('worker__isnull', False), ('claimed_at__isnull', False), ('lease_expires_at__isnull', False)), _connector='OR'), name='plan_active_has_claim'),
+            model_name="plan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    models.Q(("status", "active"), _negated=True),
+                    models.Q(
+                        ("worker__isnull", False), ("claimed_at__isnull", False), ("lease_expires_at__isnull", False)
+                    ),
+                    _connector="OR",
+                ),
+                name="plan_active_has_claim",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'active'), ('lease_expires_at__isnull', True), _connector='OR'), name='plan_lease_only_while_active'),
+            model_name="plan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status", "active"), ("lease_expires_at__isnull", True), _connector="OR"),
+                name="plan_lease_only_while_active",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.CheckConstraint(condition=models.Q(('status', 'queued'), ('waiting_for_person', False), _connector='OR'), name='plan_waits_only_while_queued'),
+            model_name="plan",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status", "queued"), ("waiting_for_person", False), _connector="OR"),
+                name="plan_waits_only_while_queued",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='lostclaim',
-            constraint=models.UniqueConstraint(fields=('session', 'worker'), name='lost_claim_one_per_worker'),
+            model_name="lostclaim",
+            constraint=models.UniqueConstraint(fields=("session", "worker"), name="lost_claim_one_per_worker"),
         ),
         migrations.AddConstraint(
-            model_name='plandependency',
-            constraint=models.UniqueConstraint(fields=('plan', 'depends_on'), name='plan_dependency_unique'),
+            model_name="plandependency",
+            constraint=models.UniqueConstraint(fields=("plan", "depends_on"), name="plan_dependency_unique"),
         ),
         migrations.AddConstraint(
-            model_name='plandependency',
-            constraint=models.CheckConstraint(condition=models.Q(('plan', models.F('depends_on')), _negated=True), name='plan_dependency_not_self'),
+            model_name="plandependency",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("plan", models.F("depends_on")), _negated=True), name="plan_dependency_not_self"
+            ),
         ),
         migrations.RunPython(restore_triggers, migrations.RunPython.noop),
     ]

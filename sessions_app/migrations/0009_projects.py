@@ -17,7 +17,6 @@ import django.utils.timezone
 from django.conf import settings
 from django.db import migrations, models
 
-
 # The triggers of 0004 and 0006, put back as 0007 puts them back.
 restore_triggers = import_module("sessions_app.migrations.0007_workers_leases").restore_triggers
 
@@ -55,20 +54,16 @@ def keep_staff_access(apps, schema_editor):
         for group in user.groups.all():
             held |= {codes[i] for i in group.permissions.values_list("id", flat=True) if i in codes}
         role = (
-            "manager" if "change_plan" in held
-            else "reviewer" if "review_plan" in held
-            else "reader" if held
-            else None
+            "manager" if "change_plan" in held else "reviewer" if "review_plan" in held else "reader" if held else None
         )
         if role:
             Membership.objects.get_or_create(project_id=DEFAULT_PROJECT, user_id=user.pk, defaults={"role": role})
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0008_review_revisions'),
-        ('auth', '0012_alter_user_first_name_max_length'),
+        ("sessions_app", "0008_review_revisions"),
+        ("auth", "0012_alter_user_first_name_max_length"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
@@ -76,76 +71,112 @@ class Migration(migrations.Migration):
         # Runs last on the way back, once the session table is as it was.
         migrations.RunPython(migrations.RunPython.noop, restore_triggers),
         migrations.CreateModel(
-            name='Project',
+            name="Project",
             fields=[
-                ('name', models.CharField(max_length=63, primary_key=True, serialize=False)),
-                ('title', models.CharField(blank=True, default='', max_length=200)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("name", models.CharField(max_length=63, primary_key=True, serialize=False)),
+                ("title", models.CharField(blank=True, default="", max_length=200)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['name'],
+                "ordering": ["name"],
             },
         ),
         migrations.RunPython(create_default_project, migrations.RunPython.noop),
         migrations.CreateModel(
-            name='Membership',
+            name="Membership",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('role', models.CharField(choices=[('reader', 'Reader'), ('agent', 'Agent'), ('reviewer', 'Reviewer'), ('manager', 'Manager')], max_length=10)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "role",
+                    models.CharField(
+                        choices=[
+                            ("reader", "Reader"),
+                            ("agent", "Agent"),
+                            ("reviewer", "Reviewer"),
+                            ("manager", "Manager"),
+                        ],
+                        max_length=10,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
             ],
             options={
-                'ordering': ['project', 'user'],
+                "ordering": ["project", "user"],
             },
         ),
         migrations.RemoveConstraint(
-            model_name='lostclaim',
-            name='lost_claim_one_per_worker',
+            model_name="lostclaim",
+            name="lost_claim_one_per_worker",
         ),
         migrations.RemoveConstraint(
-            model_name='plan',
-            name='plan_one_active_per_worker',
+            model_name="plan",
+            name="plan_one_active_per_worker",
         ),
         migrations.AddField(
-            model_name='lostclaim',
-            name='claimant',
-            field=models.CharField(blank=True, db_default='', default='', max_length=32),
+            model_name="lostclaim",
+            name="claimant",
+            field=models.CharField(blank=True, db_default="", default="", max_length=32),
         ),
         migrations.AddField(
-            model_name='plan',
-            name='claimant',
-            field=models.CharField(blank=True, db_default='', default='', max_length=32),
+            model_name="plan",
+            name="claimant",
+            field=models.CharField(blank=True, db_default="", default="", max_length=32),
         ),
         migrations.AddConstraint(
-            model_name='lostclaim',
-            constraint=models.UniqueConstraint(fields=('session', 'claimant', 'worker'), name='lost_claim_one_per_worker'),
+            model_name="lostclaim",
+            constraint=models.UniqueConstraint(
+                fields=("session", "claimant", "worker"), name="lost_claim_one_per_worker"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='plan',
-            constraint=models.UniqueConstraint(condition=models.Q(('status', 'active')), fields=('session', 'claimant', 'worker'), name='plan_one_active_per_worker'),
+            model_name="plan",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("status", "active")),
+                fields=("session", "claimant", "worker"),
+                name="plan_one_active_per_worker",
+            ),
         ),
         migrations.AddField(
-            model_name='membership',
-            name='user',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='nineplan_memberships', to=settings.AUTH_USER_MODEL),
+            model_name="membership",
+            name="user",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="nineplan_memberships",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='membership',
-            name='project',
-            field=models.ForeignKey(db_column='project_name', on_delete=django.db.models.deletion.CASCADE, related_name='memberships', to='sessions_app.project'),
+            model_name="membership",
+            name="project",
+            field=models.ForeignKey(
+                db_column="project_name",
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="memberships",
+                to="sessions_app.project",
+            ),
         ),
         migrations.AddField(
-            model_name='session',
-            name='project',
-            field=models.ForeignKey(db_column='project_name', db_default='default', default='default', on_delete=django.db.models.deletion.PROTECT, related_name='sessions', to='sessions_app.project'),
+            model_name="session",
+            name="project",
+            field=models.ForeignKey(
+                db_column="project_name",
+                db_default="default",
+                default="default",
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="sessions",
+                to="sessions_app.project",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.UniqueConstraint(fields=('project', 'user'), name='membership_one_role_per_project'),
+            model_name="membership",
+            constraint=models.UniqueConstraint(fields=("project", "user"), name="membership_one_role_per_project"),
         ),
         migrations.AddConstraint(
-            model_name='membership',
-            constraint=models.CheckConstraint(condition=models.Q(('role__in', ['reader', 'agent', 'reviewer', 'manager'])), name='membership_role_valid'),
+            model_name="membership",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("role__in", ["reader", "agent", "reviewer", "manager"])),
+                name="membership_role_valid",
+            ),
         ),
         migrations.RunPython(keep_staff_access, migrations.RunPython.noop),
         migrations.RunPython(restore_triggers, drop_count_triggers),

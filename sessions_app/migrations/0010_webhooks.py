@@ -6,59 +6,90 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0009_projects'),
+        ("sessions_app", "0009_projects"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='WebhookSubscription',
+            name="WebhookSubscription",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('url', models.CharField(max_length=2000)),
-                ('event_types', models.CharField(max_length=500)),
-                ('secret', models.CharField(max_length=80)),
-                ('active', models.BooleanField(default=True)),
-                ('created_by', models.CharField(blank=True, default='', max_length=150)),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('project', models.ForeignKey(db_column='project_name', on_delete=django.db.models.deletion.CASCADE, related_name='webhook_subscriptions', to='sessions_app.project')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("url", models.CharField(max_length=2000)),
+                ("event_types", models.CharField(max_length=500)),
+                ("secret", models.CharField(max_length=80)),
+                ("active", models.BooleanField(default=True)),
+                ("created_by", models.CharField(blank=True, default="", max_length=150)),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                (
+                    "project",
+                    models.ForeignKey(
+                        db_column="project_name",
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="webhook_subscriptions",
+                        to="sessions_app.project",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['project', 'id'],
+                "ordering": ["project", "id"],
             },
         ),
         migrations.CreateModel(
-            name='WebhookDelivery',
+            name="WebhookDelivery",
             fields=[
-                ('id', models.BigAutoField(primary_key=True, serialize=False)),
-                ('event_type', models.CharField(max_length=40)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('delivered', 'Delivered'), ('failed', 'Failed')], default='pending', max_length=10)),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('next_attempt_at', models.DateTimeField(blank=True, null=True)),
-                ('claimed_until', models.DateTimeField(blank=True, null=True)),
-                ('last_response_code', models.PositiveIntegerField(blank=True, null=True)),
-                ('last_error', models.TextField(blank=True, default='')),
-                ('created_at', models.DateTimeField(default=django.utils.timezone.now)),
-                ('delivered_at', models.DateTimeField(blank=True, null=True)),
-                ('event', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='webhook_deliveries', to='sessions_app.event')),
-                ('subscription', models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='deliveries', to='sessions_app.webhooksubscription')),
+                ("id", models.BigAutoField(primary_key=True, serialize=False)),
+                ("event_type", models.CharField(max_length=40)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("pending", "Pending"), ("delivered", "Delivered"), ("failed", "Failed")],
+                        default="pending",
+                        max_length=10,
+                    ),
+                ),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("next_attempt_at", models.DateTimeField(blank=True, null=True)),
+                ("claimed_until", models.DateTimeField(blank=True, null=True)),
+                ("last_response_code", models.PositiveIntegerField(blank=True, null=True)),
+                ("last_error", models.TextField(blank=True, default="")),
+                ("created_at", models.DateTimeField(default=django.utils.timezone.now)),
+                ("delivered_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "event",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="webhook_deliveries",
+                        to="sessions_app.event",
+                    ),
+                ),
+                (
+                    "subscription",
+                    models.ForeignKey(
+                        db_constraint=False,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="deliveries",
+                        to="sessions_app.webhooksubscription",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'webhook deliveries',
-                'ordering': ['-id'],
+                "verbose_name_plural": "webhook deliveries",
+                "ordering": ["-id"],
             },
         ),
         migrations.AddIndex(
-            model_name='webhooksubscription',
-            index=models.Index(fields=['project', 'active'], name='webhook_project_active'),
+            model_name="webhooksubscription",
+            index=models.Index(fields=["project", "active"], name="webhook_project_active"),
         ),
         migrations.AddIndex(
-            model_name='webhookdelivery',
-            index=models.Index(fields=['status', 'next_attempt_at'], name='delivery_due'),
+            model_name="webhookdelivery",
+            index=models.Index(fields=["status", "next_attempt_at"], name="delivery_due"),
         ),
         migrations.AddConstraint(
-            model_name='webhookdelivery',
-            constraint=models.CheckConstraint(condition=models.Q(('status__in', ['pending', 'delivered', 'failed'])), name='delivery_status_valid'),
+            model_name="webhookdelivery",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("status__in", ["pending", "delivered", "failed"])), name="delivery_status_valid"
+            ),
         ),
     ]

@@ -15,29 +15,28 @@ restore_triggers = import_module("sessions_app.migrations.0007_workers_leases").
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('sessions_app', '0011_drop_redundant_indexes'),
+        ("sessions_app", "0011_drop_redundant_indexes"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='plan',
-            name='reclaims',
+            model_name="plan",
+            name="reclaims",
             field=models.PositiveIntegerField(db_default=0, default=0),
         ),
         migrations.CreateModel(
-            name='WriteRequest',
+            name="WriteRequest",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('caller', models.CharField(max_length=100)),
-                ('request_id', models.CharField(max_length=64)),
-                ('fingerprint', models.CharField(max_length=64)),
-                ('answer', models.JSONField()),
-                ('created_at', models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("caller", models.CharField(max_length=100)),
+                ("request_id", models.CharField(max_length=64)),
+                ("fingerprint", models.CharField(max_length=64)),
+                ("answer", models.JSONField()),
+                ("created_at", models.DateTimeField(db_index=True, default=django.utils.timezone.now)),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('caller', 'request_id'), name='write_request_unique')],
+                "constraints": [models.UniqueConstraint(fields=("caller", "request_id"), name="write_request_unique")],
             },
         ),
         migrations.RunPython(restore_triggers, restore_triggers),

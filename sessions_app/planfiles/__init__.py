@@ -16,12 +16,12 @@ file after 9plan read it, taken on when the file is replaced or removed) and ``l
 """
 
 from sessions_app.models import SECTION_TITLES
-from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
+from sessions_app.planfiles.displaced import Late
 from sessions_app.planfiles.file_io import (
     delete_plan,
     ensure_session_dir,
-    file_identity,
     file_and_base,
+    file_identity,
     preserve_bytes,
     preserve_file,
     probe,
@@ -36,7 +36,6 @@ from sessions_app.planfiles.file_io import (
     write_file,
     write_plan,
 )
-from sessions_app.planfiles.displaced import Late
 from sessions_app.planfiles.folders import (
     IMPORT_FOLDER_PREFIX,
     LEFT_ALONE,
@@ -61,6 +60,7 @@ from sessions_app.planfiles.folders import (
     split_stem,
 )
 from sessions_app.planfiles.listing import Scan, list_plan_files, list_temp_files, scan
+from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
 
 __all__ = [
     "HEADINGS",
@@ -83,8 +83,8 @@ __all__ = [
     "delete_plan",
     "enabled",
     "ensure_session_dir",
-    "file_identity",
     "file_and_base",
+    "file_identity",
     "kind_of",
     "list_plan_files",
     "list_temp_files",

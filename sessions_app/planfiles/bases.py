@@ -88,7 +88,9 @@ def _from(value: object) -> Record | str | None:
     return record
 
 
-def record(version: int, written: str, inode: int, stored: str | None, before: str | None, before_inode: int | None) -> Record:
+def record(
+    version: int, written: str, inode: int, stored: str | None, before: str | None, before_inode: int | None
+) -> Record:
     """The record of a write that makes the plan ``version``, over a base ``stored``. The
     base it replaces is kept whole only while its write may not have committed (its version
     is not below this one's: writes of one plan are one at a time, and each moves the

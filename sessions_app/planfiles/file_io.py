@@ -6,13 +6,12 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 from sessions_app import errors
 from sessions_app.errors import FileSystemFailed
 from sessions_app.planfiles import bases, displaced
-from sessions_app.planfiles.text import render
 from sessions_app.planfiles.folders import (
     BASES_DIR,
     MISSING,
@@ -38,6 +37,7 @@ from sessions_app.planfiles.folders import (
     session_dir,
     write_in,
 )
+from sessions_app.planfiles.text import render
 
 log = logging.getLogger("nineplan.planfiles")
 
@@ -261,7 +261,9 @@ def _forget_base(session_name: str, plan_id: str) -> None:
     try:
         write_base(session_name, plan_id, None)
     except FileSystemFailed as exc:
-        log.warning("plan file base not removed", extra={"session": session_name, "plan": plan_id, "error": exc.message})
+        log.warning(
+            "plan file base not removed", extra={"session": session_name, "plan": plan_id, "error": exc.message}
+        )
 
 
 def remove_file(session_name: str, plan_id: str) -> None:
@@ -329,7 +331,7 @@ def remove_temp(session_name: str, name: str) -> None:
 
 
 def _preserved_name(folder: int, stem: str) -> str:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S")
     name, n = f"{stem}-{stamp}.txt", 1
     while True:
         try:
@@ -360,9 +362,10 @@ def preserve_file(session_name: str, plan_id: str) -> str:
     returns its new path relative to the session folder."""
     source = file_name(plan_id)
     try:
-        with open_folder(session_name) as plans, open_folder(
-            session_name, plans=False, create=True, sub=PRESERVED_DIR
-        ) as kept:
+        with (
+            open_folder(session_name) as plans,
+            open_folder(session_name, plans=False, create=True, sub=PRESERVED_DIR) as kept,
+        ):
             st = os.stat(source, dir_fd=plans, follow_symlinks=False)
             if not plain(st):
                 raise FileSystemFailed(f"{plan_path(session_name, plan_id)} is {kind(st)}; it was left alone.")

@@ -177,7 +177,9 @@ def _open_root(*, create: bool) -> int:
 
 
 @contextmanager
-def open_folder(session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None) -> Iterator[int]:
+def open_folder(
+    session_name: str, *, plans: bool = True, create: bool = False, sub: str | None = None
+) -> Iterator[int]:
     """A descriptor of the session's folder (or its ``plans``/``sub`` folder), reached from the
     sessions root without following a link. Raises FileNotFoundError when a folder is
     missing (unless ``create``: then it is made), UnsafeFolder when one is a link or not a
@@ -191,7 +193,9 @@ def open_folder(session_name: str, *, plans: bool = True, create: bool = False, 
     fds = [_open_root(create=create)]
     try:
         for depth, name in enumerate(names, start=1):
-            fds.append(_open_below(fds[-1], name, lambda depth=depth: sessions_root().joinpath(*names[:depth]), create=create))
+            fds.append(
+                _open_below(fds[-1], name, lambda depth=depth: sessions_root().joinpath(*names[:depth]), create=create)
+            )
         yield fds[-1]
     finally:
         for fd in fds:
@@ -270,7 +274,9 @@ def read_in(folder: int, name: str, cap: int | None = None) -> FileRead:
         return FileRead(REFUSED, problem=f"is {kind(before)}, not a regular file", identity=identity_of(before))
     cap = read_cap() if cap is None else cap
     if before.st_size > cap:
-        return FileRead(TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, identity=identity_of(before))
+        return FileRead(
+            TOO_LARGE, problem=f"is {before.st_size} bytes", size=before.st_size, identity=identity_of(before)
+        )
     try:
         fd = os.open(name, _READ_FLAGS, dir_fd=folder)
     except FileNotFoundError:
@@ -294,12 +300,19 @@ def read_in(folder: int, name: str, cap: int | None = None) -> FileRead:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        return FileRead(NOT_UTF8, data=data, problem=f"holds bytes that are not UTF-8 text (at byte {exc.start})",
-                        size=len(data), identity=identity)
+        return FileRead(
+            NOT_UTF8,
+            data=data,
+            problem=f"holds bytes that are not UTF-8 text (at byte {exc.start})",
+            size=len(data),
+            identity=identity,
+        )
     if "\x00" in text:
         # Valid UTF-8, but no database column can hold it (PostgreSQL refuses NUL).
         at = data.index(b"\x00")
-        return FileRead(NOT_UTF8, data=data, problem=f"holds a NUL byte (at byte {at})", size=len(data), identity=identity)
+        return FileRead(
+            NOT_UTF8, data=data, problem=f"holds a NUL byte (at byte {at})", size=len(data), identity=identity
+        )
     return FileRead(OK, text=text, size=len(data), identity=identity)
 
 

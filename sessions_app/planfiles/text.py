@@ -86,12 +86,12 @@ def merge_section(base: str, current: str, edited: str) -> tuple[str, bool]:
     section wins; a section nobody edited keeps the database's text; when both changed, both
     texts are kept (an append on each side keeps both appends, in that order) and the second
     value is True."""
-    if edited == base or edited == current:
+    if edited in (base, current):
         return current, False
     if current == base:
         return edited, False
     if current.startswith(base) and edited.startswith(base):
-        return _joined(current, edited[len(base):]), True
+        return _joined(current, edited[len(base) :]), True
     return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
 
 

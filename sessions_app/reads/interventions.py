@@ -15,7 +15,13 @@ from sessions_app.models import Event, Plan
 from sessions_app.reads.excerpts import ended, one_line
 
 INTERVENTION_KINDS = (
-    "plan_discarded", "plan_requeued", "plan_moved", "plan_approved", "plan_rejected", "plan_held", "plan_restored",
+    "plan_discarded",
+    "plan_requeued",
+    "plan_moved",
+    "plan_approved",
+    "plan_rejected",
+    "plan_held",
+    "plan_restored",
 )
 INTERVENTIONS_SHOWN = 3
 # What a held plan waits for and who ends the wait: the one wording of every answer that
@@ -123,10 +129,7 @@ def interventions(session_name: str) -> list[Intervention]:
 
 def latest_intervention(plan: Plan) -> Intervention | None:
     event = (
-        Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS)
-        .exclude(AGENT_ACTORS)
-        .order_by("-id")
-        .first()
+        Event.objects.filter(plan_id=plan.id, kind__in=INTERVENTION_KINDS).exclude(AGENT_ACTORS).order_by("-id").first()
     )
     return None if event is None else _intervention(event)
 

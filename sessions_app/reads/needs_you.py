@@ -16,10 +16,6 @@ from datetime import datetime, timedelta
 from django.db.models import Count, F, Max, OuterRef, Q, Subquery
 
 from sessions_app import access, clock
-
-from sessions_app.reads import queries
-
-from sessions_app.store import revisions
 from sessions_app.models import (
     SECTION_TITLES,
     SECTIONS,
@@ -28,6 +24,8 @@ from sessions_app.models import (
     PlanDependency,
     Revision,
 )
+from sessions_app.reads import queries
+from sessions_app.store import revisions
 
 SHOWN = 50
 WORKERS_SHOWN = 200
@@ -212,9 +210,10 @@ def since_pull(plans: list[Plan]) -> dict[str, SincePull]:
         now = plan.sections()
         then = now
         for rev in newest_first:
-            then = revisions.apply_undo(then, rev.undo) if rev.undo else {n: "" for n in SECTIONS}
+            then = revisions.apply_undo(then, rev.undo) if rev.undo else dict.fromkeys(SECTIONS, "")
         lines = [
-            f"r{r.number} {r.kind} by {r.actor}: {', '.join(SECTION_TITLES.get(s, s) for s in r.sections) or '—'}" for r in reversed(newest_first)
+            f"r{r.number} {r.kind} by {r.actor}: {', '.join(SECTION_TITLES.get(s, s) for s in r.sections) or '—'}"
+            for r in reversed(newest_first)
         ]
         changed = [(name, then.get(name, ""), now[name]) for name in SECTIONS if then.get(name, "") != now[name]]
         found[plan.id] = SincePull(lines, changed)

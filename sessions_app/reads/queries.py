@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from django.conf import settings
 from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
@@ -36,7 +36,8 @@ def get_session(name: object) -> Session:
     session = next(iter(Session.objects.filter(name=name).order_by()), None)
     if session is None:
         raise SessionNotFound.named(name)
-    access.require(access.VIEW, project=session.project_id, session_name=name)
+    # The column is NOT NULL; the stubs type a foreign key with a database default as optional.
+    access.require(access.VIEW, project=cast(str, session.project_id), session_name=name)
     return session
 
 
@@ -259,12 +260,16 @@ def dependencies(plan_id: str) -> Dependencies:
 def dependencies_of(plan_ids: list[str]) -> dict[str, Dependencies]:
     """Dependencies both ways of several plans at once (two queries)."""
     found = {pid: Dependencies([], []) for pid in plan_ids}
-    for plan_id, dep, status in PlanDependency.objects.filter(plan_id__in=plan_ids).order_by("depends_on_id").values_list(
-        "plan_id", "depends_on_id", "depends_on__status"
+    for plan_id, dep, status in (
+        PlanDependency.objects.filter(plan_id__in=plan_ids)
+        .order_by("depends_on_id")
+        .values_list("plan_id", "depends_on_id", "depends_on__status")
     ):
         found[plan_id].depends_on.append((dep, status))
-    for dep, plan_id, status in PlanDependency.objects.filter(depends_on_id__in=plan_ids).order_by("plan_id").values_list(
-        "depends_on_id", "plan_id", "plan__status"
+    for dep, plan_id, status in (
+        PlanDependency.objects.filter(depends_on_id__in=plan_ids)
+        .order_by("plan_id")
+        .values_list("depends_on_id", "plan_id", "plan__status")
     ):
         found[dep].dependents.append((plan_id, status))
     return found
@@ -296,7 +301,11 @@ def late_writes(plan_id: str, *, limit: int = LATE_SHOWN) -> list[LateWrite]:
     found = []
     for e in events:
         detail = e.detail if isinstance(e.detail, dict) else {}
-        found.append(LateWrite(str(detail.get("worker", "")), str(detail.get("op", "")), str(detail.get("text", "")), e.created_at))
+        found.append(
+            LateWrite(
+                str(detail.get("worker", "")), str(detail.get("op", "")), str(detail.get("text", "")), e.created_at
+            )
+        )
     return found
 
 
@@ -367,12 +376,16 @@ if TYPE_CHECKING:
 def sessions_with_counts():
     """The sessions the caller may see, newest first, each annotated with its counts (one
     query however many)."""
-    return visible_sessions().annotate(
-        queue_length=plan_count(Plan.Status.QUEUED),
-        completed_count=plan_count(Plan.Status.COMPLETED),
-        discarded_count=plan_count(Plan.Status.DISCARDED),
-        has_active_plan=Exists(session_plans(Plan.Status.ACTIVE)),
-    ).order_by("-created_at", "name")
+    return (
+        visible_sessions()
+        .annotate(
+            queue_length=plan_count(Plan.Status.QUEUED),
+            completed_count=plan_count(Plan.Status.COMPLETED),
+            discarded_count=plan_count(Plan.Status.DISCARDED),
+            has_active_plan=Exists(session_plans(Plan.Status.ACTIVE)),
+        )
+        .order_by("-created_at", "name")
+    )
 
 
 def session_list(*, limit: int = LIST_CAP) -> tuple[list[CountedSession], int]:
@@ -499,6 +512,4 @@ def webhook_subscriptions() -> list[SubscriptionRow]:
     }
     # Counted under the statuses' names, which the checker cannot follow.
     annotated: QuerySet[Any] = qs.annotate(**counted)
-    return [
-        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in annotated
-    ]
+    return [SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in annotated]

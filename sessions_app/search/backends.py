@@ -35,14 +35,87 @@ MAX_TERMS = 16
 # "configura" finds "configure" but not "config". The highlighter reads the same list
 # to mark the forms a word matched.
 ENDINGS = (
-    "s", "es", "ies", "ied", "ed", "eed", "ing", "ings", "e", "er", "ers", "y", "ly", "ily",
-    "ion", "ions", "ional", "ionally", "ation", "ations", "ational", "ate", "ated", "ates",
-    "ating", "ator", "ators", "ative", "ment", "ments", "ement", "al", "ally", "alism",
-    "ality", "alize", "alized", "alization", "ize", "ized", "izes", "izing", "izer", "izers",
-    "ization", "izations", "ity", "ities", "ive", "ively", "iveness", "ivity", "ness",
-    "ful", "fully", "fulness", "able", "ably", "ability", "ible", "ibly", "ibility", "ance",
-    "ances", "ence", "ences", "ency", "ant", "ants", "ent", "ently", "ic", "ical", "ically",
-    "icate", "icity", "ism", "isms", "ous", "ously", "ousness",
+    "s",
+    "es",
+    "ies",
+    "ied",
+    "ed",
+    "eed",
+    "ing",
+    "ings",
+    "e",
+    "er",
+    "ers",
+    "y",
+    "ly",
+    "ily",
+    "ion",
+    "ions",
+    "ional",
+    "ionally",
+    "ation",
+    "ations",
+    "ational",
+    "ate",
+    "ated",
+    "ates",
+    "ating",
+    "ator",
+    "ators",
+    "ative",
+    "ment",
+    "ments",
+    "ement",
+    "al",
+    "ally",
+    "alism",
+    "ality",
+    "alize",
+    "alized",
+    "alization",
+    "ize",
+    "ized",
+    "izes",
+    "izing",
+    "izer",
+    "izers",
+    "ization",
+    "izations",
+    "ity",
+    "ities",
+    "ive",
+    "ively",
+    "iveness",
+    "ivity",
+    "ness",
+    "ful",
+    "fully",
+    "fulness",
+    "able",
+    "ably",
+    "ability",
+    "ible",
+    "ibly",
+    "ibility",
+    "ance",
+    "ances",
+    "ence",
+    "ences",
+    "ency",
+    "ant",
+    "ants",
+    "ent",
+    "ently",
+    "ic",
+    "ical",
+    "ically",
+    "icate",
+    "icity",
+    "ism",
+    "isms",
+    "ous",
+    "ously",
+    "ousness",
 )
 _ENDING_PREFIXES = frozenset(e[:i] for e in ENDINGS for i in range(1, len(e) + 1))
 _LONGEST_ENDING = max(map(len, ENDINGS))
@@ -375,7 +448,8 @@ def _search_way(session_name: str) -> str:
     ms at 100,000 plans once the search's own pages had pushed them out of SQLite's
     cache), and so did the CASE that chose the MATCH text inside the search's statement."""
     row = _raw(
-        _SEARCH_WAY, [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, OWN_INDEX, SESSION_SHARE, BY_KEY, BY_NAME, session_name]
+        _SEARCH_WAY,
+        [SMALL_SESSION, session_name, SMALL_SESSION_CHARS, OWN_INDEX, SESSION_SHARE, BY_KEY, BY_NAME, session_name],
     )
     # No such session: nothing of it is indexed, and matching by name finds nothing.
     return row[0] if row else BY_NAME
@@ -454,9 +528,7 @@ def _sqlite_search(
     return found
 
 
-def search(
-    query: str, *, session_name: str | None, limit: int, projects: frozenset[str] | None = None
-) -> list[Hit]:
+def search(query: str, *, session_name: str | None, limit: int, projects: frozenset[str] | None = None) -> list[Hit]:
     """The best ``limit`` completed plans for the query, best first, each with its plan: of
     one session, or (``session_name`` None) of every session of ``projects`` (None: all)."""
     words = terms(query)

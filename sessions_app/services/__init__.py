@@ -20,7 +20,6 @@ from sessions_app.services.retries import forget_old_requests, write_once
 from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
 from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
-from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
 from sessions_app.services.webhooks import (
     Subscribed,
     deliveries_claim,
@@ -29,28 +28,24 @@ from sessions_app.services.webhooks import (
     webhook_subscribe,
     webhook_unsubscribe,
 )
+from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
 from sessions_app.services.writing import Written, compose_append, worker_actor
 
 __all__ = [
     "DECISIONS",
-    "Granted",
-    "Handout",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
-    "Subscribed",
+    "Granted",
+    "Handout",
     "PlanInput",
+    "Subscribed",
     "Written",
     "compose_append",
     "deliveries_claim",
     "delivery_record",
     "delivery_resend",
     "forget_old_requests",
-    "write_once",
     "plan_complete",
-    "project_create",
-    "project_for_new_session",
-    "project_grant",
-    "project_revoke",
     "plan_defer",
     "plan_discard",
     "plan_discard_any",
@@ -65,10 +60,15 @@ __all__ = [
     "plan_requeue",
     "plan_restore",
     "plan_review",
+    "project_create",
+    "project_for_new_session",
+    "project_grant",
+    "project_revoke",
     "reclaim_expired",
     "session_create",
     "session_set_review",
     "webhook_subscribe",
     "webhook_unsubscribe",
     "worker_actor",
+    "write_once",
 ]

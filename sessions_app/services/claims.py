@@ -109,7 +109,9 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
                     updated_at=now,
                 )
             except IntegrityError:
-                raise PlanAlreadyActive(f"Worker '{worker}' already holds a plan in session '{session.name}'.") from None
+                raise PlanAlreadyActive(
+                    f"Worker '{worker}' already holds a plan in session '{session.name}'."
+                ) from None
             if claimed != 1:
                 raise PlanAlreadyActive(f"Plan {plan.id} was claimed by another caller.")
             # The worker is told of a lost claim until it pulls again.
@@ -423,6 +425,8 @@ def plan_reclaim(*, session_name: str, plan_id: str, actor: str) -> Written:
         plan = plan_for_write(name, plan_id, access.MANAGE)
         session = lock_session(name, access.MANAGE)
         if plan.status != Plan.Status.ACTIVE:
-            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only an active plan can be reclaimed.", field="plan_id")
+            raise ValidationFailed(
+                f"Plan {plan.id} is {plan.status}; only an active plan can be reclaimed.", field="plan_id"
+            )
         _reclaim(session, plan, clock.now(), undo, actor=actor, why=f"taken back by {actor}")
     return Written(plan, 1)

@@ -106,12 +106,12 @@ def file_now(plan: Plan, ahead: FileAhead | None) -> planfiles.FileRead:
     file has not changed since (one stat, nothing opened), else a fresh read, which is
     bounded and never blocks either."""
     stem = plan.file_stem
-    if ahead is not None and ahead.stem == stem and ahead.read.identity is not None:
-        if planfiles.file_identity(plan.session_id, stem) == ahead.read.identity:
-            return ahead.read
-    if ahead is not None and ahead.stem == stem and ahead.read.state == planfiles.MISSING:
-        if planfiles.file_identity(plan.session_id, stem) is None:
-            return ahead.read
+    seen = None if ahead is None or ahead.stem != stem else ahead.read
+    if seen is not None and (seen.identity is not None or seen.state == planfiles.MISSING):
+        # The file read ahead still stands when the path still names what that read saw.
+        now = planfiles.file_identity(plan.session_id, stem)
+        if (seen.identity is not None and now == seen.identity) or (seen.state == planfiles.MISSING and now is None):
+            return seen
     return planfiles.read_plan_file(plan.session_id, stem)
 
 
@@ -167,7 +167,9 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
                 "the database keeps the plan's last good text.",
                 reason=errors.PLAN_FILE_REFUSED,
             )
-        return TakenIn(f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}.")
+        return TakenIn(
+            f"The plan file {path} {read.problem}: 9plan did not read it and left it alone; {KEPT_LAST_GOOD}."
+        )
     if read.state == planfiles.TOO_LARGE:
         reason = f"it {read.problem}; at most {planfiles.read_cap()} bytes are read (from NINEPLAN_MAX_PLAN_CHARS)"
         return _refuse_file(plan, path, reason, strict)
@@ -176,7 +178,9 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
         # stays too: a second copy of an agent's bytes is harmless, a lost one is not.
         kept = planfiles.preserve_bytes(plan.session_id, plan.file_stem, read.data)
         log.warning("plan file not UTF-8; kept aside", extra={**where, "kept_as": kept})
-        record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=[], kept_as=kept, problem=read.problem)
+        record_event(
+            plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=[], kept_as=kept, problem=read.problem
+        )
         return TakenIn(
             f"The plan file {path} {read.problem}: its bytes are kept as written in "
             f"{planfiles.session_dir(plan.session_id) / kept}, and the database's text was used instead."
@@ -255,12 +259,16 @@ def retire_file(plan: Plan, taken_in: TakenIn) -> Written:
             with transactions.write():
                 _report_kept(plan, late)
         except (NineplanError, DatabaseError) as exc:
-            log.warning("kept plan file not recorded", extra={"session": plan.session_id, "plan": plan.id, "error": str(exc)})
+            log.warning(
+                "kept plan file not recorded", extra={"session": plan.session_id, "plan": plan.id, "error": str(exc)}
+            )
         return Written(plan, file_notice=" ".join(filter(None, [taken_in.notice, _kept_notice(plan, late)])))
     try:
         kept = planfiles.preserve_file(plan.session_id, plan.file_stem)
     except FileSystemFailed as exc:
-        log.warning("plan file not moved aside", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message})
+        log.warning(
+            "plan file not moved aside", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message}
+        )
         where = " It stays where it is (it could not be moved aside); the invariant check reports it."
     else:
         where = f" The file is kept as {planfiles.session_dir(plan.session_id) / kept}."
@@ -271,13 +279,21 @@ def _report_kept(plan: Plan, late: planfiles.Late) -> None:
     """A plan file kept aside because it changed while 9plan replaced or removed it, in the
     plan's event log (its page lists it)."""
     record_event(
-        plan.session_id, Event.Kind.FILE_EDITS_KEPT, FILE_ACTOR, plan, sections=[], kept_as=late.kept_as, problem=late.problem
+        plan.session_id,
+        Event.Kind.FILE_EDITS_KEPT,
+        FILE_ACTOR,
+        plan,
+        sections=[],
+        kept_as=late.kept_as,
+        problem=late.problem,
     )
 
 
 def _kept_notice(plan: Plan, late: planfiles.Late) -> str:
     path = planfiles.plan_path(plan.session_id, plan.file_stem)
-    return f"The plan file {path} {late.problem}: it is kept as {planfiles.session_dir(plan.session_id) / late.kept_as}."
+    return (
+        f"The plan file {path} {late.problem}: it is kept as {planfiles.session_dir(plan.session_id) / late.kept_as}."
+    )
 
 
 def write_file(undo: transactions.Undo, plan: Plan, previous: planfiles.FileRead | None = None) -> None:
@@ -374,4 +390,6 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
     try:
         planfiles.write_base(plan.session_id, stem, read.text)
     except FileSystemFailed as exc:
-        log.warning("fenced file's base not updated", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message})
+        log.warning(
+            "fenced file's base not updated", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message}
+        )

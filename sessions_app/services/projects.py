@@ -98,7 +98,9 @@ def project_revoke(*, project: str, username: str) -> Membership:
     with transactions.write():
         membership = Membership.objects.filter(project=found, user__username=username).select_related("user").first()
         if membership is None:
-            raise ValidationFailed(f"username: '{username}' is not a member of project '{found.name}'.", field="username")
+            raise ValidationFailed(
+                f"username: '{username}' is not a member of project '{found.name}'.", field="username"
+            )
         membership.delete()
     log.info("role revoked", extra={"project": found.name, "user": username})
     return membership

@@ -87,7 +87,9 @@ def plan_enqueue(
     fields = dict(
         context=context, goal=goal, approach=approach, success_criteria=success_criteria, inputs=inputs, outputs=outputs
     )
-    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, review=review, actor=actor)[0]
+    return plan_enqueue_many(session_name=session_name, plans=[fields], position=position, review=review, actor=actor)[
+        0
+    ]
 
 
 def plan_enqueue_many(
@@ -265,7 +267,9 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
         plan = plan_for_write(name, plan_id, access.MANAGE)
         session = lock_session(name, access.MANAGE)
         if plan.status != Plan.Status.QUEUED:
-            raise ValidationFailed(f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id")
+            raise ValidationFailed(
+                f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id"
+            )
         new_key = next_sort_key(session, position)
         Plan.objects.filter(id=plan.id).update(sort_key=new_key, updated_at=clock.now())
         plan.sort_key = new_key

@@ -18,10 +18,9 @@ from typing import Any
 from django.db import connection
 
 from sessions_app import access, clock, inputs
-
-from sessions_app.store import transactions
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import WriteRequest
+from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")
 

@@ -81,7 +81,9 @@ def plan_review(
             if notes:
                 # Kept with the plan's history as a rejection's notes are: under a heading
                 # naming the reviewer and the time, as a revision.
-                plan.notes = compose_append(plan.notes, f"### Approved in review by {actor}, {utc_text(now)}\n\n{notes}")
+                plan.notes = compose_append(
+                    plan.notes, f"### Approved in review by {actor}, {utc_text(now)}\n\n{notes}"
+                )
                 inputs.plan_size({**plan.sections(), "outcome": plan.outcome}, field="notes")
             plan.status = Plan.Status.COMPLETED
             plan.completed_at = now
@@ -109,8 +111,13 @@ def plan_review(
             plan.save(update_fields=[*SECTIONS, *RETURNED, "rejections", *TOUCHED])
             revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(
-                session.name, Event.Kind.PLAN_REJECTED, actor, plan,
-                decision=decision, notes=notes, rejections=plan.rejections,
+                session.name,
+                Event.Kind.PLAN_REJECTED,
+                actor,
+                plan,
+                decision=decision,
+                notes=notes,
+                rejections=plan.rejections,
             )
             if held:
                 record_event(session.name, Event.Kind.PLAN_HELD, actor, plan, rejections=plan.rejections)
@@ -164,7 +171,9 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
             raise ValidationFailed(f"Plan {plan.id} has no revision {number}.", field="revision")
         before = plan.sections()
         if target == before:
-            raise ValidationFailed(f"Plan {plan.id}'s text is already as it was at revision {number}.", field="revision")
+            raise ValidationFailed(
+                f"Plan {plan.id}'s text is already as it was at revision {number}.", field="revision"
+            )
         inputs.plan_size({**target, "outcome": plan.outcome}, field="revision")
         set_sections(plan, target)
         touch(plan)

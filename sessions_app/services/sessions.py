@@ -7,13 +7,20 @@ import logging
 from django.conf import settings
 
 from sessions_app import access, inputs, planfiles
-
-from sessions_app.store import transactions
 from sessions_app.errors import DatabaseFailed, NotPermitted, ValidationFailed
 from sessions_app.identifiers import new_session_name
-from sessions_app.models import DEFAULT_PROJECT, LEASE_SECONDS, MAX_ATTEMPTS, MAX_LEASE_SECONDS, Event, Project, ReviewPolicy
-from sessions_app.models import Session
+from sessions_app.models import (
+    DEFAULT_PROJECT,
+    LEASE_SECONDS,
+    MAX_ATTEMPTS,
+    MAX_LEASE_SECONDS,
+    Event,
+    Project,
+    ReviewPolicy,
+    Session,
+)
 from sessions_app.services.writing import lock_session, record_event
+from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")
 

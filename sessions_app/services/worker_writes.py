@@ -186,7 +186,14 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
     record_event(session_name, Event.Kind.PLAN_DISCARDED, actor, plan, reason=reason)
     plan.save(
         update_fields=[
-            *SECTIONS, "discard_reason", "status", "sort_key", "discarded_at", "waiting_for_person", *LEASE, *TOUCHED
+            *SECTIONS,
+            "discard_reason",
+            "status",
+            "sort_key",
+            "discarded_at",
+            "waiting_for_person",
+            *LEASE,
+            *TOUCHED,
         ]
     )
     return taken_in
@@ -195,9 +202,7 @@ def discard(session_name: str, plan: Plan, reason: str, actor: str, ahead: FileA
 def _drop_from_dependents(session_name: str, plan: Plan, reason: str, actor: str, undo) -> None:
     """A discarded plan will never complete: each plan that depended on it stops waiting for
     it, with a note saying why, so no work waits forever."""
-    links = list(
-        PlanDependency.objects.filter(depends_on_id=plan.id).order_by("plan_id").values_list("id", "plan_id")
-    )
+    links = list(PlanDependency.objects.filter(depends_on_id=plan.id).order_by("plan_id").values_list("id", "plan_id"))
     if not links:
         return
     for dependent_id in sorted({plan_id for _, plan_id in links}):

@@ -32,10 +32,10 @@ LEASE = ("lease_expires_at",)
 @dataclass(frozen=True)
 class Written:
     """What a write did to a plan: the plan as stored; its place in the queue (1 = pulled
-    next) when the write left it queued, as the write's own transaction saw it (counting
-    afterwards could also count plans another writer queued meanwhile); and, when its plan
-    file was not taken in, why (``file_notice``, for the caller to pass on); and what others
-did to the plan meanwhile (``told``)."""
+        next) when the write left it queued, as the write's own transaction saw it (counting
+        afterwards could also count plans another writer queued meanwhile); and, when its plan
+        file was not taken in, why (``file_notice``, for the caller to pass on); and what others
+    did to the plan meanwhile (``told``)."""
 
     plan: Plan
     place: int | None = None

@@ -57,9 +57,7 @@ POSTGRES_FUNCTION = "sessions_app_plan_counts"
 
 def _pg_moves(sign: str, rows: str) -> str:
     """The per-session changes of the counts for a transition table of plan rows."""
-    flags = ", ".join(
-        f"{sign}(CASE WHEN status = '{status}' THEN 1 ELSE 0 END) AS {status}" for status in COUNTED
-    )
+    flags = ", ".join(f"{sign}(CASE WHEN status = '{status}' THEN 1 ELSE 0 END) AS {status}" for status in COUNTED)
     return f"SELECT session_name, {flags} FROM {rows}"
 
 
@@ -108,14 +106,15 @@ POSTGRES_SCHEMA = [
 ]
 POSTGRES_TRIGGERS = (f"{POSTGRES_FUNCTION}_ins", f"{POSTGRES_FUNCTION}_upd", f"{POSTGRES_FUNCTION}_del")
 
+
 def _counted(status: str, session: str) -> str:
     """A subquery counting the plans in ``status`` of the session row ``session`` names."""
     return f"(SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = {session}.name AND p.status = '{status}')"
 
 
-RECOUNT = f"""UPDATE {SESSION_TABLE} SET {", ".join(
-    f"{column} = {_counted(status, SESSION_TABLE)}" for status, column in COLUMNS.items()
-)}"""
+RECOUNT = f"""UPDATE {SESSION_TABLE} SET {
+    ", ".join(f"{column} = {_counted(status, SESSION_TABLE)}" for status, column in COLUMNS.items())
+}"""
 
 
 def ensure_triggers(conn=None) -> None:
@@ -125,10 +124,9 @@ def ensure_triggers(conn=None) -> None:
         if conn.vendor == "sqlite":
             for statement in SQLITE_TRIGGERS.values():
                 cur.execute(statement)
-        elif conn.vendor == "postgresql":
-            if not _postgres_triggers_present(cur):
-                for statement in POSTGRES_SCHEMA:
-                    cur.execute(statement)
+        elif conn.vendor == "postgresql" and not _postgres_triggers_present(cur):
+            for statement in POSTGRES_SCHEMA:
+                cur.execute(statement)
 
 
 def ensure_triggers_after_migrate(sender, using="default", **kwargs) -> None:

@@ -180,7 +180,7 @@ def revision(plan: Plan, number: int) -> Version | None:
     if after is None:
         return None
     rev = Revision.objects.get(plan=plan, number=number)
-    whole = apply_undo(after, rev.undo) if rev.undo else {n: "" for n in SECTIONS}
+    whole = apply_undo(after, rev.undo) if rev.undo else dict.fromkeys(SECTIONS, "")
     return Version(rev, {n: whole[n] for n in rev.sections if n in SECTIONS}, after)
 
 

@@ -9,10 +9,8 @@ from datetime import timedelta
 from django import template
 from django.utils.safestring import SafeString
 
-from sessions_app.reads import excerpts
-
-from sessions_app.reads import needs_you
 from sessions_app.admin import render
+from sessions_app.reads import excerpts, needs_you
 
 register = template.Library()
 
@@ -54,7 +52,9 @@ def nineplan_duration(value: timedelta | None) -> str:
 
 
 @register.inclusion_tag("admin/sessions_app/button_form.html", takes_context=True)
-def button_form(context, action: str, label: str, *, id: str = "", title: str = "", css: str = "", next: str = "", **fields):
+def button_form(
+    context, action: str, label: str, *, id: str = "", title: str = "", css: str = "", next: str = "", **fields
+):
     """A form of one button that posts to ``action`` (a staff or reviewer action): ``next``
     is where to come back to, ``fields`` become hidden inputs.
     ``{% url 'admin:sessions_app_plan_act' plan.id 'move' as to %}{% button_form to "front" position="front" %}``."""

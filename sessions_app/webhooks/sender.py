@@ -17,16 +17,15 @@ import logging
 import socket
 import ssl
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from django.conf import settings
 from standardwebhooks import Webhook
 
 from sessions_app import access, services
-
-from sessions_app.webhooks import addresses
 from sessions_app.errors import NineplanError
 from sessions_app.models import WebhookDelivery
+from sessions_app.webhooks import addresses
 
 log = logging.getLogger("nineplan.webhooks")
 
@@ -53,7 +52,7 @@ def payload(delivery: WebhookDelivery) -> str:
     clipped = detail != (event.detail or {})
     body = {
         "type": delivery.event_type,
-        "timestamp": event.created_at.astimezone(timezone.utc).isoformat(),
+        "timestamp": event.created_at.astimezone(UTC).isoformat(),
         "data": {
             "event_id": event.id,
             "kind": event.kind,
@@ -107,7 +106,7 @@ def attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
     except NineplanError as exc:
         return None, f"refused: {exc.message}"
     body = payload(delivery)
-    headers = signed_headers(delivery, body, datetime.now(timezone.utc))
+    headers = signed_headers(delivery, body, datetime.now(UTC))
     kind = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
     conn = kind(target, timeout=settings.NINEPLAN_WEBHOOKS_TIMEOUT)
     try:

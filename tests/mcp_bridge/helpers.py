@@ -88,9 +88,7 @@ async def in_thread(fn, /, *args, **kwargs):
 
 
 def tree(root: Path) -> dict[str, bytes | None]:
-    return {
-        str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(Path(root).rglob("*"))
-    }
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(Path(root).rglob("*"))}
 
 
 def snapshot(sessions_dir: Path) -> dict[str, Any]:

@@ -132,8 +132,6 @@ def test_a_star_leaves_host_checks_to_a_proxy_but_keeps_the_token(settings):
     assert config.require_token is True
 
 
-
-
 def test_stateless_serving_is_a_setting(settings):
     assert http.load_config(host="127.0.0.1", port=8123).stateless is False
     settings.NINEPLAN_HTTP_STATELESS = True

@@ -40,5 +40,8 @@ def test_an_exception_and_an_unexpected_failure_become_errors():
     assert result.is_error and result.structured_content["error"] == "PLAN_NOT_FOUND"
     assert result.structured_content["field"] == "plan_id" and result.structured_content["suggestion"]
     failed = responses.unexpected("calm-blue-heron", "disk full")
-    assert failed.is_error and failed.structured_content["message"] == "The operation failed and was rolled back: disk full."
+    assert (
+        failed.is_error
+        and failed.structured_content["message"] == "The operation failed and was rolled back: disk full."
+    )
     assert "Traceback" not in failed.content[0].text

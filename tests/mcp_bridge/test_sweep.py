@@ -19,9 +19,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 REPORTED = "lease expired, claim still held until another worker pulls"
 
 
-def test_the_sweep_reports_each_expired_claim_once_and_leaves_it_held(
-    monkeypatch, caplog, sessions_dir
-):
+def test_the_sweep_reports_each_expired_claim_once_and_leaves_it_held(monkeypatch, caplog, sessions_dir):
     short = services.session_create(lease_seconds=60)
     long = services.session_create(lease_seconds=3600)
     a = services.plan_enqueue(session_name=short.name, **plan_fields(goal="A")).plan
@@ -36,13 +34,9 @@ def test_the_sweep_reports_each_expired_claim_once_and_leaves_it_held(
         assert sweep.sweep_once() == 1
         assert sweep.sweep_once() == 1
     reported = [r for r in caplog.records if r.getMessage() == REPORTED]
-    assert [(r.plan, r.worker, r.session) for r in reported] == [
-        (a.id, "w1", short.name)
-    ]
+    assert [(r.plan, r.worker, r.session) for r in reported] == [(a.id, "w1", short.name)]
     # Nothing moved: both plans are still their worker's, no reclaim was recorded.
-    assert {
-        p.id: (p.status, p.worker) for p in Plan.objects.filter(id__in=[a.id, b.id])
-    } == {
+    assert {p.id: (p.status, p.worker) for p in Plan.objects.filter(id__in=[a.id, b.id])} == {
         a.id: (Plan.Status.ACTIVE, "w1"),
         b.id: (Plan.Status.ACTIVE, "w1"),
     }

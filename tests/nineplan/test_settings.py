@@ -55,7 +55,7 @@ def assert_locked(response) -> None:
     assert "_auth_user_id" not in response.client.session
 
 
-def test_a_correct_password_before_the_limit_logs_in_and_forgets_the_failures(reviewer):  # noqa: F811
+def test_a_correct_password_before_the_limit_logs_in_and_forgets_the_failures(reviewer):
     fail(4)
     client = Client()
     response = attempt(PASSWORD, client=client)
@@ -66,7 +66,7 @@ def test_a_correct_password_before_the_limit_logs_in_and_forgets_the_failures(re
     assert attempt(PASSWORD).status_code == 302
 
 
-def test_the_limit_locks_the_user_at_that_address_even_with_the_right_password(reviewer):  # noqa: F811
+def test_the_limit_locks_the_user_at_that_address_even_with_the_right_password(reviewer):
     fail(4)
     assert_locked(attempt("wrong password"))  # the fifth failure is answered with the lockout
     assert_locked(attempt(PASSWORD))
@@ -75,7 +75,7 @@ def test_the_limit_locks_the_user_at_that_address_even_with_the_right_password(r
     assert (record.username, record.ip_address) == ("rita", HOME)
 
 
-def test_a_lockout_touches_neither_other_users_nor_the_same_user_elsewhere(reviewer, settings):  # noqa: F811
+def test_a_lockout_touches_neither_other_users_nor_the_same_user_elsewhere(reviewer, settings):
     from django.contrib.auth import get_user_model
 
     get_user_model().objects.create_user("sam", password=PASSWORD, is_staff=True)
@@ -84,13 +84,13 @@ def test_a_lockout_touches_neither_other_users_nor_the_same_user_elsewhere(revie
     assert attempt(PASSWORD, username="sam").status_code == 302
 
 
-def test_a_forged_forwarded_for_header_does_not_escape_the_lockout(reviewer):  # noqa: F811
+def test_a_forged_forwarded_for_header_does_not_escape_the_lockout(reviewer):
     for n in range(5):
         attempt("wrong password", HTTP_X_FORWARDED_FOR=f"192.0.2.{n}")
     assert_locked(attempt(PASSWORD, HTTP_X_FORWARDED_FOR="192.0.2.200"))
 
 
-def test_the_lock_ends_after_the_cool_off(reviewer):  # noqa: F811
+def test_the_lock_ends_after_the_cool_off(reviewer):
     lock_out()
     assert_locked(attempt(PASSWORD))
     # The last failure is now older than the cool-off: the lock has run out.
@@ -98,7 +98,7 @@ def test_the_lock_ends_after_the_cool_off(reviewer):  # noqa: F811
     assert attempt(PASSWORD).status_code == 302
 
 
-def test_an_administrator_unlocks_a_user_at_once(reviewer):  # noqa: F811
+def test_an_administrator_unlocks_a_user_at_once(reviewer):
     lock_out()
     assert_locked(attempt(PASSWORD))
     call_command("axes_reset_username", "rita", stdout=io.StringIO())
@@ -106,7 +106,7 @@ def test_an_administrator_unlocks_a_user_at_once(reviewer):  # noqa: F811
     assert attempt(PASSWORD).status_code == 302
 
 
-def test_the_lockout_page_names_the_configured_limit_and_wait(reviewer, settings):  # noqa: F811
+def test_the_lockout_page_names_the_configured_limit_and_wait(reviewer, settings):
     settings.AXES_FAILURE_LIMIT = 2
     settings.AXES_COOLOFF_TIME = timedelta(hours=1, minutes=30)
     fail(1)
@@ -116,7 +116,7 @@ def test_the_lockout_page_names_the_configured_limit_and_wait(reviewer, settings
     assert "locked for 1 hour 30 minutes" in response.content.decode()
 
 
-def test_the_lockout_page_is_headed_as_every_9plan_page(reviewer, settings):  # noqa: F811
+def test_the_lockout_page_is_headed_as_every_9plan_page(reviewer, settings):
     settings.AXES_FAILURE_LIMIT = 2
     fail(1)
     html = attempt("wrong password").content.decode()
@@ -134,12 +134,17 @@ def test_the_limit_and_the_wait_come_from_the_environment(tmp_path):
     )
     code = "from django.conf import settings as s; print(s.AXES_FAILURE_LIMIT, s.AXES_COOLOFF_TIME, s.AXES_ENABLED)"
     done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.stdout.strip().splitlines()[-1] == "3 1:00:00 False", done.stderr
 
 
-def test_behind_a_proxy_the_address_is_the_one_the_proxy_saw(reviewer, settings):  # noqa: F811
+def test_behind_a_proxy_the_address_is_the_one_the_proxy_saw(reviewer, settings):
     # What DJANGO_BEHIND_PROXY=true sets: the proxy appends the client's address to
     # X-Forwarded-For, and whatever the client put before it is not believed.
     settings.AXES_IPWARE_META_PRECEDENCE_ORDER = ["HTTP_X_FORWARDED_FOR", "REMOTE_ADDR"]
@@ -182,19 +187,24 @@ def test_check_deploy_is_clean_with_the_documented_production_settings(tmp_path)
 def test_check_deploy_warns_without_them(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "DJANGO_"))}
     env.update(DJANGO_SETTINGS_MODULE="nineplan.settings", NINEPLAN_SESSIONS_PATH=str(tmp_path / "sessions"))
-    result = subprocess.run(
-        [PYTHON, MANAGE, "check", "--deploy"], env=env, capture_output=True, text=True, timeout=120
-    )
+    result = subprocess.run([PYTHON, MANAGE, "check", "--deploy"], env=env, capture_output=True, text=True, timeout=120)
     # The check itself works and would catch a missing setting: HSTS and the redirect.
     assert "security.W004" in result.stderr + result.stdout
     assert "security.W008" in result.stderr + result.stdout
 
 
 def _database_options(tmp_path, **env: str) -> dict:
-    env = server_environment(tmp_path / "data", DATABASE_URL="postgres://someone:secret@127.0.0.1:25999/nineplan", **env)
+    env = server_environment(
+        tmp_path / "data", DATABASE_URL="postgres://someone:secret@127.0.0.1:25999/nineplan", **env
+    )
     code = "from django.conf import settings as s; print(repr(s.DATABASES['default'].get('OPTIONS', {})))"
     done = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code], cwd=REPO, env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 0, done.stderr
     return ast.literal_eval(done.stdout.strip().splitlines()[-1])

@@ -20,7 +20,7 @@ import sys
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
 
-import django  # noqa: E402
+import django
 
 django.setup()
 
@@ -55,11 +55,11 @@ ADDED = "Added while the killed write wrote"
 def main() -> int:
     step, service, kwargs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
     if step == "base":
-        copies.write_base = killed_after(copies.write_base)
+        file_io.write_base = killed_after(file_io.write_base)
     elif step in ("file", "appended"):
         planfiles.write_plan = killed_after(planfiles.write_plan)
         if step == "appended":
-            copies.write_base = adding_a_line_first(copies.write_base)
+            file_io.write_base = adding_a_line_first(file_io.write_base)
     else:
         raise SystemExit(f"unknown step {step!r}")
     getattr(services, service)(**kwargs)

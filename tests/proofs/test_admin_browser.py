@@ -248,7 +248,9 @@ def test_lists_fit_a_laptop_screen(page, live_server, width):
         if width == LAPTOP["width"]:
             shot(page, f"{name}-list-{width}")
         # Sorted by any column (a sorted header is wider: it holds the sort arrows) too.
-        sorted_by = page.locator("#result_list thead th.sortable .text a").evaluate_all("links => links.map(a => a.href)")
+        sorted_by = page.locator("#result_list thead th.sortable .text a").evaluate_all(
+            "links => links.map(a => a.href)"
+        )
         for url in [page.url, *sorted_by]:
             page.goto(url)
             shown = fit(page)
@@ -280,7 +282,9 @@ def test_reviewer_reads_a_new_session_images_and_search(page, live_server):
     session = services.session_create(task_description="Draw")
     services.plan_enqueue(
         session_name=session.name,
-        **plan_fields(goal="Draw the architecture", context="See ![the service map](http://127.0.0.1:9/map.png) first."),
+        **plan_fields(
+            goal="Draw the architecture", context="See ![the service map](http://127.0.0.1:9/map.png) first."
+        ),
     )
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="Drew **3 diagrams** of the service map")
@@ -338,8 +342,16 @@ def test_pages_load_nothing_missing_and_the_icon_and_chart_labels_show(page, liv
     session = Session.objects.get(task_description=demo.TASK)
     active = Plan.objects.get(session=session, status="active")
     failed: list[str] = []
-    page.on("response", lambda response: failed.append(f"{response.status} {response.url}") if response.status >= 400 else None)
-    for path in ("/admin/", f"/admin/sessions_app/session/{session.name}/change/", f"/admin/sessions_app/plan/{active.id}/change/", "/api/"):
+    page.on(
+        "response",
+        lambda response: failed.append(f"{response.status} {response.url}") if response.status >= 400 else None,
+    )
+    for path in (
+        "/admin/",
+        f"/admin/sessions_app/session/{session.name}/change/",
+        f"/admin/sessions_app/plan/{active.id}/change/",
+        "/api/",
+    ):
         page.goto(live_server.url + path)
         assert page.locator("link[rel=icon]").count() == (0 if path == "/api/" else 1), path
     # A page that names no icon (the REST API's) makes the browser ask for /favicon.ico.

@@ -131,7 +131,8 @@ def test_the_inbox_lists_held_and_waiting_plans_and_acts_on_them(browser, live_s
     assert (Plan.objects.get(id=held.id).status, Plan.objects.get(id=held.id).rejections) == ("queued", 0)
     assert Plan.objects.get(id=waiting.id).waiting_for_person is False
     assert (Plan.objects.get(id=doomed.id).status, Plan.objects.get(id=doomed.id).discard_reason) == (
-        "discarded", "Nobody needs it"
+        "discarded",
+        "Nobody needs it",
     )
     assert page.dialogs == []
     page.context.close()

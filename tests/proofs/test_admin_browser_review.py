@@ -12,8 +12,8 @@ from django.core.management import call_command
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision
 from tests.conftest import plan_fields
-from tests.sessions_app.conftest import revised_plan
 from tests.proofs.test_admin_browser import LAPTOP, PASSWORD, browser, follow, shot  # noqa: F401  (fixture)
+from tests.sessions_app.conftest import revised_plan
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 SCRIPT = "<script>alert(1)</script>"

@@ -19,11 +19,9 @@ from pathlib import Path
 import pytest
 
 from sessions_app import planfiles, services
-
 from sessions_app.maintenance import invariants
-
-from sessions_app.store import plan_counts
 from sessions_app.models import Event, Plan, Session
+from sessions_app.store import plan_counts
 from tests.conftest import PYTHON, REPO, plan_fields
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
@@ -173,9 +171,7 @@ def test_concurrent_appends_keep_every_fragment(session, make_plan, start_worker
     per_worker = 4
 
     fragments = [[f"[w{w}-n{n}] finding from worker {w}" for n in range(per_worker)] for w in range(8)]
-    pool.race(
-        [[op("plan_note", session_name=session.name, text=f, mode="append") for f in mine] for mine in fragments]
-    )
+    pool.race([[op("plan_note", session_name=session.name, text=f, mode="append") for f in mine] for mine in fragments])
 
     plan.refresh_from_db()
     on_disk = file_notes(session, plan.id)

@@ -182,9 +182,7 @@ def test_a_revoked_token_does_not_count(start_server):
     assert "no active token exists" in server.stderr
 
 
-async def test_with_a_token_required_a_missing_or_wrong_token_gets_401_and_changes_nothing(
-    start_server, sessions_dir
-):
+async def test_with_a_token_required_a_missing_or_wrong_token_gets_401_and_changes_nothing(start_server, sessions_dir):
     token = await in_thread(auth.token_create, name="agent")
     other = await in_thread(auth.token_create, name="other")
     server = start_server("--host", "0.0.0.0")
@@ -284,7 +282,12 @@ async def test_events_over_http_name_the_token_that_made_them(start_server):
     server = start_server()
     async with http_client(server.url, alice) as client:
         name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
-        ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(), plan_args()], "session_name": name}), name)
+        ok(
+            await client.call_tool(
+                "9plan_queue_add_batch", {"plans": [plan_args(), plan_args()], "session_name": name}
+            ),
+            name,
+        )
     async with http_client(server.url, build, mode="legacy") as client:
         ok(await client.call_tool("9plan_queue_pull", {"session_name": name}), name)
         ok(await client.call_tool("9plan_plan_note", {"text": "n", "session_name": name}), name)

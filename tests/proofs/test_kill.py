@@ -107,8 +107,17 @@ class Lane:
         if self.ledger.active is None:
             kinds = {"add": 3, "add_batch": 2, "pull": 6, "note": 1, "complete": 1, "defer": 1}
         else:
-            kinds = {"add": 1, "add_batch": 1, "pull": 1, "note": 4, "replace": 1, "edit": 2, "defer": 2,
-                     "complete": 3, "discard": 1}
+            kinds = {
+                "add": 1,
+                "add_batch": 1,
+                "pull": 1,
+                "note": 4,
+                "replace": 1,
+                "edit": 2,
+                "defer": 2,
+                "complete": 3,
+                "discard": 1,
+            }
         if last:
             # The call the kill lands on: mostly ones that write files and rows, whose
             # windows between the two are what the repair is for.
@@ -119,7 +128,7 @@ class Lane:
 
     def request(self, kind: str) -> tuple[str, dict, dict]:
         """The tool call for ``kind`` and what it is about (for the ledger)."""
-        ledger, name = self.ledger, self.ledger.session
+        ledger = self.ledger
         plan = {"context": "kill test", "approach": "a", "success_criteria": "s"}
         about = {"kind": kind, "plan": ledger.active}
         if kind == "add":

@@ -13,12 +13,11 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app import planfiles
-
 from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan, Session
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
-from tests.sessions_app.maintenance.test_backup import kill_when
 from tests.sessions_app.conftest import run_repair
+from tests.sessions_app.maintenance.test_backup import kill_when
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 

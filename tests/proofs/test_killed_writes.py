@@ -13,13 +13,11 @@ import subprocess
 import pytest
 
 from sessions_app import planfiles, services
-
 from sessions_app.maintenance import invariants
-
-from sessions_app.store import transactions
 from sessions_app.models import Event, Plan
 from sessions_app.services import file_edits
 from sessions_app.services.writing import touch
+from sessions_app.store import transactions
 from tests.conftest import PYTHON, REPO
 from tests.sessions_app.conftest import plan_file
 
@@ -105,7 +103,9 @@ def test_a_file_left_as_the_killed_write_made_it_is_no_edit(step, session, pulle
     assert not path.exists()
 
 
-def test_a_line_added_while_the_killed_write_wrote_is_taken_in_by_the_next(session, pulled, sessions_dir, subprocess_env):
+def test_a_line_added_while_the_killed_write_wrote_is_taken_in_by_the_next(
+    session, pulled, sessions_dir, subprocess_env
+):
     # Added after the killed write read the file and before it put its own in place: the
     # line joined the end of the killed write's file, which is read as the file it found.
     path = plan_file(sessions_dir, pulled)
@@ -146,7 +146,9 @@ def test_a_killed_write_s_file_edited_in_another_section_keeps_both(session, pul
     assert stored.notes == "Acknowledged note\n\nNext note"
 
 
-def test_a_write_undone_after_a_killed_one_leaves_the_file_read_as_before(session, pulled, sessions_dir, subprocess_env):
+def test_a_write_undone_after_a_killed_one_leaves_the_file_read_as_before(
+    session, pulled, sessions_dir, subprocess_env
+):
     path = plan_file(sessions_dir, pulled)
     append_in_file(path, "Edited before the kill")
     killed(subprocess_env, "file", "plan_note", session_name=session.name, text="Killed note")

@@ -139,7 +139,11 @@ async def test_an_outcome_over_its_limit(client, sessions_dir, settings):
     "tool, args, active",
     [
         ("9plan_queue_add", plan_args(goal="Never added"), False),
-        ("9plan_queue_add_batch", {"plans": [plan_args(goal="One"), plan_args(goal="Two")], "position": "front"}, False),
+        (
+            "9plan_queue_add_batch",
+            {"plans": [plan_args(goal="One"), plan_args(goal="Two")], "position": "front"},
+            False,
+        ),
         ("9plan_plan_defer", {"reason": "Blocked"}, True),
         ("9plan_plan_note", {"text": "A finding"}, True),
         ("9plan_plan_note", {"text": "All new", "mode": "replace"}, True),
@@ -204,7 +208,9 @@ async def test_a_huge_plan_file_is_named_as_what_is_too_large(client, sessions_d
     with path.open("ab") as fh:
         fh.write(b"n" * (50 * 1024 * 1024))
 
-    data = await refused(client, sessions_dir, name, "9plan_plan_note", {"text": "small"}, "VALIDATION_ERROR", field="plan_file")
+    data = await refused(
+        client, sessions_dir, name, "9plan_plan_note", {"text": "small"}, "VALIDATION_ERROR", field="plan_file"
+    )
     assert "plan file" in data["message"] and "too large" in data["message"]
     assert "database kept" in data["message"] and "notes is" not in data["message"]
 

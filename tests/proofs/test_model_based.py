@@ -30,14 +30,11 @@ from hypothesis.stateful import (
 )
 
 from sessions_app import clock, planfiles, services
-
-from sessions_app.reads import queries
-
-from sessions_app.store import revisions
-
-from sessions_app.maintenance import invariants
 from sessions_app.errors import NineplanError
+from sessions_app.maintenance import invariants
 from sessions_app.models import SECTIONS, Event, Plan, PlanDependency, Revision, Session
+from sessions_app.reads import queries
+from sessions_app.store import revisions
 
 REAL_NOW = clock.now
 
@@ -484,7 +481,15 @@ class NineplanMachine(RuleBasedStateMachine):
 
     @rule(
         case=st.sampled_from(
-            ["blank section", "blank note", "unknown mode", "blank reason", "blank outcome", "bad position", "bad worker"]
+            [
+                "blank section",
+                "blank note",
+                "unknown mode",
+                "blank reason",
+                "blank outcome",
+                "bad position",
+                "bad worker",
+            ]
         ),
         fields=PLAN,
         blank=BLANK,

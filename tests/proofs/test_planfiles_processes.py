@@ -20,9 +20,9 @@ import pytest
 from sessions_app import planfiles, services
 from sessions_app.models import Event, Plan
 from tests.conftest import PYTHON, REPO, plan_fields
+from tests.proofs.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
 from tests.sessions_app.conftest import plan_file
 from tests.sessions_app.stdio_server import StdioServer
-from tests.proofs.test_concurrency import op, start_workers  # noqa: F401 (start_workers: a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.django_db(transaction=True)]
 

@@ -21,7 +21,7 @@ from rest_framework.test import APIClient
 
 from mcp_bridge import auth
 from sessions_app import services
-from sessions_app.models import Event, Membership, Plan, Role
+from sessions_app.models import Event, Membership, Plan
 from tests.conftest import plan_fields
 from tests.mcp_bridge.helpers import in_thread
 from tests.mcp_bridge.http_server import post_tool, start_server  # noqa: F401 (a fixture)
@@ -88,8 +88,13 @@ def snapshot(sessions_dir) -> dict:
 
 # --- MCP over HTTP --------------------------------------------------------------------------
 
-READ_TOOLS = ("9plan_session_resume", "9plan_history_search", "9plan_history_get", "9plan_admin_validate",
-              "9plan_admin_state")
+READ_TOOLS = (
+    "9plan_session_resume",
+    "9plan_history_search",
+    "9plan_history_get",
+    "9plan_admin_validate",
+    "9plan_admin_state",
+)
 
 
 def tool_calls(s: dict) -> list[tuple[str, dict]]:
@@ -168,8 +173,9 @@ async def test_mcp_write_tools_need_the_agent_role_inside(world, start_server, s
             assert "project 'alpha'" in message and "'agent' role" in message, message
     created = call(server.url, token, "9plan_session_create", {"project": "alpha"})
     assert category(created) == "PERMISSION_DENIED"
-    assert SECRET in json.dumps(call(server.url, token, "9plan_history_search", {"query": SECRET,
-                                                                                 "session_name": inside["name"]}))
+    assert SECRET in json.dumps(
+        call(server.url, token, "9plan_history_search", {"query": SECRET, "session_name": inside["name"]})
+    )
     assert await in_thread(snapshot, sessions_dir) == before
 
 
@@ -247,7 +253,9 @@ def test_rest_outside_the_project_is_not_found_and_changes_nothing(world, role, 
             assert response.json()["detail"] == gone.json()["detail"].replace("calm-blue-heron", outside["name"])
     plan = outside["review"]
     decided = client.post(
-        f"/api/sessions/{outside['name']}/plans/{plan.id}/review/", {"decision": "approve"}, format="json",
+        f"/api/sessions/{outside['name']}/plans/{plan.id}/review/",
+        {"decision": "approve"},
+        format="json",
         HTTP_IF_MATCH='"whatever"',
     )
     assert decided.status_code in (403, 404), decided.content  # 403: no review role anywhere
@@ -266,8 +274,9 @@ def test_a_rest_review_decision_needs_the_reviewer_role(world, role, sessions_di
         assert "review" in refused.json()["detail"]
         assert snapshot(sessions_dir) == before
     else:
-        approved = client.post(url + "review/", {"decision": "approve", "notes": "ok"}, format="json",
-                               HTTP_IF_MATCH=etag)
+        approved = client.post(
+            url + "review/", {"decision": "approve", "notes": "ok"}, format="json", HTTP_IF_MATCH=etag
+        )
         assert approved.status_code == 200, approved.content
         assert Plan.objects.get(id=inside["review"].id).status == "completed"
 
@@ -287,8 +296,14 @@ def admin_pages(s: dict) -> dict[str, str]:
     }
 
 
-LISTS = ("sessions_app_session_changelist", "sessions_app_plan_changelist", "sessions_app_event_changelist",
-         "sessions_app_project_changelist", "sessions_app_plan_review_inbox", "sessions_app_history_search")
+LISTS = (
+    "sessions_app_session_changelist",
+    "sessions_app_plan_changelist",
+    "sessions_app_event_changelist",
+    "sessions_app_project_changelist",
+    "sessions_app_plan_review_inbox",
+    "sessions_app_history_search",
+)
 
 
 def admin_actions(s: dict) -> list[tuple[str, str, dict, str]]:
@@ -302,14 +317,30 @@ def admin_actions(s: dict) -> list[tuple[str, str, dict, str]]:
         ("discard", act(s["queued"], "discard"), {"reason": "x"}, "manager"),
         ("restore", reverse("admin:sessions_app_plan_restore", args=[s["queued"].id]), {"revision": "1"}, "manager"),
         ("release", reverse("admin:sessions_app_plan_release", args=[s["held"].id]), {}, "manager"),
-        ("policy", reverse("admin:sessions_app_session_review_policy", args=[s["name"]]), {"review": "required"},
-         "manager"),
-        ("decide", reverse("admin:sessions_app_plan_review", args=[s["review"].id]), {"decision": "approve"},
-         "reviewer"),
-        ("grant", reverse("admin:sessions_app_project_grant", args=[project]), {"username": "x1", "role": "reader"},
-         "manager"),
-        ("revoke", reverse("admin:sessions_app_project_revoke", args=[project]),
-         {"username": "reader-of-alpha"}, "manager"),
+        (
+            "policy",
+            reverse("admin:sessions_app_session_review_policy", args=[s["name"]]),
+            {"review": "required"},
+            "manager",
+        ),
+        (
+            "decide",
+            reverse("admin:sessions_app_plan_review", args=[s["review"].id]),
+            {"decision": "approve"},
+            "reviewer",
+        ),
+        (
+            "grant",
+            reverse("admin:sessions_app_project_grant", args=[project]),
+            {"username": "x1", "role": "reader"},
+            "manager",
+        ),
+        (
+            "revoke",
+            reverse("admin:sessions_app_project_revoke", args=[project]),
+            {"username": "reader-of-alpha"},
+            "manager",
+        ),
     ]
 
 
@@ -364,7 +395,10 @@ def test_admin_buttons_work_for_the_role_that_may(world):
             response = client.post(url, form)
             assert response.status_code == 302, (role, what, response.status_code)
             flashed = [str(m) for m in response.wsgi_request._messages]
-            assert flashed and not any(": PERMISSION_DENIED" in m or "_NOT_FOUND" in m for m in flashed), (what, flashed)
+            assert flashed and not any(": PERMISSION_DENIED" in m or "_NOT_FOUND" in m for m in flashed), (
+                what,
+                flashed,
+            )
     assert Plan.objects.get(id=inside["review"].id).status == "completed"
     assert Membership.objects.filter(project_id="alpha", user__username="x1", role="reader").exists()
 
@@ -397,12 +431,11 @@ async def test_a_member_removed_loses_access_on_the_next_request(world, start_se
     rest = rest_client(world, "agent")
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) is None
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 200
-    await in_thread(
-        lambda: call_command("nineplan_project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO())
-    )
+    await in_thread(lambda: call_command("nineplan_project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) == "SESSION_NOT_FOUND"
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 403  # a member of nothing now
     client = await in_thread(admin_client, world, "agent")
     assert (await in_thread(client.get, reverse("admin:sessions_app_session_change", args=[name]))).status_code in (
-        403, 404
+        403,
+        404,
     )

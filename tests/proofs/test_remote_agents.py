@@ -20,7 +20,7 @@ import pytest
 from sessions_app.models import Event, Plan, Session, WriteRequest
 from tests.conftest import MANAGE, PYTHON
 from tests.mcp_bridge.helpers import body_of, in_thread, ok, plan_args, text_of
-from tests.mcp_bridge.http_server import http_client, start_server  # noqa: F401,F811 (a fixture)
+from tests.mcp_bridge.http_server import http_client, start_server  # noqa: F401 (a fixture)
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial, pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -235,7 +235,10 @@ async def test_writes_whose_answers_a_kill_9_lost_are_replayed_with_one_effect(s
     name = await in_thread(prepare)
     calls = [
         ("9plan_queue_add", {**plan_args(goal="Added once"), "session_name": name}),
-        ("9plan_queue_add_batch", {"plans": [plan_args(goal="Batch 1"), plan_args(goal="Batch 2")], "session_name": name}),
+        (
+            "9plan_queue_add_batch",
+            {"plans": [plan_args(goal="Batch 1"), plan_args(goal="Batch 2")], "session_name": name},
+        ),
         ("9plan_queue_pull", {"session_name": name, "worker": "p"}),
         ("9plan_plan_note", {"session_name": name, "worker": "h1", "text": "noted once"}),
         ("9plan_plan_renew", {"session_name": name, "worker": "h1"}),

@@ -98,7 +98,9 @@ ERROR = Outcome(
 
 
 def test_a_result_matching_its_expectations_passes():
-    assert check_tool_result(OK, {"structured": {"plan_id": "k3x9q", "next": None}, "session": "brave-amber-otter"}) == []
+    assert (
+        check_tool_result(OK, {"structured": {"plan_id": "k3x9q", "next": None}, "session": "brave-amber-otter"}) == []
+    )
     assert check_tool_result(ERROR, {"category": "QUEUE_EMPTY", "text_contains": "Task complete! 🎉"}) == []
 
 

@@ -9,7 +9,6 @@ These tests use their own data directory, never the test database.
 from __future__ import annotations
 
 import json
-import subprocess
 from pathlib import Path
 
 import anyio
@@ -72,7 +71,7 @@ def assert_json_logs(stderr_log: Path) -> list[dict]:
         if not line.strip():
             continue
         entry = json.loads(line)
-        assert LOG_KEYS <= set(entry), line
+        assert set(entry) >= LOG_KEYS, line
         assert entry["level"] in {"debug", "info", "warn", "error"}, line
         entries.append(entry)
     return entries
@@ -96,7 +95,9 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
             plans = data_dir / "sessions" / name / "plans"
             assert plans.is_dir()
 
-            a = ok(await client.call_tool("9plan_queue_add", plan_args(goal="Write the storage layer")), name)["plan_id"]
+            a = ok(await client.call_tool("9plan_queue_add", plan_args(goal="Write the storage layer")), name)[
+                "plan_id"
+            ]
             batch = ok(
                 await client.call_tool(
                     "9plan_queue_add_batch",
@@ -114,11 +115,18 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
             assert "# Goal\nDesign the note schema\n" in body_of(r)
             ok(await client.call_tool("9plan_plan_note", {"text": "Notes have a title and tags."}), name)
             path = plans / f"{b}.txt"
-            path.write_text(path.read_text(encoding="utf-8") + "\nEdited in the file: tags are lowercase.\n", encoding="utf-8")
+            path.write_text(
+                path.read_text(encoding="utf-8") + "\nEdited in the file: tags are lowercase.\n", encoding="utf-8"
+            )
             ok(await client.call_tool("9plan_plan_defer", {"reason": "Waiting on the tag format"}), name)
 
             assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == c
-            ok(await client.call_tool("9plan_plan_complete", {"outcome": "CLI in notekeeper/cli.py with add and list"}), name)
+            ok(
+                await client.call_tool(
+                    "9plan_plan_complete", {"outcome": "CLI in notekeeper/cli.py with add and list"}
+                ),
+                name,
+            )
             assert not (plans / f"{c}.txt").exists()
 
             assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == a
@@ -148,7 +156,11 @@ async def test_a_whole_session_over_stdio_then_recovery_from_a_new_process(tmp_p
             assert state["task_description"] == "Build a note keeper"
             ok(await client.call_tool("9plan_plan_complete", {"outcome": "Schema: title, body, lowercase tags"}), name)
             notes = ok(await client.call_tool("9plan_history_get", {"plan_id": b}), name)["notes"]
-            for fragment in ["Notes have a title and tags.", "Edited in the file: tags are lowercase.", "Waiting on the tag format"]:
+            for fragment in [
+                "Notes have a title and tags.",
+                "Edited in the file: tags are lowercase.",
+                "Waiting on the tag format",
+            ]:
                 assert fragment in notes
             error(await client.call_tool("9plan_queue_pull", {}), "QUEUE_EMPTY", name)
             assert ok(await client.call_tool("9plan_admin_validate", {}), name)["valid"] is True
@@ -194,7 +206,9 @@ async def test_the_server_reports_an_expired_claim_leaves_it_held_and_stdout_sta
             again = ok(await client.call_tool("9plan_queue_pull", {"worker": "takes-over"}), name)
             assert again["plan_id"] == plan_id and again["attempt"] == 2
             refused = error(
-                await client.call_tool("9plan_plan_complete", {"worker": "thinker", "outcome": "done"}), "LEASE_LOST", name
+                await client.call_tool("9plan_plan_complete", {"worker": "thinker", "outcome": "done"}),
+                "LEASE_LOST",
+                name,
             )
             assert plan_id in refused["message"]
     assert_only_json_rpc(stdout_copy)

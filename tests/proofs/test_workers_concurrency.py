@@ -11,9 +11,8 @@ from collections import Counter
 import pytest
 
 from sessions_app import services
-
-from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.proofs.test_concurrency import assert_valid, op, start_workers  # noqa: F401 (a fixture)
 
@@ -59,10 +58,13 @@ def test_a_killed_workers_plan_comes_back_after_its_lease_and_the_revived_worker
     services.plan_enqueue(session_name=session.name, **plan_fields(goal="the next one"))
     doomed, survivor = start_workers(2).workers
 
-    [pulled, noted] = _run(doomed, [
-        op("plan_pull", session_name=session.name, worker="doomed"),
-        op("plan_note", session_name=session.name, worker="doomed", text="found the cause: a stale cache"),
-    ])
+    [pulled, noted] = _run(
+        doomed,
+        [
+            op("plan_pull", session_name=session.name, worker="doomed"),
+            op("plan_note", session_name=session.name, worker="doomed", text="found the cause: a stale cache"),
+        ],
+    )
     assert pulled["plan"]["id"] == first.id and noted["ok"]
     doomed.proc.kill()  # SIGKILL: no chance to clean up
     doomed.proc.wait()
@@ -82,13 +84,19 @@ def test_a_killed_workers_plan_comes_back_after_its_lease_and_the_revived_worker
     # The dead worker, revived under its name, is told its claim was lost; nothing changes.
     [revived] = start_workers(1).workers
     before = Plan.objects.get(id=first.id)
-    [refused] = _run(revived, [
-        op("plan_complete", session_name=session.name, worker="doomed", outcome="fixed the stale cache"),
-    ])
+    [refused] = _run(
+        revived,
+        [
+            op("plan_complete", session_name=session.name, worker="doomed", outcome="fixed the stale cache"),
+        ],
+    )
     assert refused["category"] == "LEASE_LOST" and first.id in refused["message"]
     after = Plan.objects.get(id=first.id)
     assert (after.status, after.notes, after.outcome, after.version) == (
-        before.status, before.notes, before.outcome, before.version,
+        before.status,
+        before.notes,
+        before.outcome,
+        before.version,
     )
     late_text = queries.late_writes(first.id)
     assert [(w.worker, w.op, w.text) for w in late_text] == [("doomed", "complete", "fixed the stale cache")]

@@ -80,7 +80,9 @@ def text_of(response) -> str:
 
 
 def enqueue(session: Session, goal: str, position: str | None = None, **overrides) -> Plan:
-    return services.plan_enqueue(session_name=session.name, position=position, **plan_fields(goal=goal, **overrides)).plan
+    return services.plan_enqueue(
+        session_name=session.name, position=position, **plan_fields(goal=goal, **overrides)
+    ).plan
 
 
 @pytest.fixture

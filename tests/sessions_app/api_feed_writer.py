@@ -14,7 +14,7 @@ import sys
 
 os.environ["DJANGO_SETTINGS_MODULE"] = "nineplan.settings"
 
-import django  # noqa: E402
+import django
 
 django.setup()
 

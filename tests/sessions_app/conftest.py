@@ -11,10 +11,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from sessions_app import clock, planfiles, search, services
-
-from sessions_app.maintenance import invariants
+from sessions_app import clock, planfiles, services
 from sessions_app.errors import NineplanError
+from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan, Revision, Session
 from sessions_app.search import FTS_TABLE, backends
 from tests.conftest import manage, plan_fields
@@ -69,9 +68,7 @@ def db_rows() -> dict[str, list]:
 
 def queue_ids(session: Session) -> list[str]:
     """The ids of the session's queued plans, front first."""
-    return list(
-        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True)
-    )
+    return list(Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("id", flat=True))
 
 
 def events(plan: Plan) -> list[tuple[str, str]]:

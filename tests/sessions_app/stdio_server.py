@@ -72,7 +72,11 @@ class StdioServer:
         answer = self.wait_answer(
             self.send(
                 "initialize",
-                {"protocolVersion": PROTOCOL_VERSION, "capabilities": {}, "clientInfo": {"name": "tests", "version": "1"}},
+                {
+                    "protocolVersion": PROTOCOL_VERSION,
+                    "capabilities": {},
+                    "clientInfo": {"name": "tests", "version": "1"},
+                },
             )
         )
         self.send("notifications/initialized", notify=True)

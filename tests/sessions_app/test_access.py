@@ -36,7 +36,9 @@ def test_require_lets_each_role_do_what_it_may_and_refuses_the_rest(role, allowe
             else:
                 with pytest.raises(NotPermitted) as refused:
                     access.require(need, project="default", session_name="calm-blue-heron")
-                assert refused.value.field == "project" and f"'{access.ROLE_NEEDED[need]}' role" in refused.value.message
+                assert (
+                    refused.value.field == "project" and f"'{access.ROLE_NEEDED[need]}' role" in refused.value.message
+                )
 
 
 def test_a_session_in_a_project_the_caller_cannot_see_is_not_found():

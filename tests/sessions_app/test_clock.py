@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 
 from sessions_app import clock
 
@@ -17,7 +17,7 @@ def test_no_time_is_a_question_mark():
 
 
 def test_now_is_aware_and_in_utc():
-    before = datetime.now(timezone.utc)
+    before = datetime.now(UTC)
     now = clock.now()
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
-    assert before <= now <= datetime.now(timezone.utc)
+    assert before <= now <= datetime.now(UTC)

@@ -21,7 +21,12 @@ def test_every_error_has_a_category_of_its_own_and_categories_lists_them_all():
 
 def test_an_error_carries_its_message_field_and_reason():
     error = errors.ValidationFailed("queue: full", field="queue", reason=errors.QUEUE_FULL)
-    assert (str(error), error.message, error.field, error.reason) == ("queue: full", "queue: full", "queue", "queue_full")
+    assert (str(error), error.message, error.field, error.reason) == (
+        "queue: full",
+        "queue: full",
+        "queue",
+        "queue_full",
+    )
     assert error.category == "VALIDATION_ERROR" and isinstance(error, errors.NineplanError)
     plain = errors.NoActivePlan("none held")
     assert (plain.field, plain.reason) == (None, None)

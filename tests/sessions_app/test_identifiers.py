@@ -41,8 +41,19 @@ def test_three_lowercase_words_are_a_session_name(name):
 
 
 @pytest.mark.parametrize(
-    "name", ["", "calm-blue", "calm-blue-heron-x", "Calm-blue-heron", "calm_blue_heron", "../etc/passwd",
-             "calm-blue-heron\n", "a-b-" + "c" * 61, None, 5]  # fmt: skip
+    "name",
+    [
+        "",
+        "calm-blue",
+        "calm-blue-heron-x",
+        "Calm-blue-heron",
+        "calm_blue_heron",
+        "../etc/passwd",
+        "calm-blue-heron\n",
+        "a-b-" + "c" * 61,
+        None,
+        5,
+    ],
 )
 def test_anything_else_is_not_a_session_name(name):
     assert not identifiers.is_session_name(name)

@@ -6,11 +6,9 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import services
-
-from sessions_app.reads import queries
-
 from sessions_app.maintenance import invariants
 from sessions_app.models import Plan
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 
 TRAVERSAL = ["../../etc", "a/b/c", "brave-amber-otter/../x", "..", ".", "/etc", "/tmp/x", "~", "a\\b"]

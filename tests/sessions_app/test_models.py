@@ -86,8 +86,11 @@ def test_one_worker_holds_at_most_one_plan_of_a_session(session, make_plan):
     held = services.plan_pull(session_name=session.name)
     now = timezone.now()
     claim = {"claimant": held.claimant, "claimed_at": now, "lease_expires_at": now + timedelta(hours=1)}
-    refused(Plan, "plan_one_active_per_worker", **row(session, "bad02", status="active", sort_key=None,
-                                                      worker=held.worker, **claim))
+    refused(
+        Plan,
+        "plan_one_active_per_worker",
+        **row(session, "bad02", status="active", sort_key=None, worker=held.worker, **claim),
+    )
     # Another worker of the same claimant, or the same worker name under another claimant, may.
     Plan.objects.create(**row(session, "ok001", status="active", sort_key=None, worker="w2", **claim))
     Plan.objects.create(
@@ -155,8 +158,14 @@ def test_a_webhook_message_has_a_known_status(session):
         project_id=DEFAULT_PROJECT, url="https://hooks.example.com/9plan", event_types="*", secret="whsec_x"
     )
     event = Event.objects.filter(session=session).first()
-    refused(WebhookDelivery, "delivery_status_valid", subscription=subscription, event=event,
-            event_type="session.created", status="lost")
+    refused(
+        WebhookDelivery,
+        "delivery_status_valid",
+        subscription=subscription,
+        event=event,
+        event_type="session.created",
+        status="lost",
+    )
     message = WebhookDelivery.objects.create(subscription=subscription, event=event, event_type="session.created")
     assert message.status == "pending" and str(message) == f"msg_{message.id} session.created"
 
@@ -179,7 +188,10 @@ def test_a_new_session_takes_the_defaults_of_its_table(db):
     stored = Session.objects.get(name="quiet-green-heron")
     assert str(made) == "quiet-green-heron"
     assert (stored.project_id, stored.review, stored.lease_seconds, stored.max_attempts) == (
-        DEFAULT_PROJECT, "none", LEASE_SECONDS, MAX_ATTEMPTS
+        DEFAULT_PROJECT,
+        "none",
+        LEASE_SECONDS,
+        MAX_ATTEMPTS,
     )
     assert (stored.count_queued, stored.count_completed, stored.count_discarded) == (0, 0, 0)
 
@@ -204,8 +216,14 @@ def test_a_plan_file_stem_counts_the_claims_taken_back():
 
 @pytest.mark.parametrize(
     ("status", "open_"),
-    [("queued", True), ("active", True), ("completed", False), ("discarded", False), ("in_review", False),
-     ("held", False)],
+    [
+        ("queued", True),
+        ("active", True),
+        ("completed", False),
+        ("discarded", False),
+        ("in_review", False),
+        ("held", False),
+    ],
 )
 def test_only_queued_and_active_plans_are_open(status, open_):
     assert Plan(id="k3x9q", status=status).is_open is open_

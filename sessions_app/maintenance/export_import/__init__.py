@@ -21,17 +21,22 @@ commit (staging.py).
 from sessions_app.maintenance.export_import.document import CLAIM_KEYS, FORMAT, FORMAT_VERSION, READABLE_VERSIONS
 from sessions_app.maintenance.export_import.export import export_session, export_stream
 from sessions_app.maintenance.export_import.restore import import_file, session_import
-from sessions_app.maintenance.export_import.staging import ImportLeftover, clear_import_leftover, import_leftovers, running_imports
+from sessions_app.maintenance.export_import.staging import (
+    ImportLeftover,
+    clear_import_leftover,
+    import_leftovers,
+    running_imports,
+)
 
 __all__ = [
     "CLAIM_KEYS",
-    "ImportLeftover",
     "FORMAT",
     "FORMAT_VERSION",
     "READABLE_VERSIONS",
+    "ImportLeftover",
+    "clear_import_leftover",
     "export_session",
     "export_stream",
-    "clear_import_leftover",
     "import_file",
     "import_leftovers",
     "running_imports",

@@ -17,8 +17,17 @@ from django.utils.dateparse import parse_datetime
 
 from sessions_app import inputs, planfiles
 from sessions_app.errors import BAD_DOCUMENT, ValidationFailed
-from sessions_app.models import DEFAULT_WORKER, MAX_LEASE_SECONDS, SECTION_TITLES, SECTIONS, Event, Plan
-from sessions_app.models import ReviewPolicy, Revision, Session
+from sessions_app.models import (
+    DEFAULT_WORKER,
+    MAX_LEASE_SECONDS,
+    SECTION_TITLES,
+    SECTIONS,
+    Event,
+    Plan,
+    ReviewPolicy,
+    Revision,
+    Session,
+)
 
 FORMAT = "9plan-session-export"
 FORMAT_VERSION = 4
@@ -128,7 +137,9 @@ def check_session(data: object, version: int) -> Session:
         review=choice("session.review", data["review"], ReviewPolicy.values),
     )
     if version >= 3:
-        session.lease_seconds = whole_number("session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS)
+        session.lease_seconds = whole_number(
+            "session.lease_seconds", data["lease_seconds"], minimum=1, maximum=MAX_LEASE_SECONDS
+        )
         session.max_attempts = whole_number("session.max_attempts", data["max_attempts"], minimum=1, maximum=100)
     if version >= 4:
         session.project_id = inputs.project_name(data["project"], field="session.project")
@@ -267,7 +278,8 @@ def check_plan(at: str, row: object, version: int, session: Session) -> tuple[Pl
         raise fail(f"{at}.sort_key", f"must be null for a {status} plan.")
     claim = check_claim(at, row, status, version, session)
     depends_on = [
-        inputs.plan_id(dep, field=f"{at}.depends_on[{j}]") for j, dep in enumerate(row["depends_on"] if version >= 3 else [])
+        inputs.plan_id(dep, field=f"{at}.depends_on[{j}]")
+        for j, dep in enumerate(row["depends_on"] if version >= 3 else [])
     ]
     sections = {key: text(f"{at}.{key}", row[key], required=(key == "goal")) for key in PLAN_TEXT}
     inputs.plan_size({k: sections[k] for k in (*SECTIONS, "outcome")}, field=at)
@@ -308,7 +320,9 @@ def check_file_text(field: str, plan: Plan, value: object) -> str:
     inputs.text(field, value, required=False, max_chars=len(value))
     size, cap = len(value.encode("utf-8")), planfiles.read_cap()
     if size > cap:
-        raise fail(field, f"plan {plan.id}'s file is {size:,} bytes; at most {cap:,} are read (from NINEPLAN_MAX_PLAN_CHARS).")
+        raise fail(
+            field, f"plan {plan.id}'s file is {size:,} bytes; at most {cap:,} are read (from NINEPLAN_MAX_PLAN_CHARS)."
+        )
     parsed = planfiles.parse(value)
     taken = plan.sections()
     for name, body in parsed.sections.items():

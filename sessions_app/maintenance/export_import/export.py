@@ -10,12 +10,12 @@ from datetime import datetime
 from django.db.models import Aggregate, CharField, OuterRef, Subquery
 from django.utils import timezone
 
-from sessions_app.maintenance.progress import Progress
 from sessions_app import planfiles
+from sessions_app.maintenance.export_import.document import FORMAT, FORMAT_VERSION, PLAN_TEXT
+from sessions_app.maintenance.progress import Progress
+from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
 from sessions_app.reads import queries
 from sessions_app.store import event_feed
-from sessions_app.maintenance.export_import.document import FORMAT, FORMAT_VERSION, PLAN_TEXT
-from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
 
 # Rows fetched per round trip while exporting: a few MiB of plan text at most.
 EXPORT_CHUNK = 500
@@ -125,8 +125,8 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
     yield ' "events": ['
     first = True
     columns = ("id", "plan_id", "kind", "actor", "detail", "created_at")
-    for event_id, plan_id, kind, actor, detail, created_at in events.order_by("id").values_list(*columns).iterator(
-        chunk_size=EXPORT_CHUNK
+    for event_id, plan_id, kind, actor, detail, created_at in (
+        events.order_by("id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK)
     ):
         event = {
             "id": event_id,
@@ -162,7 +162,14 @@ class _RevisionWalk:
         while self._next is not None and self._next[0] == plan_id:
             _, _, number, kind, actor, sections, undo, at = self._next
             found.append(
-                {"number": number, "kind": kind, "actor": actor, "sections": sections, "undo": undo, "created_at": _when(at)}
+                {
+                    "number": number,
+                    "kind": kind,
+                    "actor": actor,
+                    "sections": sections,
+                    "undo": undo,
+                    "created_at": _when(at),
+                }
             )
             self._next = next(self._rows, None)
         return plan_id, created_at, found
@@ -189,4 +196,3 @@ def _revisions_in_plan_order(session: Session) -> _RevisionWalk:
         .iterator(chunk_size=EXPORT_CHUNK)
     )
     return _RevisionWalk(iter(rows))
-

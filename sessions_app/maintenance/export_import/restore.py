@@ -24,13 +24,10 @@ from typing import BinaryIO
 
 from django.conf import settings
 
-from sessions_app.maintenance.progress import Progress
 from sessions_app import access, inputs, planfiles
-from sessions_app.store import revisions
-from sessions_app.maintenance import invariants
-from sessions_app.store import event_feed
-from sessions_app.store import transactions
 from sessions_app.errors import BROKE_A_RULE, DatabaseFailed, FileSystemFailed
+from sessions_app.identifiers import is_plan_id
+from sessions_app.maintenance import invariants
 from sessions_app.maintenance.export_import.document import (
     DOCUMENT_KEYS,
     HEADER_KEYS,
@@ -45,8 +42,9 @@ from sessions_app.maintenance.export_import.document import (
 )
 from sessions_app.maintenance.export_import.reader import TOO_LONG, DocumentReader, Unreadable
 from sessions_app.maintenance.export_import.staging import ImportFolder
-from sessions_app.identifiers import is_plan_id
+from sessions_app.maintenance.progress import Progress
 from sessions_app.models import DEFAULT_PROJECT, MAX_DEPENDENTS, Event, Plan, PlanDependency, Project, Revision, Session
+from sessions_app.store import event_feed, revisions, transactions
 
 log = logging.getLogger("nineplan.export_import")
 
@@ -119,7 +117,9 @@ def import_file(
         folder.publish()
     except DatabaseFailed as exc:
         if exc.reason == BROKE_A_RULE:
-            raise fail("document", f"the database refused it ({exc.message}); another process may have imported it.") from exc
+            raise fail(
+                "document", f"the database refused it ({exc.message}); another process may have imported it."
+            ) from exc
         raise
     finally:
         if folder is not None:
@@ -160,7 +160,7 @@ def _header(stream: BinaryIO) -> dict:
             raise fail("document", f"{what}: an export is one JSON object, as nineplan_export writes it.")
         if first != "{":
             raise fail("document", "must be a JSON object.")
-        for key in reader.keys():
+        for key in reader.keys():  # noqa: SIM118 (the reader streams a JSON object's keys; it is no dict)
             if key in HEADER_KEYS:
                 try:
                     found[key] = reader.value()
@@ -201,7 +201,7 @@ def _walk(stream: BinaryIO, reading: _Reading) -> str:
     seen = set()
     where = "document"
     try:
-        for key in reader.keys():
+        for key in reader.keys():  # noqa: SIM118 (the reader streams a JSON object's keys; it is no dict)
             seen.add(key)
             if key in HEADER_KEYS:
                 reader.skip()  # read by _header; the digest vouches that it is the same
@@ -246,7 +246,7 @@ def _plan(reader: DocumentReader, at: str, hint: str | None, reading: _Reading):
     row = reader.value_within(WHOLE_PLAN_CHARS)
     if row is TOO_LONG and reader.peek() == "{":
         row = {}
-        for key in reader.keys():
+        for key in reader.keys():  # noqa: SIM118 (the reader streams a JSON object's keys; it is no dict)
             if key == "revisions" and reader.peek() == "[":
                 for j in reader.items():
                     revision = check_revision(f"{at}.revisions[{j}]", hint, reader.value(), previous)
@@ -331,7 +331,9 @@ class _Checks:
             graph.setdefault(plan_id, []).append(dep)
             dependents[dep] = dependents.get(dep, 0) + 1
             if dependents[dep] > MAX_DEPENDENTS:
-                raise fail("plans", f"plan {dep} has more than {MAX_DEPENDENTS} dependents; a plan may have at most that many.")
+                raise fail(
+                    "plans", f"plan {dep} has more than {MAX_DEPENDENTS} dependents; a plan may have at most that many."
+                )
         if invariants.has_cycle(graph):
             raise fail("plans", "the plans' dependencies form a cycle.")
         self._positions.clear()
@@ -365,7 +367,9 @@ class _Writes:
 
     verb = "Writing"
 
-    def __init__(self, session: Session, actor: str, old: bool, folder: ImportFolder, progress: Progress, checks: _Checks):
+    def __init__(
+        self, session: Session, actor: str, old: bool, folder: ImportFolder, progress: Progress, checks: _Checks
+    ):
         self.at: str | None = None
         self.session, self.actor, self.old, self.folder, self.progress = session, actor, old, folder, progress
         self.totals = checks.totals

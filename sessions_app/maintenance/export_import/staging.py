@@ -71,7 +71,9 @@ class ImportFolder:
             os.mkdir(self.name, 0o700, dir_fd=root)
             self._fd = os.open(self.name, _DIR, dir_fd=root)
         except OSError as exc:
-            raise FileSystemFailed(f"Could not make the folder {self.path} for the imported plan files: {exc.strerror or exc}.") from exc
+            raise FileSystemFailed(
+                f"Could not make the folder {self.path} for the imported plan files: {exc.strerror or exc}."
+            ) from exc
         finally:
             os.close(root)
         _locked(self._fd)  # a new folder of this process: nobody else holds it
@@ -84,7 +86,9 @@ class ImportFolder:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(text.encode("utf-8"))
         except OSError as exc:
-            raise FileSystemFailed(f"Could not write the imported plan file {self.path / plan_id}.txt: {exc.strerror or exc}.") from exc
+            raise FileSystemFailed(
+                f"Could not write the imported plan file {self.path / plan_id}.txt: {exc.strerror or exc}."
+            ) from exc
         self.count += 1
 
     def publish(self) -> None:

@@ -11,17 +11,16 @@ import os
 import sys
 
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.contrib.auth.password_validation import validate_password
 from django.core.exceptions import ValidationError
 from django.core.management.base import CommandError
 from django.db import transaction
 
-from django.contrib.auth.models import Permission
-
-from sessions_app.management.person_command import PersonCommand
 from sessions_app import services
 from sessions_app.admin.roles import REVIEWERS_GROUP, ensure_reviewers_group
 from sessions_app.errors import NineplanError
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.models import DEFAULT_PROJECT, Membership, Role
 
 PASSWORD_ENV = "NINEPLAN_REVIEWER_PASSWORD"

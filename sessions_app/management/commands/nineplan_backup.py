@@ -7,8 +7,8 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand
 from sessions_app.maintenance.backup import BackupRefused, backup_create, backup_verify, default_backup_dir
+from sessions_app.management.person_command import PersonCommand
 
 
 class Command(PersonCommand):

@@ -19,11 +19,11 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app.management.person_command import PersonCommand
 from sessions_app import services
-from sessions_app.reads import queries
 from sessions_app.errors import LeaseLost
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.reads import queries
 
 TASK = "Port the billing service from Flask to Django without downtime"
 PARALLEL_TASK = "Ship the public invoice API, three agents in parallel, every plan reviewed"
@@ -223,7 +223,9 @@ class Command(PersonCommand):
             return plan
 
         schema = work("api_schema", "alpha", "Schema in `openapi.yaml`: 14 fields; support signed off the names.")
-        services.plan_review(session_name=name, plan_id=schema.id, decision="approve", notes="Clear names.", actor=STAFF)
+        services.plan_review(
+            session_name=name, plan_id=schema.id, decision="approve", notes="Clear names.", actor=STAFF
+        )
         # Rejected until it is held: nobody pulls it until a person decides.
         pagination = work("api_pagination", "beta", "Offset pagination; fast enough on the sample.", after=(schema,))
         while Plan.objects.get(id=pagination.id).status != Plan.Status.HELD:

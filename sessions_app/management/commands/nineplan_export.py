@@ -7,9 +7,9 @@ import sys
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand
-from sessions_app.maintenance import export_import
 from sessions_app.errors import NineplanError
+from sessions_app.maintenance import export_import
+from sessions_app.management.person_command import PersonCommand
 
 
 class Command(PersonCommand):

@@ -9,9 +9,9 @@ import tempfile
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand
-from sessions_app.maintenance import export_import
 from sessions_app.errors import NineplanError
+from sessions_app.maintenance import export_import
+from sessions_app.management.person_command import PersonCommand
 
 # Not for memory (the document is read as a stream): a bound on the time and the disk an
 # import may take.

@@ -12,9 +12,9 @@ from __future__ import annotations
 from django.core.management.base import CommandError
 from django.db.models import Count
 
-from sessions_app.management.person_command import PersonCommand
 from sessions_app import services
 from sessions_app.errors import NineplanError
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.models import Membership, Project, Role
 
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand, add_session_option
 from sessions_app import services
 from sessions_app.errors import NineplanError
+from sessions_app.management.person_command import PersonCommand, add_session_option
 
 
 class Command(PersonCommand):

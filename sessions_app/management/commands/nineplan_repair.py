@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand, add_session_option
 from sessions_app.maintenance import repair
+from sessions_app.management.person_command import PersonCommand, add_session_option
 
 
 class Command(PersonCommand):

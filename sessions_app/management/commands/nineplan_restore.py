@@ -7,10 +7,10 @@ from pathlib import Path
 
 from django.core.management.base import CommandError
 
-from sessions_app.store import datadir
-from sessions_app.management.person_command import PersonCommand
 from sessions_app.maintenance import repair
 from sessions_app.maintenance.backup import BackupRefused, backup_restore
+from sessions_app.management.person_command import PersonCommand
+from sessions_app.store import datadir
 
 
 class Command(PersonCommand):

@@ -7,9 +7,9 @@ from django.core.management.base import CommandError
 from django.db import transaction
 from rest_framework.authtoken.models import Token
 
-from sessions_app.management.person_command import PersonCommand
 from sessions_app import access, services
 from sessions_app.errors import NineplanError
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.models import DEFAULT_PROJECT, Role
 
 

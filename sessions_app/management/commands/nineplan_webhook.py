@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from django.core.management.base import CommandError
 
-from sessions_app.management.person_command import PersonCommand
 from sessions_app import access, services
+from sessions_app.errors import NineplanError
+from sessions_app.management.person_command import PersonCommand
 from sessions_app.reads import queries
 from sessions_app.webhooks import event_types
-from sessions_app.errors import NineplanError
 
 
 class Command(PersonCommand):

@@ -12,9 +12,8 @@ from pathlib import Path
 import pytest
 
 from sessions_app import services
-
-from sessions_app.reads import interventions
 from sessions_app.models import Plan
+from sessions_app.reads import interventions
 from tests.mcp_bridge.helpers import error, in_thread, ok, plan_args, snapshot, started, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
@@ -34,7 +33,11 @@ class Texts:
         return result
 
     def doubled(self) -> list[tuple[str, str]]:
-        return [(tool, text[max(0, m.start() - 60) : m.end() + 20]) for tool, text in self.seen for m in DOUBLED.finditer(text)]
+        return [
+            (tool, text[max(0, m.start() - 60) : m.end() + 20])
+            for tool, text in self.seen
+            for m in DOUBLED.finditer(text)
+        ]
 
 
 async def test_no_answer_doubles_a_full_stop_where_texts_meet(client, sessions_dir, settings):
@@ -62,7 +65,12 @@ async def test_no_answer_doubles_a_full_stop_where_texts_meet(client, sessions_d
     reviewed = ok(await t.call("9plan_queue_pull", {}), name)["plan_id"]
     ok(await t.call("9plan_plan_complete", {"outcome": "Done."}), name)
     await in_thread(
-        services.plan_review, session_name=name, plan_id=reviewed, decision="reject", notes="Missing tests.", actor="user:rita"
+        services.plan_review,
+        session_name=name,
+        plan_id=reviewed,
+        decision="reject",
+        notes="Missing tests.",
+        actor="user:rita",
     )
     ok(await t.call("9plan_session_resume", {"session_name": name}), name)
     ok(await t.call("9plan_admin_state", {}), name)
@@ -98,7 +106,9 @@ async def test_a_call_without_its_worker_is_told_which_workers_hold_plans(client
     ok(await client.call_tool("9plan_queue_pull", {"worker": "alpha"}), name)
     ok(await client.call_tool("9plan_queue_pull", {"worker": "beta"}), name)
     data = error(await client.call_tool("9plan_plan_note", {"text": "found"}), "NO_ACTIVE_PLAN", name, field="worker")
-    assert data["message"] == f"The default worker holds no plan in session '{name}'; other workers do: 'alpha', 'beta'."
+    assert (
+        data["message"] == f"The default worker holds no plan in session '{name}'; other workers do: 'alpha', 'beta'."
+    )
     assert "pass worker" in data["suggestion"] and "acts for the default worker" in data["suggestion"]
     # A lone agent with nothing pulled hears what it always did.
     other = await created(client)
@@ -202,13 +212,16 @@ async def test_a_restore_of_the_plan_a_worker_holds_is_told_in_its_next_answer_a
     # Resume says it before the agent acts again...
     resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
     assert any(
-        f"Plan {held} had its text restored to revision 2 by user:sam at " in line for line in resumed["changed_by_others"]
+        f"Plan {held} had its text restored to revision 2 by user:sam at " in line
+        for line in resumed["changed_by_others"]
     )
     # ...and so does the worker's next answer, which still succeeds on the restored text.
     data = ok(await client.call_tool("9plan_plan_note", {"text": "Carrying on"}), name)
     assert len(data["changed_by_others"]) == 1
     told = data["changed_by_others"][0]
-    assert told.startswith(f"Plan {held} had its text restored to revision 2 by user:sam at ") and told.endswith(" UTC.")
+    assert told.startswith(f"Plan {held} had its text restored to revision 2 by user:sam at ") and told.endswith(
+        " UTC."
+    )
     stored = await in_thread(Plan.objects.get, id=held)
     assert stored.notes == "First findings\n\nCarrying on"
     # Told once: the answer after that is plain again.

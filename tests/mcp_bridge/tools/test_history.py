@@ -23,7 +23,10 @@ async def corpus(client):
     name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
     ids = {
         "invoice": await finish(
-            client, "Invoice model", "Invoice and invoice line models; invoice totals in cents", outputs="invoice models"
+            client,
+            "Invoice model",
+            "Invoice and invoice line models; invoice totals in cents",
+            outputs="invoice models",
         ),
         "payment": await finish(client, "Payment gateway", "Stripe client wrapper; refunds for an invoice"),
         "emails": await finish(client, "Email templates", "Templates for receipts and reminders"),
@@ -56,7 +59,9 @@ async def test_search_puts_plans_matching_every_word_first_then_partial_matches(
 
 async def test_search_respects_max_results(client, corpus):
     name, ids = corpus
-    results = ok(await client.call_tool("9plan_history_search", {"query": "invoice", "max_results": 1}), name)["results"]
+    results = ok(await client.call_tool("9plan_history_search", {"query": "invoice", "max_results": 1}), name)[
+        "results"
+    ]
     assert [r["id"] for r in results] == [ids["invoice"]]
     for bad in [0, 9, -1]:
         data = error(
@@ -129,5 +134,7 @@ async def test_history_get_refuses_plans_that_are_not_completed_history(client, 
         other_session.name,
     )
     for bad in ["ABCDE", "../x1", "abcd", "abcdef", "ab/cd"]:
-        data = error(await client.call_tool("9plan_history_get", {"plan_id": bad}), "VALIDATION_ERROR", name, field="plan_id")
+        data = error(
+            await client.call_tool("9plan_history_get", {"plan_id": bad}), "VALIDATION_ERROR", name, field="plan_id"
+        )
         assert "5 characters" in data["message"]

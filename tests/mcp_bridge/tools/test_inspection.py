@@ -46,7 +46,13 @@ async def test_validate_a_healthy_session(client, busy, sessions_dir):
     r = await client.call_tool("9plan_admin_validate", {})
     data = ok(r, name)
     assert documented(data["invariants"]) == ALL_GOOD and all(data["invariants"].values())
-    assert data == {"session_name": name, "valid": True, "invariants": data["invariants"], "issues": [], "issues_more": 0}
+    assert data == {
+        "session_name": name,
+        "valid": True,
+        "invariants": data["invariants"],
+        "issues": [],
+        "issues_more": 0,
+    }
     assert r.content[0].text.startswith(f"[Session: {name}] Valid.")
     assert await in_thread(snapshot, sessions_dir) == before
 

@@ -35,8 +35,11 @@ async def test_plan_read_gives_the_held_plan_with_every_note(client, sessions_di
 
 async def test_plan_read_reads_any_plan_of_the_session_in_any_state(client, sessions_dir):
     name = await new_session(client)
-    ids = {goal: await add_plan(client, name, goal=goal) for goal in ("done", "dropped", "reviewed", "held", "active", "queued")}
-    for goal, action in (("done", "complete"), ("dropped", "discard")):
+    ids = {
+        goal: await add_plan(client, name, goal=goal)
+        for goal in ("done", "dropped", "reviewed", "held", "active", "queued")
+    }
+    for action in ("complete", "discard"):
         ok(await client.call_tool("9plan_queue_pull", {}), name)
         args = {"outcome": "Finished: billing/models.py"} if action == "complete" else {"reason": "obsolete"}
         ok(await client.call_tool(f"9plan_plan_{action}", args), name)
@@ -68,7 +71,9 @@ async def test_plan_read_reads_any_plan_of_the_session_in_any_state(client, sess
         data = ok(read, name)
         assert (data["plan_id"], data["status"]) == (ids[goal], status), goal
         assert f"# Goal\n{goal}" in body_of(read)
-    assert "# Outcome\nFinished: billing/models.py" in body_of(await client.call_tool("9plan_plan_read", {"plan_id": ids["done"]}))
+    assert "# Outcome\nFinished: billing/models.py" in body_of(
+        await client.call_tool("9plan_plan_read", {"plan_id": ids["done"]})
+    )
 
 
 async def test_plan_read_refusals_change_nothing(client, sessions_dir, other_session):
@@ -78,7 +83,9 @@ async def test_plan_read_refusals_change_nothing(client, sessions_dir, other_ses
     nothing = error(await client.call_tool("9plan_plan_read", {}), "NO_ACTIVE_PLAN", name)
     assert "holds no plan" in nothing["message"] and "plan_id" in nothing["message"]
     error(await client.call_tool("9plan_plan_read", {"plan_id": "zzzzz"}), "PLAN_NOT_FOUND", name)
-    error(await client.call_tool("9plan_plan_read", {"plan_id": "NOT AN ID"}), "VALIDATION_ERROR", name, field="plan_id")
+    error(
+        await client.call_tool("9plan_plan_read", {"plan_id": "NOT AN ID"}), "VALIDATION_ERROR", name, field="plan_id"
+    )
     theirs = await in_thread(lambda: services.plan_enqueue(session_name=other_session.name, **_fields()).plan.id)
     before = await in_thread(snapshot, sessions_dir)
     error(await client.call_tool("9plan_plan_read", {"plan_id": theirs}), "PLAN_NOT_FOUND", name)

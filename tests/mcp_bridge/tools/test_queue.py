@@ -45,7 +45,8 @@ def queue_ids(name: str) -> list[str]:
 async def test_add_writes_the_plan_and_its_file(client, sessions_dir):
     name = await create(client)
     r = await client.call_tool(
-        "9plan_queue_add", plan_args(goal="Model invoices", inputs="- schema: from the schema plan", outputs="models.py")
+        "9plan_queue_add",
+        plan_args(goal="Model invoices", inputs="- schema: from the schema plan", outputs="models.py"),
     )
     data = ok(r, name)
     plan_id = data["plan_id"]
@@ -101,13 +102,16 @@ async def test_batch_keeps_the_given_order_at_the_front_and_the_back(client, ses
     name = await create(client)
     old = ok(await client.call_tool("9plan_queue_add", plan_args(goal="Old")), name)["plan_id"]
     r = await client.call_tool(
-        "9plan_queue_add_batch", {"plans": [plan_args(goal="A"), plan_args(goal="B"), plan_args(goal="C")], "position": "front"}
+        "9plan_queue_add_batch",
+        {"plans": [plan_args(goal="A"), plan_args(goal="B"), plan_args(goal="C")], "position": "front"},
     )
     data = ok(r, name)
     front = [p["plan_id"] for p in data["plans"]]
     assert [p["queue_position"] for p in data["plans"]] == [1, 2, 3]
     assert data["added"] == 3 and data["plans_dir"] == str(sessions_dir / name / "plans")
-    data = ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal="Y"), plan_args(goal="Z")]}), name)
+    data = ok(
+        await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal="Y"), plan_args(goal="Z")]}), name
+    )
     back = [p["plan_id"] for p in data["plans"]]
     assert [p["queue_position"] for p in data["plans"]] == [5, 6]
     assert await in_thread(queue_ids, name) == [*front, old, *back]
@@ -136,7 +140,9 @@ async def test_batch_is_all_or_nothing(client, sessions_dir):
 
 async def test_batch_caps_its_answer_but_adds_every_plan(client):
     name = await create(client)
-    data = ok(await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal=f"G{i}") for i in range(40)]}), name)
+    data = ok(
+        await client.call_tool("9plan_queue_add_batch", {"plans": [plan_args(goal=f"G{i}") for i in range(40)]}), name
+    )
     assert data["added"] == 40 and len(data["plans"]) == 15
     assert len(await in_thread(queue_ids, name)) == 40
 
@@ -269,7 +275,9 @@ async def test_renew_then_lease_lost_and_the_next_holder_sees_the_late_text(clie
     monkeypatch.setattr(clock, "now", lambda: later)
     again = ok(await client.call_tool("9plan_queue_pull", {"worker": "fast"}), name)
     assert again["plan_id"] == pulled["plan_id"] and again["attempt"] == 2
-    lost = error(await client.call_tool("9plan_plan_note", {"worker": "slow", "text": "my late finding"}), "LEASE_LOST", name)
+    lost = error(
+        await client.call_tool("9plan_plan_note", {"worker": "slow", "text": "my late finding"}), "LEASE_LOST", name
+    )
     assert pulled["plan_id"] in lost["message"] and "9plan_queue_pull" in lost["suggestion"]
     error(await client.call_tool("9plan_plan_renew", {"worker": "slow"}), "LEASE_LOST", name)
 

@@ -29,7 +29,10 @@ def effects() -> dict:
 WRITES = [
     ("9plan_session_create", lambda name: {"task_description": "retried"}),
     ("9plan_queue_add", lambda name: {**plan_args(goal="Retried add"), "session_name": name}),
-    ("9plan_queue_add_batch", lambda name: {"plans": [plan_args(goal="R1"), plan_args(goal="R2")], "session_name": name}),
+    (
+        "9plan_queue_add_batch",
+        lambda name: {"plans": [plan_args(goal="R1"), plan_args(goal="R2")], "session_name": name},
+    ),
     ("9plan_queue_pull", lambda name: {"session_name": name, "worker": "r"}),
     ("9plan_plan_renew", lambda name: {"session_name": name, "worker": "h"}),
     ("9plan_plan_note", lambda name: {"session_name": name, "worker": "h", "text": "appended once"}),
@@ -73,7 +76,9 @@ async def test_a_reused_request_id_with_other_arguments_is_refused_and_changes_n
     # The same arguments in another session are another call too.
     other = await new_session(client)
     error(
-        await client.call_tool("9plan_queue_add", {**plan_args(goal="A"), "request_id": "add-1", "session_name": other}),
+        await client.call_tool(
+            "9plan_queue_add", {**plan_args(goal="A"), "request_id": "add-1", "session_name": other}
+        ),
         "VALIDATION_ERROR",
         other,
         field="request_id",
@@ -86,7 +91,10 @@ async def test_a_bad_request_id_is_refused(client, sessions_dir, bad):
     before = await in_thread(snapshot, sessions_dir)
     result = await client.call_tool("9plan_queue_add", {**plan_args(), "request_id": bad})
     assert result.is_error
-    assert result.structured_content.get("field") == "request_id" or result.structured_content["error"] == "VALIDATION_ERROR"
+    assert (
+        result.structured_content.get("field") == "request_id"
+        or result.structured_content["error"] == "VALIDATION_ERROR"
+    )
     assert await in_thread(snapshot, sessions_dir) == before
     del name
 

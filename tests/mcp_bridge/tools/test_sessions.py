@@ -81,7 +81,11 @@ async def test_resume_returns_the_whole_state_and_selects_the_session(client, ot
         "queue": [{"id": c, "goal": "Write the templates", "queue_position": 1}],
         "queue_length": 1,
         "queue_more": 0,
-        "active_plan": {"id": b, "goal": "Write the views", "file_path": str(sessions_dir / name / "plans" / f"{b}.txt")},
+        "active_plan": {
+            "id": b,
+            "goal": "Write the views",
+            "file_path": str(sessions_dir / name / "plans" / f"{b}.txt"),
+        },
         "completed_count": 1,
     }
     assert a not in text_of(await client.call_tool("9plan_session_resume", {"session_name": name}))
@@ -90,7 +94,11 @@ async def test_resume_returns_the_whole_state_and_selects_the_session(client, ot
 
 
 async def test_resume_of_an_unknown_or_malformed_name(client, sessions_dir):
-    error(await client.call_tool("9plan_session_resume", {"session_name": "ghost-grey-owl"}), "SESSION_NOT_FOUND", "ghost-grey-owl")
+    error(
+        await client.call_tool("9plan_session_resume", {"session_name": "ghost-grey-owl"}),
+        "SESSION_NOT_FOUND",
+        "ghost-grey-owl",
+    )
     for bad in ["../../etc", "Brave-Amber-Otter", "brave_amber_otter", "", "a-b"]:
         r = await client.call_tool("9plan_session_resume", {"session_name": bad})
         data = error(r, "VALIDATION_ERROR", None, field="session_name")
@@ -102,7 +110,11 @@ async def test_resume_of_an_unknown_or_malformed_name(client, sessions_dir):
 
 async def test_a_failed_resume_keeps_the_current_session(client):
     name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
-    error(await client.call_tool("9plan_session_resume", {"session_name": "ghost-grey-owl"}), "SESSION_NOT_FOUND", "ghost-grey-owl")
+    error(
+        await client.call_tool("9plan_session_resume", {"session_name": "ghost-grey-owl"}),
+        "SESSION_NOT_FOUND",
+        "ghost-grey-owl",
+    )
     ok(await client.call_tool("9plan_admin_state", {}), name)
 
 
@@ -115,7 +127,9 @@ async def test_no_session_selected_on_every_tool_that_needs_one(client, other_se
 
 
 async def test_admin_sessions_lists_newest_first_with_counts(client, other_session):
-    name = (await client.call_tool("9plan_session_create", {"task_description": "Mine"})).structured_content["session_name"]
+    name = (await client.call_tool("9plan_session_create", {"task_description": "Mine"})).structured_content[
+        "session_name"
+    ]
     await client.call_tool("9plan_queue_add", plan_args())
     await client.call_tool("9plan_queue_add", plan_args())
     await client.call_tool("9plan_queue_pull", {})

@@ -40,7 +40,10 @@ async def test_defer_returns_the_plan_to_the_back_with_the_reason_in_notes(clien
 
 async def test_defer_to_the_front_is_pulled_again_next(client):
     name, (a, _) = await started(client, "A", "B")
-    assert ok(await client.call_tool("9plan_plan_defer", {"reason": "r", "position": "front"}), name)["queue_position"] == 1
+    assert (
+        ok(await client.call_tool("9plan_plan_defer", {"reason": "r", "position": "front"}), name)["queue_position"]
+        == 1
+    )
     assert ok(await client.call_tool("9plan_queue_pull", {}), name)["plan_id"] == a
 
 
@@ -91,7 +94,12 @@ async def test_completing_the_last_plan_says_the_task_is_complete(client):
 async def test_complete_without_an_active_plan_or_outcome_changes_nothing(client, sessions_dir):
     name, _ = await started(client, "A")
     before = await in_thread(snapshot, sessions_dir)
-    error(await client.call_tool("9plan_plan_complete", {"outcome": "\u2029\t"}), "VALIDATION_ERROR", name, field="outcome")
+    error(
+        await client.call_tool("9plan_plan_complete", {"outcome": "\u2029\t"}),
+        "VALIDATION_ERROR",
+        name,
+        field="outcome",
+    )
     error(await client.call_tool("9plan_plan_complete", {}), "VALIDATION_ERROR", name, field="outcome")
     assert await in_thread(snapshot, sessions_dir) == before
     ok(await client.call_tool("9plan_plan_complete", {"outcome": "done"}), name)
@@ -145,7 +153,12 @@ async def test_note_rejects_wrong_case_modes_and_blank_text_writing_nothing(clie
     ok(await client.call_tool("9plan_plan_note", {"text": "kept"}), name)
     before = await in_thread(snapshot, sessions_dir)
     for mode in ["Append", "REPLACE", "overwrite", ""]:
-        data = error(await client.call_tool("9plan_plan_note", {"text": "x", "mode": mode}), "VALIDATION_ERROR", name, field="mode")
+        data = error(
+            await client.call_tool("9plan_plan_note", {"text": "x", "mode": mode}),
+            "VALIDATION_ERROR",
+            name,
+            field="mode",
+        )
         assert "'append'" in data["message"] and "'replace'" in data["message"]
     for blank in ["", "\u2003\u3000", "\n\n\t", "\u0085"]:
         error(await client.call_tool("9plan_plan_note", {"text": blank}), "VALIDATION_ERROR", name, field="text")
@@ -197,7 +210,13 @@ async def test_agent_edits_to_the_file_survive_defer_pull_and_complete(client, s
         "All tests green.",
     ]:
         assert fragment in notes, fragment
-    assert notes.index("Found") < notes.index("Waiting") < notes.index("Decided") < notes.index("Migration") < notes.index("All tests")
+    assert (
+        notes.index("Found")
+        < notes.index("Waiting")
+        < notes.index("Decided")
+        < notes.index("Migration")
+        < notes.index("All tests")
+    )
     assert data["approach"].endswith("3. Add a cents-to-decimal helper")
     assert data["outcome"] == "Invoice model with cents-to-decimal helper"
 
@@ -252,14 +271,22 @@ async def test_the_whole_review_loop(client, sessions_dir):
 
     await in_thread(
         services.plan_review,
-        session_name=name, plan_id=plan_id, decision="reject", notes="Unicode input crashes it.", actor="user:rita",
+        session_name=name,
+        plan_id=plan_id,
+        decision="reject",
+        notes="Unicode input crashes it.",
+        actor="user:rita",
     )
     pulled = await client.call_tool("9plan_queue_pull", {})
     data = ok(pulled, name)
     assert data["plan_id"] == plan_id
-    assert pulled.content[0].text.split("\n")[0].endswith(
-        "This plan was sent back in review by user:rita: read review_notes first (they are also at the end of its "
-        "Notes). Plan pulled; its full text follows. Edit the file's Notes as you work."
+    assert (
+        pulled.content[0]
+        .text.split("\n")[0]
+        .endswith(
+            "This plan was sent back in review by user:rita: read review_notes first (they are also at the end of its "
+            "Notes). Plan pulled; its full text follows. Edit the file's Notes as you work."
+        )
     )
     assert data["review_notes"]["notes"] == "Unicode input crashes it."
     assert data["review_notes"]["rejections"] == 1

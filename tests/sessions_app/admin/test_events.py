@@ -24,7 +24,10 @@ def test_event_search_looks_into_the_details(busy, reviewer_client):
     assert (found.kind, found.plan_id) == ("plan_discarded", busy["discarded"].id)
     assert events_found(reviewer_client, "no such words anywhere") == []
     # Still by session name and actor, as before.
-    assert len(events_found(reviewer_client, busy["session"].name)) == Event.objects.filter(session=busy["session"]).count()
+    assert (
+        len(events_found(reviewer_client, busy["session"].name))
+        == Event.objects.filter(session=busy["session"]).count()
+    )
 
 
 @pytest.mark.parametrize("reason", ['Café menü: "duplicate" of a\\b', "naïve 🎉 plan"])
@@ -38,7 +41,9 @@ def test_event_search_finds_any_text_of_a_detail(session, reviewer_client, reaso
 
 
 def test_event_list_names_who_did_it_once(busy, reviewer_client):
-    services.plan_move(session_name=busy["session"].name, plan_id=busy["queued"][2].id, position="front", actor="user:sam")
+    services.plan_move(
+        session_name=busy["session"].name, plan_id=busy["queued"][2].id, position="front", actor="user:sam"
+    )
     html = text_of(reviewer_client.get(reverse("admin:sessions_app_event_changelist")))
     assert '<td class="field-who">user:sam</td>' in html
     assert '<td class="field-who">agent</td>' in html

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.sessions_app.admin_fixtures import busy, quiet, reviewer, reviewer_client  # noqa: F401 - fixtures
-from tests.sessions_app.admin_fixtures import sessions_listed
+from tests.sessions_app.admin_fixtures import busy, quiet, reviewer, reviewer_client, sessions_listed  # noqa: F401 - fixtures
 
 pytestmark = pytest.mark.django_db
 

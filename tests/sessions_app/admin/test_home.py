@@ -74,7 +74,8 @@ def test_a_member_of_another_project_sees_none_of_it(demo, settings):
 def test_approve_from_the_home_keeps_the_notes_in_the_event_and_a_revision(staff_client, demo):
     plan = one("in_review")
     response = staff_client.post(
-        f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "approve", "notes": "Ship it, <b>thanks</b>", "next": "/admin/"}
+        f"/admin/sessions_app/plan/{plan.id}/review/",
+        {"decision": "approve", "notes": "Ship it, <b>thanks</b>", "next": "/admin/"},
     )
     assert response.status_code == 302 and response["Location"] == "/admin/"
     stored = Plan.objects.get(id=plan.id)
@@ -112,7 +113,9 @@ def test_the_inbox_decides_held_and_waiting_plans(staff_client, demo):
 
 def test_the_inbox_discards_a_held_plan_with_its_reason(staff_client, demo):
     held = one("held")
-    staff_client.post(f"/admin/sessions_app/plan/{held.id}/act/discard/", {"reason": "Cursor work moves to v2", "next": INBOX})
+    staff_client.post(
+        f"/admin/sessions_app/plan/{held.id}/act/discard/", {"reason": "Cursor work moves to v2", "next": INBOX}
+    )
     stored = Plan.objects.get(id=held.id)
     assert (stored.status, stored.discard_reason) == ("discarded", "Cursor work moves to v2")
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from sessions_app import clock, services
 from sessions_app.admin import render
+from sessions_app.errors import LeaseLost
 from sessions_app.models import Plan
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
@@ -176,10 +177,10 @@ def test_an_expired_lease_is_flagged_as_still_held(team, reviewer_client, monkey
     later = timezone.now() + timedelta(seconds=120)
     monkeypatch.setattr(clock, "now", lambda: later)
     page = reviewer_client.get(session_url(team["session"].name)).content.decode()
-    assert page.count("np-badge np-fail\">expired") == 2
+    assert page.count('np-badge np-fail">expired') == 2
     assert page.count("still held until another worker pulls") == 2
     page = reviewer_client.get(plan_url(team["a"].id)).content.decode()
-    worker = page[page.index('id="np-worker"'):][:600]
+    worker = page[page.index('id="np-worker"') :][:600]
     assert 'id="np-lease-expired"' in worker and "(still held until another worker pulls)" in worker
     # Looking moved nothing.
     assert Plan.objects.get(id=team["a"].id).worker == "alice"
@@ -188,16 +189,16 @@ def test_an_expired_lease_is_flagged_as_still_held(team, reviewer_client, monkey
 def test_the_plan_page_shows_dependencies_both_ways_and_late_writes(team, reviewer_client, monkeypatch):
     a, merge = team["a"], team["merge"]
     page = reviewer_client.get(plan_url(merge.id)).content.decode()
-    depends = page[page.index('id="np-depends-on"'):page.index('id="np-dependents"')]
+    depends = page[page.index('id="np-depends-on"') : page.index('id="np-dependents"')]
     assert a.id in depends and team["b"].id in depends and "blocked" in depends
     page = reviewer_client.get(plan_url(a.id)).content.decode()
-    needed = page[page.index('id="np-dependents"'):]
+    needed = page[page.index('id="np-dependents"') :]
     assert merge.id in needed[:400]
-    assert "<code>alice</code>" in page[page.index('id="np-worker"'):][:200]
+    assert "<code>alice</code>" in page[page.index('id="np-worker"') :][:200]
 
     services.plan_reclaim(session_name=team["session"].name, plan_id=a.id, actor="user:sam")
-    with pytest.raises(Exception):
+    with pytest.raises(LeaseLost):
         services.plan_note(session_name=team["session"].name, worker="alice", text="my <b>late</b> finding")
     page = reviewer_client.get(plan_url(a.id)).content.decode()
-    late = page[page.index('id="np-late-writes"'):]
+    late = page[page.index('id="np-late-writes"') :]
     assert "alice" in late and "my &lt;b&gt;late&lt;/b&gt; finding" in late

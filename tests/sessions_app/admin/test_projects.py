@@ -25,7 +25,9 @@ pytestmark = pytest.mark.django_db
 
 
 def memberships(project: str = "default") -> list[tuple[str, str]]:
-    return list(Membership.objects.filter(project_id=project).order_by("user__username").values_list("user__username", "role"))
+    return list(
+        Membership.objects.filter(project_id=project).order_by("user__username").values_list("user__username", "role")
+    )
 
 
 def said(response) -> list[str]:
@@ -72,7 +74,10 @@ def test_a_manager_of_no_project_is_refused_and_another_project_is_not_found(sta
     services.project_create(name="billing")
     before = (memberships(), memberships("billing"))
     grant = {"username": "x1", "role": "reader"}
-    assert client_for(outsider).post(reverse("admin:sessions_app_project_grant", args=["default"]), grant).status_code == 403
+    assert (
+        client_for(outsider).post(reverse("admin:sessions_app_project_grant", args=["default"]), grant).status_code
+        == 403
+    )
     assert staff_client.post(reverse("admin:sessions_app_project_grant", args=["billing"]), grant).status_code == 404
     assert staff_client.post(reverse("admin:sessions_app_project_grant", args=["No_Such"]), grant).status_code == 404
     assert (memberships(), memberships("billing")) == before

@@ -13,10 +13,9 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import clock, services
-
-from sessions_app.reads import needs_you
 from sessions_app.identifiers import new_plan_id
 from sessions_app.models import Event, Plan, PlanDependency, Revision, Session
+from sessions_app.reads import needs_you
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     reviewer,
     reviewer_client,
@@ -163,8 +162,28 @@ def add_waiting_work(session: Session, count: int) -> None:
     for i in range(count):
         reviewed = plan("in_review", i)
         events.append(Event(session=session, plan=reviewed, kind="plan_pulled", actor="agent", created_at=now))
-        revisions.append(Revision(plan=reviewed, number=1, kind="add", actor="agent", sections=["goal"], undo={}, created_at=now - timedelta(minutes=1)))
-        revisions.append(Revision(plan=reviewed, number=2, kind="note", actor="agent", sections=["notes"], undo={"notes": [5, ""]}, created_at=now + timedelta(seconds=1)))
+        revisions.append(
+            Revision(
+                plan=reviewed,
+                number=1,
+                kind="add",
+                actor="agent",
+                sections=["goal"],
+                undo={},
+                created_at=now - timedelta(minutes=1),
+            )
+        )
+        revisions.append(
+            Revision(
+                plan=reviewed,
+                number=2,
+                kind="note",
+                actor="agent",
+                sections=["notes"],
+                undo={"notes": [5, ""]},
+                created_at=now + timedelta(seconds=1),
+            )
+        )
         held = plan("held", i, rejections=3)
         waiting = plan("queued", i, sort_key=key, waiting_for_person=True, attempts=3)
         behind = plan("queued", i, sort_key=key + 1)
@@ -174,7 +193,9 @@ def add_waiting_work(session: Session, count: int) -> None:
         worker = f"w{next(_workers)}"
         active = plan("active", i, worker=worker, claimed_at=now, lease_expires_at=now + timedelta(minutes=20))
         for kind in ("plan_reclaimed", "late_write_kept"):
-            events.append(Event(session=session, plan=active, kind=kind, actor="agent", detail={"worker": worker}, created_at=now))
+            events.append(
+                Event(session=session, plan=active, kind=kind, actor="agent", detail={"worker": worker}, created_at=now)
+            )
     Plan.objects.bulk_create(plans)
     Event.objects.bulk_create(events)
     Revision.objects.bulk_create(revisions)

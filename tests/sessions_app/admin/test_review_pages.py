@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import io
-
 import pytest
-from django.core.management import call_command
 
 from sessions_app import services
 from sessions_app.models import Event, Plan, Revision, Session
@@ -38,7 +35,8 @@ def test_create_reviewer_can_approve_grants_only_the_review_permission(approver,
 
 
 def test_the_inbox_lists_plans_in_review_oldest_first_with_what_changed(approver):
-    first, second = submitted("First goal"), submitted("Second goal", outcome="Done <b>bold</b>")
+    submitted("First goal")
+    submitted("Second goal", outcome="Done <b>bold</b>")
     page = client_for(approver).get(INBOX)
     html = page.content.decode()
     assert page.status_code == 200
@@ -73,9 +71,9 @@ def test_approve_and_reject_from_the_plan_page(approver):
     services.plan_complete(session_name=plan.session_id, outcome="With tests")
     client.post(f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "approve"})
     assert Plan.objects.get(id=plan.id).status == "completed"
-    assert list(Event.objects.filter(plan=plan, kind__in=["plan_rejected", "plan_approved"]).values_list("kind", "actor")) == [
-        ("plan_rejected", "user:ada"), ("plan_approved", "user:ada")
-    ]
+    assert list(
+        Event.objects.filter(plan=plan, kind__in=["plan_rejected", "plan_approved"]).values_list("kind", "actor")
+    ) == [("plan_rejected", "user:ada"), ("plan_approved", "user:ada")]
 
 
 def test_a_failed_decision_is_shown_and_changes_nothing(approver):
@@ -105,7 +103,10 @@ def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client,
     stored = Plan.objects.get(id=plan.id)
     assert stored.notes == "<img src=x onerror=alert(1)>"
     assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [
-        (1, "add", "agent"), (2, "note", "agent"), (3, "note", "agent"), (4, "restore", "user:sam")
+        (1, "add", "agent"),
+        (2, "note", "agent"),
+        (3, "note", "agent"),
+        (4, "restore", "user:sam"),
     ]
     # The restore is a revision too: the replaced text is one more restore away.
     staff_client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "3", "confirmed": "yes"})
@@ -115,12 +116,18 @@ def test_revisions_are_listed_with_escaped_diffs_and_staff_restore(staff_client,
 def test_staff_set_the_session_review_policy(staff_client, reviewer_client, session):
     page = staff_client.get(f"/admin/sessions_app/session/{session.name}/change/").content.decode()
     assert 'id="np-review-select"' in page
-    assert 'id="np-review-select"' not in reviewer_client.get(f"/admin/sessions_app/session/{session.name}/change/").content.decode()
+    assert (
+        'id="np-review-select"'
+        not in reviewer_client.get(f"/admin/sessions_app/session/{session.name}/change/").content.decode()
+    )
     staff_client.post(f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "required"})
     assert Session.objects.get(name=session.name).review == "required"
-    assert reviewer_client.post(
-        f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "none"}
-    ).status_code == 403
+    assert (
+        reviewer_client.post(
+            f"/admin/sessions_app/plan/session/{session.name}/review-policy/", {"review": "none"}
+        ).status_code
+        == 403
+    )
     assert Session.objects.get(name=session.name).review == "required"
 
 
@@ -147,8 +154,14 @@ def test_the_session_page_shows_plans_awaiting_a_decision_not_task_complete(revi
     second = services.plan_complete(session_name=name, outcome="done").plan
     html = _session_page(reviewer_client, name)
     card = html[html.index('id="np-awaiting"') :].split("</section>")[0]
-    assert f'data-plan="{first.id}" data-status="held"' in card and f'data-plan="{second.id}" data-status="in_review"' in card
-    assert "2 plans await a decision." in html and '<dd id="np-in-review-count" data-live-count="review_summary">1, 1 held</dd>' in html
+    assert (
+        f'data-plan="{first.id}" data-status="held"' in card
+        and f'data-plan="{second.id}" data-status="in_review"' in card
+    )
+    assert (
+        "2 plans await a decision." in html
+        and '<dd id="np-in-review-count" data-live-count="review_summary">1, 1 held</dd>' in html
+    )
 
     # The chart's replay: a rejection puts the plan back in the queue, the hold takes it out.
     series = [(q, d) for _, q, d in admin_reads.session_series(Session.objects.get(name=name))]
@@ -174,5 +187,8 @@ def test_a_restore_is_not_even_asked_of_a_manager_of_another_project(session, se
     client = client_for(get_user_model().objects.get(username="mo"))
     before = db_rows()
     assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2"}).status_code == 403
-    assert client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2", "confirmed": "yes"}).status_code == 403
+    assert (
+        client.post(f"/admin/sessions_app/plan/{plan.id}/restore/", {"revision": "2", "confirmed": "yes"}).status_code
+        == 403
+    )
     assert db_rows() == before

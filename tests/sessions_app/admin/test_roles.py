@@ -20,11 +20,11 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     busy,
     client_for,
     outsider,
+    plan_url,
     reviewer,
     reviewer_client,
-    staff,
-    plan_url,
     session_url,
+    staff,
     staff_client,
     superuser,
 )
@@ -237,7 +237,9 @@ def test_staff_discards_a_queued_plan_with_a_reason(busy, staff_client, sessions
         ("done", "discard", {"reason": "too late"}, "VALIDATION_ERROR"),
     ],
 )
-def test_a_refused_action_shows_the_error_and_changes_nothing(busy, staff_client, snapshot, target, action, data, category):
+def test_a_refused_action_shows_the_error_and_changes_nothing(
+    busy, staff_client, snapshot, target, action, data, category
+):
     plan = {"active": busy["active"], "queued": busy["queued"][0], "done": busy["done1"]}[target]
     before = snapshot()
     response = staff_client.post(act_url(plan.id, action), data, follow=True)

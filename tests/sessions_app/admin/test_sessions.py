@@ -15,13 +15,10 @@ from django.urls import reverse
 from django.utils import timezone
 
 from sessions_app import services
-
-from sessions_app.reads import excerpts
-
-from sessions_app.reads import interventions
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin import render
 from sessions_app.models import Event, Plan, Session
+from sessions_app.reads import excerpts, interventions
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     HOSTILE,
@@ -33,11 +30,13 @@ from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     reviewer,
     reviewer_client,
     session_url,
-    sessions_listed as listed,
     staff,
     staff_client,
     team,
     text_of,
+)
+from tests.sessions_app.admin_fixtures import (
+    sessions_listed as listed,
 )
 from tests.sessions_app.conftest import plan_file
 
@@ -45,8 +44,6 @@ pytestmark = pytest.mark.django_db
 
 
 # --- sessions list -------------------------------------------------------------------
-
-
 
 
 def test_sessions_list_shows_counts_active_plan_and_last_activity(busy, quiet, reviewer_client):
@@ -78,7 +75,13 @@ def test_sessions_list_shows_what_waits_for_a_person_and_how_many_workers(review
     parallel = Session.objects.get(review="required")
     rows = listed(reviewer_client)
     row = rows[parallel.name]
-    assert (row.queue_length, row.waiting_count, row.in_review_count, row.held_count, row.workers_count) == (2, 1, 1, 1, 2)
+    assert (row.queue_length, row.waiting_count, row.in_review_count, row.held_count, row.workers_count) == (
+        2,
+        1,
+        1,
+        1,
+        2,
+    )
     calm = rows[Session.objects.exclude(name=parallel.name).get().name]
     assert (calm.waiting_count, calm.in_review_count, calm.held_count, calm.workers_count) == (0, 0, 0, 1)
     html = text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
@@ -306,7 +309,9 @@ def test_the_chart_labels_its_axis_as_precisely_as_the_span_needs(settings, span
 
 
 def test_session_series_replays_the_queue(session, make_plan):
-    a, b, c = make_plan(session), make_plan(session), make_plan(session)
+    make_plan(session)  # a
+    make_plan(session)  # b
+    c = make_plan(session)
     services.plan_pull(session_name=session.name)  # a active
     services.plan_discard_any(session_name=session.name, plan_id=c.id, reason="dup", actor="user:sam")
     services.plan_discard(session_name=session.name, reason="wrong")  # a, the active one
@@ -394,7 +399,7 @@ def test_the_session_page_lists_each_worker_and_what_the_merge_waits_for(team, r
     page = reviewer_client.get(session_url(team["session"].name)).content.decode()
     assert 'data-worker="alice"' in page and 'data-worker="bob"' in page
     assert team["a"].id in page and "1 of 1" in page
-    blocked = page[page.index('id="np-blocked"'):]
+    blocked = page[page.index('id="np-blocked"') :]
     assert team["merge"].id in blocked and "worker <code>alice</code>" in blocked
     # A reviewer may look, not act.
     assert act_url(team["a"].id, "reclaim") not in page
@@ -416,7 +421,7 @@ def test_staff_reclaim_a_claim_and_the_worker_is_fenced_off(team, staff_client):
 
     # With max_attempts 1 it now waits for a person: listed, and requeued from the page.
     page = staff_client.get(session_url(name)).content.decode()
-    waiting = page[page.index('id="np-waiting"'):]
+    waiting = page[page.index('id="np-waiting"') :]
     assert f'data-plan="{a.id}"' in waiting
     staff_client.post(act_url(a.id, "requeue"), {"position": "front", "next": session_url(name)})
     plan = Plan.objects.get(id=a.id)

@@ -32,7 +32,9 @@ def test_every_endpoint_refuses_a_wrong_token(full_session, endpoint):
 
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Token 0123456789abcdef0123456789abcdef01234567")
-    assert_problem(client.get(ENDPOINTS[endpoint](full_session, completed_plan(full_session))), 401, "AUTHENTICATION_REQUIRED")
+    assert_problem(
+        client.get(ENDPOINTS[endpoint](full_session, completed_plan(full_session))), 401, "AUTHENTICATION_REQUIRED"
+    )
 
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS)

@@ -8,7 +8,7 @@ import pytest
 
 from sessions_app.api import params
 from sessions_app.models import Plan, Role
-from tests.sessions_app.api_fixtures import PROBLEM, fill_session, make_user, token_client
+from tests.sessions_app.api_fixtures import PROBLEM, make_user, token_client
 from tests.sessions_app.conftest import db_rows
 
 pytestmark = pytest.mark.django_db

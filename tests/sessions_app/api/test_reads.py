@@ -51,9 +51,7 @@ def test_query_counts_do_not_grow_with_the_data(api, full_session):
     # Many more of everything: sessions, plans in every state, events, notes on the plan.
     for _ in range(4):
         fill_session(services.session_create(task_description="Port more"), queued=6, completed=4, discarded=2)
-    services.plan_enqueue_many(
-        session_name=full_session.name, plans=[plan_fields(goal=f"More {i}") for i in range(30)]
-    )
+    services.plan_enqueue_many(session_name=full_session.name, plans=[plan_fields(goal=f"More {i}") for i in range(30)])
     for i in range(12):
         services.plan_note(session_name=full_session.name, text=f"note {i}")
     services.plan_complete(session_name=full_session.name, outcome="invoices done")

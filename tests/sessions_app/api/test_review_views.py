@@ -45,14 +45,18 @@ def problem(response, status: int, category: str) -> dict:
 
 def test_a_bot_with_the_permission_approves_with_the_plans_etag(in_review, approver):
     tag = etag_of(approver, in_review)
-    response = approver.post(url(in_review), {"decision": "approve", "notes": "CI green"}, format="json", HTTP_IF_MATCH=tag)
+    response = approver.post(
+        url(in_review), {"decision": "approve", "notes": "CI green"}, format="json", HTTP_IF_MATCH=tag
+    )
     assert response.status_code == 200, response.content
     assert response.json()["status"] == "completed"
     assert response.headers["ETag"] != tag
     assert Plan.objects.get(id=in_review.id).status == "completed"
     event = Event.objects.filter(plan=in_review).last()
     assert (event.kind, event.actor, event.detail) == (
-        "plan_approved", "user:ci-bot", {"decision": "approve", "notes": "CI green"}
+        "plan_approved",
+        "user:ci-bot",
+        {"decision": "approve", "notes": "CI green"},
     )
     # The feed carries the decision too.
     feed = approver.get(f"/api/events/?session={in_review.session_id}").json()
@@ -61,7 +65,9 @@ def test_a_bot_with_the_permission_approves_with_the_plans_etag(in_review, appro
 
 def test_reject_returns_it_to_the_queue(in_review, approver):
     response = approver.post(
-        url(in_review), {"decision": "reject", "notes": "Fails on empty files"}, format="json",
+        url(in_review),
+        {"decision": "reject", "notes": "Fails on empty files"},
+        format="json",
         HTTP_IF_MATCH=etag_of(approver, in_review),
     )
     assert response.status_code == 200
@@ -81,20 +87,28 @@ def test_a_stale_etag_is_412_and_nothing_changes(in_review, approver):
     tag = etag_of(approver, in_review)
     # Someone else decides first; the plan changes under the old ETag.
     approver.post(
-        url(in_review), {"decision": "reject", "notes": "x"}, format="json", HTTP_IF_MATCH=tag,
+        url(in_review),
+        {"decision": "reject", "notes": "x"},
+        format="json",
+        HTTP_IF_MATCH=tag,
     )
     services.plan_pull(session_name=in_review.session_id)
     services.plan_complete(session_name=in_review.session_id, outcome="again")
     before = db_rows()
-    problem(approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag), 412, "PRECONDITION_FAILED")
+    problem(
+        approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag),
+        412,
+        "PRECONDITION_FAILED",
+    )
     assert db_rows() == before
 
 
 def test_a_reader_gets_403_naming_the_review_role_it_lacks(in_review, api):
     before = db_rows()
     tag = etag_of(api, in_review)
-    body = problem(api.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag), 403,
-                   "PERMISSION_DENIED")
+    body = problem(
+        api.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=tag), 403, "PERMISSION_DENIED"
+    )
     assert "'reviewer' or 'manager' role" in body["detail"]
     assert "view permission" not in body["detail"] + body["suggestion"]
     assert body["suggestion"] == "Ask a manager of the project, or an administrator, for the role the message names."
@@ -103,8 +117,11 @@ def test_a_reader_gets_403_naming_the_review_role_it_lacks(in_review, api):
 
 def test_if_match_star_is_refused_and_nothing_changes(in_review, approver):
     before = db_rows()
-    body = problem(approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*"), 428,
-                   "PRECONDITION_REQUIRED")
+    body = problem(
+        approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*"),
+        428,
+        "PRECONDITION_REQUIRED",
+    )
     assert "read the plan first" in body["detail"] and body["suggestion"].startswith("GET /api/sessions/")
     assert Plan.objects.get(id=in_review.id).status == "in_review"
     assert db_rows() == before
@@ -124,23 +141,30 @@ def test_the_browsable_pages_weak_etag_does_not_decide(in_review, approver):
     page_tag = approver.get(url(in_review, ""), HTTP_ACCEPT="text/html")["ETag"]
     assert page_tag.startswith('W/"')
     before = db_rows()
-    problem(approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=page_tag), 412,
-            "PRECONDITION_FAILED")
+    problem(
+        approver.post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=page_tag),
+        412,
+        "PRECONDITION_FAILED",
+    )
     assert db_rows() == before
 
 
 def test_the_strong_etag_among_others_decides(in_review, approver):
     tag = etag_of(approver, in_review)
-    response = approver.post(url(in_review), {"decision": "approve"}, format="json",
-                             HTTP_IF_MATCH=f'W/"old", "other", {tag}')
+    response = approver.post(
+        url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH=f'W/"old", "other", {tag}'
+    )
     assert response.status_code == 200, response.content
     assert response.headers["ETag"].startswith('"')
     assert Plan.objects.get(id=in_review.id).status == "completed"
 
 
 def test_anonymous_gets_401(in_review):
-    problem(APIClient().post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*"), 401,
-            "AUTHENTICATION_REQUIRED")
+    problem(
+        APIClient().post(url(in_review), {"decision": "approve"}, format="json", HTTP_IF_MATCH="*"),
+        401,
+        "AUTHENTICATION_REQUIRED",
+    )
 
 
 def test_session_cookies_need_the_csrf_token(in_review):
@@ -154,8 +178,12 @@ def test_session_cookies_need_the_csrf_token(in_review):
 
 @pytest.mark.parametrize(
     "payload, parameter",
-    [({"decision": "maybe"}, "decision"), ({}, "decision"), ({"decision": "reject"}, "notes"),
-     ({"decision": "reject", "notes": "  "}, "notes")],
+    [
+        ({"decision": "maybe"}, "decision"),
+        ({}, "decision"),
+        ({"decision": "reject"}, "notes"),
+        ({"decision": "reject", "notes": "  "}, "notes"),
+    ],
 )
 def test_bad_decisions_are_400_and_change_nothing(in_review, approver, payload, parameter):
     before = db_rows()
@@ -173,8 +201,16 @@ def test_a_plan_not_in_review_is_400_with_its_reason(approver, session):
 
 
 def test_unknown_plans_are_404(approver, in_review):
-    problem(approver.post(f"/api/sessions/{in_review.session_id}/plans/zzzzz/review/", {"decision": "approve"},
-                          format="json", HTTP_IF_MATCH='"whatever"'), 404, "PLAN_NOT_FOUND")
+    problem(
+        approver.post(
+            f"/api/sessions/{in_review.session_id}/plans/zzzzz/review/",
+            {"decision": "approve"},
+            format="json",
+            HTTP_IF_MATCH='"whatever"',
+        ),
+        404,
+        "PLAN_NOT_FOUND",
+    )
 
 
 def test_get_on_the_review_endpoint_is_405(approver, in_review):
@@ -197,7 +233,9 @@ def test_revisions_list_and_one(api, session):
     plan = revised_plan(session, "First finding", "Replaced", goal="Write docs")
     listed = api.get(url(plan, "revisions/")).json()
     assert [(r["number"], r["kind"], r["sections"]) for r in listed] == [
-        (3, "note", ["notes"]), (2, "note", ["notes"]), (1, "add", ["context", "goal", "approach", "success_criteria"])
+        (3, "note", ["notes"]),
+        (2, "note", ["notes"]),
+        (1, "add", ["context", "goal", "approach", "success_criteria"]),
     ]
     two = api.get(url(plan, "revisions/2/")).json()
     assert (two["before"], two["text"]["notes"], two["text"]["goal"]) == ({"notes": ""}, "First finding", "Write docs")

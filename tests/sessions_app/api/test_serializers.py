@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import services
+from sessions_app.errors import LeaseLost
 from tests.conftest import plan_fields
 
 pytestmark = pytest.mark.django_db
@@ -63,7 +64,7 @@ def test_a_plan_carries_its_claim_its_dependencies_both_ways_and_late_writes(api
     assert api.get(f"/api/sessions/{session.name}/plans/{a.id}/", HTTP_IF_NONE_MATCH=etag).status_code == 200
 
     services.plan_reclaim(session_name=session.name, plan_id=a.id, actor="user:sam")
-    with pytest.raises(Exception):
+    with pytest.raises(LeaseLost):
         services.plan_complete(session_name=session.name, worker="alice", outcome="too late")
     body = api.get(f"/api/sessions/{session.name}/plans/{a.id}/").json()
     assert body["attempts"] == 1 and body["worker"] is None and body["ready"] is True

@@ -9,11 +9,9 @@ from urllib.parse import parse_qs, urlparse
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
-
 from sessions_app.maintenance import invariants
 from sessions_app.models import SECTIONS, Event, Plan, Role, Session
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import (
     ENDPOINTS,

@@ -20,7 +20,6 @@ from django.db.migrations import Migration
 from django.db.migrations.operations import AddField, RunPython
 
 from sessions_app import planfiles, search, services
-
 from sessions_app.maintenance import backup
 from sessions_app.models import Plan
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
@@ -243,7 +242,9 @@ def many_files_to_copy(session, sessions_dir, *, plans: int) -> None:
 
 @pytest.mark.slow
 @pytest.mark.serial
-def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session, sessions_dir, subprocess_env, tmp_path):
+def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
+    session, sessions_dir, subprocess_env, tmp_path
+):
     # Many files to copy: the kill lands while the sessions folder is being copied.
     many_files_to_copy(session, sessions_dir, plans=50)
     output = tmp_path / "backups"
@@ -262,7 +263,10 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
         text=True, timeout=120,
     )  # fmt: skip
     assert restoring.returncode == 1 and restoring.stdout == ""
-    assert restoring.stderr == f"CommandError: {left} is a backup that never finished (it was stopped midway); do not restore it.\n"
+    assert (
+        restoring.stderr
+        == f"CommandError: {left} is a backup that never finished (it was stopped midway); do not restore it.\n"
+    )
     assert (files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
     # Renamed by hand, it is still refused: it has no manifest.
@@ -293,7 +297,9 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(session,
 
 @pytest.mark.slow
 @pytest.mark.serial
-def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(session, sessions_dir, subprocess_env, tmp_path):
+def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(
+    session, sessions_dir, subprocess_env, tmp_path
+):
     many_files_to_copy(session, sessions_dir, plans=5)
     folder = backup.backup_create(destination=tmp_path / "backups")
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan

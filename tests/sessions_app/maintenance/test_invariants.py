@@ -10,7 +10,6 @@ import time
 import pytest
 
 from sessions_app import planfiles, services
-
 from sessions_app.maintenance import invariants
 from sessions_app.maintenance.invariants import INVARIANTS
 from tests.sessions_app.conftest import plan_file

@@ -44,7 +44,7 @@ def test_a_stream_that_is_not_a_terminal_gets_nothing():
 
 
 @pytest.mark.django_db
-def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_path, sessions_dir):  # noqa: F811
+def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_path, sessions_dir):
     target = tmp_path / "export.json"
     screen = Terminal()
     call_command("nineplan_export", full_session.name, output=str(target), stderr=screen)
@@ -69,7 +69,7 @@ def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_pat
 
 
 @pytest.mark.django_db
-def test_backup_and_repair_show_their_stages_on_a_terminal(full_session, tmp_path):  # noqa: F811
+def test_backup_and_repair_show_their_stages_on_a_terminal(full_session, tmp_path):
     screen = Terminal()
     call_command("nineplan_backup", output=tmp_path / "backups", stdout=io.StringIO(), stderr=screen)
     from django.db import connection
@@ -92,10 +92,22 @@ def test_backup_and_repair_show_their_stages_on_a_terminal(full_session, tmp_pat
 def test_a_failing_command_ends_its_progress_line_before_the_error(tmp_path):
     screen = Terminal()
     bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"format": "9plan-session-export", "version": 2, "exported_at": None,
-                               "session": {"name": "calm-green-heron", "task_description": None,
-                                           "created_at": "2025-01-01T00:00:00+00:00"},
-                               "plans": [{"id": "x"}], "events": []}))
+    bad.write_text(
+        json.dumps(
+            {
+                "format": "9plan-session-export",
+                "version": 2,
+                "exported_at": None,
+                "session": {
+                    "name": "calm-green-heron",
+                    "task_description": None,
+                    "created_at": "2025-01-01T00:00:00+00:00",
+                },
+                "plans": [{"id": "x"}],
+                "events": [],
+            }
+        )
+    )
     with pytest.raises(CommandError):
         call_command("nineplan_import", str(bad), stdout=io.StringIO(), stderr=screen)
     assert screen.getvalue().startswith("\rChecking plans...")

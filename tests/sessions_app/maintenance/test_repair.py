@@ -12,13 +12,9 @@ import pytest
 from django.db import connection
 
 from sessions_app import planfiles, search, services
-
-from sessions_app.maintenance import repair
-
-from sessions_app.reads import queries
-
-from sessions_app.maintenance import invariants
+from sessions_app.maintenance import invariants, repair
 from sessions_app.models import Event, Plan
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import assert_valid, completed_with_file, plan_file, repaired_events, run_repair
 from tests.sessions_app.stdio_server import StdioServer

@@ -90,7 +90,13 @@ def test_a_first_command_on_a_fresh_database_prints_only_its_answer(tmp_path, ar
 def test_the_first_login_can_be_made_on_a_fresh_database(tmp_path):
     data = tmp_path / "data"
     done = run(
-        data, "createsuperuser", "--noinput", "--username", "ada", "--email", "ada@example.com",
+        data,
+        "createsuperuser",
+        "--noinput",
+        "--username",
+        "ada",
+        "--email",
+        "ada@example.com",
         DJANGO_SUPERUSER_PASSWORD="a long test passphrase 7",
     )
     assert done.returncode == 0, done.stderr

@@ -12,9 +12,9 @@ from rest_framework.test import APIClient
 
 from mcp_bridge import auth
 from sessions_app import access, services
-from sessions_app.reads import queries
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Membership, Session
+from sessions_app.reads import queries
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -8,7 +8,6 @@ import pytest
 from django.db import connection
 
 from sessions_app import services
-
 from sessions_app.reads import queries
 from tests.conftest import plan_fields
 

@@ -21,9 +21,14 @@ TABLES = ("sessions_app_event", "sessions_app_plan", "sessions_app_revision")
 # names a unique constraint's index sqlite_autoindex_<table>_N).
 LOOKUPS = (
     ("SELECT id FROM sessions_app_event WHERE session_name = %s", ("event_session_id",)),
-    ("SELECT id FROM sessions_app_plan WHERE session_name = %s", ("plan_session_status_pos", "plan_session_status_done")),
-    ("SELECT id FROM sessions_app_revision WHERE plan_id = %s",
-     ("revision_plan_number", "sqlite_autoindex_sessions_app_revision_1")),
+    (
+        "SELECT id FROM sessions_app_plan WHERE session_name = %s",
+        ("plan_session_status_pos", "plan_session_status_done"),
+    ),
+    (
+        "SELECT id FROM sessions_app_revision WHERE plan_id = %s",
+        ("revision_plan_number", "sqlite_autoindex_sessions_app_revision_1"),
+    ),
 )
 
 

@@ -3,8 +3,8 @@ write that never committed is read as never having happened."""
 
 from __future__ import annotations
 
-from sessions_app.planfiles.text import parse, render
 from sessions_app.planfiles import bases
+from sessions_app.planfiles.text import parse, render
 
 
 def text(notes: str, approach: str = "1. Read the schema") -> str:
@@ -28,7 +28,11 @@ def test_a_plain_base_is_its_text_and_a_record_reads_back_as_written():
 
 
 def test_text_that_is_not_a_record_is_a_plain_base():
-    for stored in ('{"version": "two"', '{"written": "no version"}', '{"version": 1, "written": "x", "inode": 3, "before": 7}'):
+    for stored in (
+        '{"version": "two"',
+        '{"written": "no version"}',
+        '{"version": 1, "written": "x", "inode": 3, "before": 7}',
+    ):
         assert bases.load(stored) == stored
         assert bases.as_committed(bases.load(stored), stored, 3, 0) == (stored, stored)
 
@@ -50,7 +54,10 @@ def test_a_write_that_put_its_file_in_place_is_read_as_the_file_it_found():
     assert bases.as_committed(stored, T1, 11, 1) == (T0, EDITED)
     # Appended to in place after the kill: the append moves onto the file it found.
     later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
-    assert bases.as_committed(stored, later, 11, 1) == (T0, text("First\n\nEdited in the file\n\nAppended after the kill"))
+    assert bases.as_committed(stored, later, 11, 1) == (
+        T0,
+        text("First\n\nEdited in the file\n\nAppended after the kill"),
+    )
 
 
 def test_a_heading_removed_before_the_killed_write_stays_removed():

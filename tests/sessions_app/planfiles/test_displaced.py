@@ -145,7 +145,9 @@ def test_lines_added_after_the_read_join_the_end_of_the_new_file(plans, sessions
     assert preserved(sessions_dir) == []
 
 
-def test_lines_written_through_a_descriptor_opened_before_the_replace_are_read_after_it(plans, sessions_dir, monkeypatch):
+def test_lines_written_through_a_descriptor_opened_before_the_replace_are_read_after_it(
+    plans, sessions_dir, monkeypatch
+):
     # An agent opened the file before the replace and writes once it is done: its line lands
     # in the old file, which no longer has a name, and is read there.
     opened = os.open(plans / "abcde.txt", os.O_WRONLY | os.O_APPEND)
@@ -194,7 +196,9 @@ def test_a_file_that_appeared_with_the_very_text_written_loses_nothing(plans, se
     assert preserved(sessions_dir) == []
 
 
-def test_lines_are_kept_aside_when_the_new_file_was_replaced_before_they_could_join_it(plans, sessions_dir, monkeypatch):
+def test_lines_are_kept_aside_when_the_new_file_was_replaced_before_they_could_join_it(
+    plans, sessions_dir, monkeypatch
+):
     real_replace = os.replace
 
     def replace_then_save(*args, **kwargs):

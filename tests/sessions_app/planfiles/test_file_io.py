@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import events, plan_file
 

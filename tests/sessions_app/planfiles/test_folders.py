@@ -22,20 +22,12 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from sessions_app import errors, planfiles, services
-
-from sessions_app.maintenance import backup
-
-from sessions_app.maintenance import repair
-
-from sessions_app.reads import queries
-
-from sessions_app.maintenance import invariants
-
-from sessions_app.maintenance import export_import
-from sessions_app.services import file_edits
 from sessions_app.admin import reads as admin_reads
 from sessions_app.errors import NineplanError
+from sessions_app.maintenance import backup, export_import, invariants, repair
 from sessions_app.models import Event, Plan
+from sessions_app.reads import queries
+from sessions_app.services import file_edits
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import reader, token_client  # noqa: F401 (reader: a fixture)
 from tests.sessions_app.conftest import db_rows, plan_file
@@ -408,7 +400,9 @@ def test_text_from_the_file_counts_towards_the_plan_limit(session, active, sessi
     path.write_text(path.read_text() + "n" * 950 + "\n")
     same = unchanged(tmp_path)
 
-    refused(note(session), "VALIDATION_ERROR", "plan file", "the plan's text would be", "at most 1000", field="plan_file")
+    refused(
+        note(session), "VALIDATION_ERROR", "plan file", "the plan's text would be", "at most 1000", field="plan_file"
+    )
     assert same()
 
 
@@ -435,7 +429,9 @@ def test_every_file_9plan_writes_is_under_the_read_cap(session, make_plan, sessi
 # --- bytes that are not UTF-8 ----------------------------------------------------------------
 
 
-@pytest.mark.parametrize("bad", [b"caf\xe9 \xff\xfe agent line\n", b"agent\x00line with a NUL\n"], ids=["invalid", "nul"])
+@pytest.mark.parametrize(
+    "bad", [b"caf\xe9 \xff\xfe agent line\n", b"agent\x00line with a NUL\n"], ids=["invalid", "nul"]
+)
 @pytest.mark.parametrize("step", ["note", "defer", "complete", "discard"])
 def test_bytes_that_are_not_utf8_are_kept_as_written(session, active, sessions_dir, bad, step):
     path = plan_file(sessions_dir, active)

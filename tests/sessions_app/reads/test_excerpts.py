@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from sessions_app.reads import excerpts
 from sessions_app.admin.render import highlight
+from sessions_app.reads import excerpts
 
 
 def test_one_line_folds_whitespace_and_keeps_short_text_whole():
@@ -26,7 +26,7 @@ def test_one_line_cuts_a_word_without_spaces_where_it_must():
     assert got == "x" * 9 + "…"
 
 
-@pytest.mark.parametrize("text", ["plain ascii words " * 20, "émoji 🎉 and quotes \" \\ " * 20, "🎉" * 100])
+@pytest.mark.parametrize("text", ["plain ascii words " * 20, 'émoji 🎉 and quotes " \\ ' * 20, "🎉" * 100])
 def test_fit_json_stays_within_its_byte_budget(text):
     for budget in (10, 37, 120):
         got = excerpts.fit_json(text, budget)

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import services
-
-from sessions_app.reads import interventions
 from sessions_app.models import Event
+from sessions_app.reads import interventions
 
 
 def restore(session, plan_id: str, *, actor: str = "user:sam") -> None:
@@ -31,7 +30,9 @@ def test_a_restore_after_the_workers_last_write_is_told_and_one_before_it_is_not
     restore(session, active.id)
 
     told = interventions.since_worker_wrote(active.id, "agent")
-    assert [(t.kind, t.actor, t.plan_id, t.reason) for t in told] == [("plan_restored", "user:sam", active.id, "revision 1")]
+    assert [(t.kind, t.actor, t.plan_id, t.reason) for t in told] == [
+        ("plan_restored", "user:sam", active.id, "revision 1")
+    ]
 
 
 @pytest.mark.django_db

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import access, services
-
-from sessions_app.reads import needs_you
 from sessions_app.models import Plan
+from sessions_app.reads import needs_you
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import demo  # noqa: F401 - fixtures
 from tests.sessions_app.conftest import rejected_once

@@ -6,9 +6,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
 from sessions_app.models import Plan
+from sessions_app.reads import queries
 from tests.sessions_app.conftest import plan_file
 
 
@@ -53,7 +52,6 @@ def test_plan_file_text_falls_back_to_the_database(session, active, sessions_dir
 
     path.unlink()
     assert queries.plan_file_text(active) == (planfiles.render(Plan.objects.get(id=active.id).sections()), "")
-
 
 
 def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):

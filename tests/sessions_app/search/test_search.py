@@ -309,8 +309,23 @@ def test_a_search_returns_whole_plans_in_the_statement_that_matches(session, cor
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
     # The searched sections come with the hit; the rest loads only if asked for.
     assert hits[0].plan.get_deferred_fields() == {
-        "sort_key", "approach", "success_criteria", "notes", "discard_reason", "version", "review", "rejections",
-        "created_at", "updated_at", "discarded_at", "claimant", "worker", "claimed_at", "lease_expires_at", "attempts", "reclaims",
+        "sort_key",
+        "approach",
+        "success_criteria",
+        "notes",
+        "discard_reason",
+        "version",
+        "review",
+        "rejections",
+        "created_at",
+        "updated_at",
+        "discarded_at",
+        "claimant",
+        "worker",
+        "claimed_at",
+        "lease_expires_at",
+        "attempts",
+        "reclaims",
         "waiting_for_person",
     }
     stored = {p.id: p for p in Plan.objects.filter(id__in=[h.plan.id for h in hits])}
@@ -339,7 +354,9 @@ def stored_words(plan_id: str) -> set[str]:
         if connection.vendor == "sqlite":
             cur.execute(f"SELECT rowid FROM {FTS_TABLE} WHERE plan_id = %s", [plan_id])
             (rowid,) = cur.fetchone()
-            cur.execute(f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words USING fts5vocab(main, {FTS_TABLE}, 'instance')")
+            cur.execute(
+                f"CREATE VIRTUAL TABLE IF NOT EXISTS temp.fts_words USING fts5vocab(main, {FTS_TABLE}, 'instance')"
+            )
             cur.execute("SELECT term FROM temp.fts_words WHERE doc = %s", [rowid])
             return {row[0] for row in cur.fetchall()}
         cur.execute(f"SELECT {search.PG_VECTOR_COLUMN}::text FROM sessions_app_plan WHERE id = %s", [plan_id])
@@ -838,7 +855,9 @@ def test_a_small_sessions_search_beside_a_large_one_is_planned_for_its_session(s
         assert len(found("pgbouncer", large, max_results=5)) == 5
     assert found("pgbouncer", session, max_results=10) == [basics["pooling"]]
     with connection.cursor() as cur:
-        cur.execute("SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s", ["%ts_rank%"])
+        cur.execute(
+            "SELECT generic_plans, custom_plans FROM pg_prepared_statements WHERE statement LIKE %s", ["%ts_rank%"]
+        )
         plans = cur.fetchall()
     # The connection prepared the search, as it prepares every statement it runs often, and
     # planned it for each search's own parameters all the same: never the one generic plan.
@@ -980,7 +999,9 @@ def test_sessions_whose_names_stem_alike_stay_apart(complete_plan, monkeypatch):
     assert found("ledger", herons, max_results=10) == [theirs.id]
     # The words of a session's name are not words of its plans, whole or in part.
     for query in ["quiet", "heron", "qui", "quiet0grey0heron", "0"]:
-        assert found(query, heron, max_results=10) == [] and queries.history_search(query, session_name=None) == [], query
+        assert found(query, heron, max_results=10) == [] and queries.history_search(query, session_name=None) == [], (
+            query
+        )
     herons.delete()
     assert found("ledger", heron, max_results=10) == [mine.id]
     if connection.vendor == "sqlite":

@@ -9,17 +9,12 @@ import pytest
 from django.test import override_settings
 
 from sessions_app import planfiles, services
-
-from sessions_app.maintenance import repair
-
-from sessions_app.reads import queries
-
-from sessions_app.planfiles import text as plan_text
-
-from sessions_app.maintenance import invariants
 from sessions_app.errors import LeaseLost
+from sessions_app.maintenance import invariants, repair
 from sessions_app.models import Event, Plan, Revision
 from sessions_app.planfiles import bases
+from sessions_app.planfiles import text as plan_text
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file
 
@@ -195,8 +190,10 @@ def test_a_reclaimed_workers_file_edits_are_a_late_write_not_the_next_holders(se
     assert not Event.objects.filter(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT).exists()
     # The old path is reported (text never taken in) and the repair keeps it aside.
     result = invariants.check_invariants(session.name)
-    assert any(f"{plan.id}.txt is the file of an earlier claim" in i or f"{plan.id}.txt belongs to no" in i
-               for i in result.issues), result.issues
+    assert any(
+        f"{plan.id}.txt is the file of an earlier claim" in i or f"{plan.id}.txt belongs to no" in i
+        for i in result.issues
+    ), result.issues
     actions = repair.repair_all(apply=True)
     assert [(a.kind, a.target) for a in actions] == [("preserve", f"{plan.id}.txt")]
     assert invariants.check_invariants(session.name).valid
@@ -307,9 +304,9 @@ def test_a_file_rewritten_while_a_note_is_written_is_kept_aside_and_reported(act
 
 
 def test_an_undone_write_puts_the_file_back_with_the_lines_added_meanwhile(active, sessions_dir, meanwhile):
-    from sessions_app.store import transactions
     from sessions_app.services import file_edits
     from sessions_app.services.writing import touch
+    from sessions_app.store import transactions
 
     path = plan_file(sessions_dir, active)
     found = path.read_text()

@@ -15,9 +15,7 @@ from tests.sessions_app.conftest import events, plan_file, queue_ids
 
 def positions(session) -> list[int]:
     return list(
-        Plan.objects.filter(session=session, status="queued")
-        .order_by("sort_key")
-        .values_list("sort_key", flat=True)
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("sort_key", flat=True)
     )
 
 

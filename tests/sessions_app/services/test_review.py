@@ -7,11 +7,9 @@ import re
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
-
 from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.reads import queries
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import events, plan_file
 
@@ -78,7 +76,11 @@ def test_approve_completes_and_indexes_the_plan():
     assert Event.objects.filter(plan=plan).last().detail == {"decision": "approve", "notes": "Looks right"}
     # The notes are kept in the plan's history too, as a review revision by the reviewer.
     assert "### Approved in review by user:rita" in stored.notes and stored.notes.endswith("Looks right")
-    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor"))[-1] == (2, "review", "user:rita")
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor"))[-1] == (
+        2,
+        "review",
+        "user:rita",
+    )
     assert events(plan)[-1] == ("plan_approved", "user:rita")
     assert invariants.check_invariants(session.name).valid
 
@@ -120,7 +122,9 @@ def test_after_the_last_allowed_rejection_the_plan_is_held(settings, sessions_di
     services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="user:rita")
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="Again")
-    services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="Still no.", actor="user:rita")
+    services.plan_review(
+        session_name=session.name, plan_id=plan.id, decision="reject", notes="Still no.", actor="user:rita"
+    )
 
     stored = Plan.objects.get(id=plan.id)
     assert (stored.status, stored.sort_key, stored.rejections) == ("held", None, 2)

@@ -7,10 +7,9 @@ import itertools
 import pytest
 
 from sessions_app import services
-
-from sessions_app.reads import queries
 from sessions_app.identifiers import SESSION_NAME_RE
 from sessions_app.models import Event, Plan, Session
+from sessions_app.reads import queries
 
 
 @pytest.mark.django_db

@@ -8,9 +8,8 @@ import re
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
 from sessions_app.models import Event, Plan
+from sessions_app.reads import queries
 from tests.conftest import break_plans_folder
 from tests.sessions_app.conftest import events, plan_file, queue_ids
 

@@ -9,9 +9,8 @@ import subprocess
 import pytest
 
 from sessions_app import services
-
-from sessions_app.store import event_feed
 from sessions_app.models import Event
+from sessions_app.store import event_feed
 from tests.conftest import PYTHON, REPO
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     PROBLEM,

@@ -11,15 +11,10 @@ from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
 
 from sessions_app import services
-
-from sessions_app.maintenance import repair
-
-from sessions_app.reads import queries
-
-from sessions_app.store import plan_counts
-
-from sessions_app.maintenance import export_import
+from sessions_app.maintenance import export_import, repair
 from sessions_app.models import Event, Plan, Session
+from sessions_app.reads import queries
+from sessions_app.store import plan_counts
 from tests.conftest import plan_fields
 
 
@@ -103,9 +98,7 @@ def test_writes_that_bypass_9plan_move_the_counts_too():
     with connection.cursor() as cur:
         cur.execute("UPDATE sessions_app_plan SET status = 'discarded', sort_key = NULL WHERE id = %s", [plan.id])
     assert kept(session.name) == (1, 0, 1)
-    Plan.objects.bulk_create(
-        [Plan(id=f"zz{i}aa", session=session, status="completed", goal="g") for i in range(3)]
-    )
+    Plan.objects.bulk_create([Plan(id=f"zz{i}aa", session=session, status="completed", goal="g") for i in range(3)])
     assert kept(session.name) == (1, 3, 1)
     Plan.objects.filter(session=session, status="completed").delete()
     assert kept(session.name) == (1, 0, 1) == counted(session.name)
@@ -141,7 +134,11 @@ def test_the_repair_recounts_drifted_counts_and_says_so(session):
     repair.repair_all(apply=True)
     assert kept(session.name) == (2, 0, 0)
     event = Event.objects.get(session=session, kind=Event.Kind.REPAIRED)
-    assert event.detail == {"action": "recount", "queued": {"kept": 9, "counted": 2}, "discarded": {"kept": -1, "counted": 0}}
+    assert event.detail == {
+        "action": "recount",
+        "queued": {"kept": 9, "counted": 2},
+        "discarded": {"kept": -1, "counted": 0},
+    }
     assert repair.repair_all(apply=True) == []
 
 

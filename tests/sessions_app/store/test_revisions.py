@@ -6,19 +6,20 @@ from __future__ import annotations
 import json
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from sessions_app import planfiles, services
-
-from sessions_app.store import revisions
 from sessions_app.models import SECTIONS, Plan, Revision
+from sessions_app.store import revisions
 from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file, revised_plan
 
 pytestmark = pytest.mark.django_db
 
 section_text = st.text(st.characters(exclude_categories=("Cs",)), max_size=40)
-sections = st.fixed_dictionaries({name: section_text for name in SECTIONS})
+sections = st.fixed_dictionaries(dict.fromkeys(SECTIONS, section_text))
 
 
 @given(before=sections, after=sections)
@@ -28,7 +29,7 @@ def test_a_delta_always_gives_back_the_text_before(before, after):
 
 
 def test_an_append_stores_only_the_trailing_whitespace():
-    before = {name: "" for name in SECTIONS} | {"notes": "Long notes " * 1000 + "\n\n"}
+    before = dict.fromkeys(SECTIONS, "") | {"notes": "Long notes " * 1000 + "\n\n"}
     after = before | {"notes": services.compose_append(before["notes"], "one more")}
     kept = len(before["notes"].rstrip())
     assert revisions.delta(before, after) == {"notes": [kept, " \n\n"]}
@@ -110,7 +111,9 @@ def test_restore_of_a_queued_plan_rewrites_its_file_and_refuses_what_it_cannot(s
     with rejects("VALIDATION_ERROR", field="revision"):
         services.plan_restore(session_name=session.name, plan_id=plan.id, number="2", actor="user:sam")
     with rejects("VALIDATION_ERROR", field="revision"):
-        services.plan_restore(session_name=session.name, plan_id=plan.id, number=5, actor="user:sam")  # the current text
+        services.plan_restore(
+            session_name=session.name, plan_id=plan.id, number=5, actor="user:sam"
+        )  # the current text
     services.plan_pull(session_name=session.name)
     done = services.plan_complete(session_name=session.name, outcome="done").plan
     with rejects("VALIDATION_ERROR", field="plan_id"):

@@ -12,11 +12,10 @@ import pytest
 from django.db import connection
 
 from sessions_app import access, errors, services
-
-from sessions_app.store import transactions
 from sessions_app.errors import DatabaseFailed, ValidationFailed
-from sessions_app.services import writing
 from sessions_app.models import Event, Session
+from sessions_app.services import writing
+from sessions_app.store import transactions
 
 
 @pytest.mark.django_db(transaction=True)
@@ -204,8 +203,8 @@ def test_reads_grouped_on_sqlite_see_one_snapshot_while_another_writer_commits(s
 def test_a_session_state_is_read_in_one_transaction_and_a_failed_read_leaves_none_open(session, make_plan):
     from django.test.utils import CaptureQueriesContext
 
-    from sessions_app.reads import queries
     from sessions_app.errors import SessionNotFound
+    from sessions_app.reads import queries
 
     make_plan(session)
     with CaptureQueriesContext(connection) as captured:

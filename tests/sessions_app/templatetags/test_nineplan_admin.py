@@ -27,7 +27,7 @@ def test_excerpt_puts_the_text_on_one_line_cut_after_a_whole_word():
 
 def test_markdown_renders_agent_text_and_strips_what_is_unsafe():
     html = rendered(
-        "{{ text|markdown }}", text='**Done**: see [the log](https://example.org/log)\n\n<script>alert(1)</script>'
+        "{{ text|markdown }}", text="**Done**: see [the log](https://example.org/log)\n\n<script>alert(1)</script>"
     )
     assert "<strong>Done</strong>" in html
     assert 'href="https://example.org/log"' in html and 'rel="noopener noreferrer nofollow"' in html

@@ -7,9 +7,8 @@ from __future__ import annotations
 import pytest
 
 from sessions_app import errors
-
-from sessions_app.webhooks import addresses as webhook_urls
 from sessions_app.errors import ValidationFailed
+from sessions_app.webhooks import addresses as webhook_urls
 
 
 def test_a_url_is_split_into_its_scheme_host_port_and_path():

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app.webhooks import event_types as types
 from sessions_app.models import Event
+from sessions_app.webhooks import event_types as types
 
 
 @pytest.mark.parametrize(
@@ -27,6 +27,8 @@ def test_an_event_is_of_the_types_its_kind_and_detail_say(kind, detail, expected
 
 
 def test_every_type_an_event_can_be_of_is_described_and_all_is_none_of_them():
-    made = {t for kind in Event.Kind.values for d in ({}, {"waiting_for_person": True}) for t in types.types_of(kind, d)}
+    made = {
+        t for kind in Event.Kind.values for d in ({}, {"waiting_for_person": True}) for t in types.types_of(kind, d)
+    }
     assert made == set(types.TYPES)
     assert types.ALL not in types.TYPES

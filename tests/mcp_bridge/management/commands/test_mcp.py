@@ -50,7 +50,13 @@ def test_a_bad_option_is_refused_before_anything_starts(db, args, message):
 def test_an_unknown_transport_leaves_stdout_empty_and_says_which_exist(subprocess_env):
     done = subprocess.run(
         [PYTHON, MANAGE, "mcp", "--transport", "sse"],
-        check=False, cwd=REPO, env=subprocess_env, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120,
+        check=False,
+        cwd=REPO,
+        env=subprocess_env,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 2
     said = done.stderr.partition("invalid choice: 'sse' (choose from ")[2]
@@ -69,7 +75,7 @@ def test_an_unknown_transport_leaves_stdout_empty_and_says_which_exist(subproces
         (("--port", "0"), "--port=0 is not accepted"),
     ],
 )
-def test_bad_options_stop_the_server_with_a_clear_message(start_server, args, message):  # noqa: F811
+def test_bad_options_stop_the_server_with_a_clear_message(start_server, args, message):
     server = start_server(*args, wait=False)
     assert server.wait_exit() == 2
     assert message in server.stderr

@@ -18,7 +18,15 @@ def test_the_command_prints_the_token_once_and_lists_without_it():
     call_command("nineplan_project", "grant", "billing", "ci-bot", "agent", stdout=io.StringIO(), stderr=io.StringIO())
     out, err = io.StringIO(), io.StringIO()
     call_command(
-        "nineplan_mcp_token", "create", "build-server", "--user", "ci-bot", "--project", "billing", stdout=out, stderr=err
+        "nineplan_mcp_token",
+        "create",
+        "build-server",
+        "--user",
+        "ci-bot",
+        "--project",
+        "billing",
+        stdout=out,
+        stderr=err,
     )
     token = out.getvalue().strip()
     assert auth.token_check(token).name == "build-server"

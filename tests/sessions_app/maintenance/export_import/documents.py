@@ -10,7 +10,6 @@ import shutil
 import pytest
 
 from sessions_app import planfiles
-
 from sessions_app.maintenance import export_import
 from sessions_app.models import Event, Plan, Revision, Session
 
@@ -26,11 +25,11 @@ def snapshot(session_name: str) -> dict:
         # Ids are re-drawn on import (see sessions_app/maintenance/export_import/); order and every other column must hold.
         "events": list(Event.objects.filter(session_id=session_name).order_by("id").values_list(*EVENT_COLUMNS)),
         "revisions": list(
-            Revision.objects.filter(plan__session_id=session_name).order_by("plan_id", "number").values_list(*REVISION_COLUMNS)
+            Revision.objects.filter(plan__session_id=session_name)
+            .order_by("plan_id", "number")
+            .values_list(*REVISION_COLUMNS)
         ),
-        "files": {
-            pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)
-        },
+        "files": {pid: planfiles.read_plan(session_name, pid) for pid in planfiles.list_plan_files(session_name)},
     }
 
 
@@ -47,7 +46,7 @@ class Exported(dict):
 
 
 @pytest.fixture
-def document(full_session, sessions_dir) -> Exported:  # noqa: F811
+def document(full_session, sessions_dir) -> Exported:
     """The full session's export; the session itself is gone, so the document imports."""
     exported = Exported(export_import.export_session(full_session.name))
     exported.before = snapshot(full_session.name)

@@ -10,10 +10,7 @@ import shutil
 import pytest
 
 from sessions_app import planfiles, services
-
-from sessions_app.maintenance import invariants
-
-from sessions_app.maintenance import export_import
+from sessions_app.maintenance import export_import, invariants
 from sessions_app.models import Plan, Revision, Session
 from tests.conftest import plan_fields
 from tests.sessions_app.api_fixtures import full_session  # noqa: F401  (fixture)
@@ -136,7 +133,9 @@ def test_a_version_2_document_imports_with_an_import_revision_per_plan(session, 
             del row[key]
     export_import.session_import(document, actor="operator")
     plan = Plan.objects.get(session_id=session.name)
-    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [(1, "import", "operator")]
+    assert list(Revision.objects.filter(plan=plan).values_list("number", "kind", "actor")) == [
+        (1, "import", "operator")
+    ]
     assert (plan.review, plan.rejections, Session.objects.get(name=session.name).review) == (False, 0, "none")
 
 
@@ -144,7 +143,9 @@ def test_a_version_3_document_without_review_keys_imports_as_never_reviewed(sess
     """Version 3 documents written before the review gate carry claims and dependencies only."""
     session = services.session_create(task_description="Workers only", lease_seconds=90, max_attempts=5)
     first = services.plan_enqueue(session_name=session.name, **plan_fields(goal="First")).plan
-    services.plan_enqueue_many(session_name=session.name, plans=[{**plan_fields(goal="Second"), "depends_on": [first.id]}])
+    services.plan_enqueue_many(
+        session_name=session.name, plans=[{**plan_fields(goal="Second"), "depends_on": [first.id]}]
+    )
     services.plan_pull(session_name=session.name, worker="w1")
     document = export_import.export_session(session.name)
     Session.objects.filter(name=session.name).delete()
@@ -205,7 +206,9 @@ def test_a_file_text_whose_plan_would_be_over_the_plan_limit_is_refused(document
 
 def test_a_file_text_within_the_limits_is_restored_and_taken_in_by_the_next_note(document, sessions_dir):
     active = next(p for p in document["plans"] if p["status"] == "active")
-    active["file_text"] = planfiles.render({**{k: active[k] for k in ("context", "goal")}, "notes": "edited in the file"})
+    active["file_text"] = planfiles.render(
+        {**{k: active[k] for k in ("context", "goal")}, "notes": "edited in the file"}
+    )
     export_import.session_import(document)
 
     noted = services.plan_note(session_name=document["session"]["name"], text="and noted").plan
@@ -217,5 +220,7 @@ def test_a_revision_whose_earlier_text_is_over_the_field_limit_is_refused(docume
     plan = next(p for p in document["plans"] if len(p["revisions"]) > 1)
     plan["revisions"][1]["undo"] = {"notes": [600, "n" * 401]}
     at = f"plans[{document['plans'].index(plan)}].revisions[1].undo"
-    with rejects("VALIDATION_ERROR", field=at, match="gives notes an earlier text of 1,001 characters; a section holds"):
+    with rejects(
+        "VALIDATION_ERROR", field=at, match="gives notes an earlier text of 1,001 characters; a section holds"
+    ):
         export_import.session_import(document)

@@ -12,15 +12,10 @@ import pytest
 from django.core.management import call_command
 
 from sessions_app import planfiles, services
-
-from sessions_app.reads import queries
-
-from sessions_app.store import revisions
-
-from sessions_app.maintenance import invariants
-
-from sessions_app.maintenance import export_import
+from sessions_app.maintenance import export_import, invariants
 from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.reads import queries
+from sessions_app.store import revisions
 from tests.conftest import MANAGE, PYTHON, REPO, plan_fields
 from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
     api,
@@ -31,7 +26,6 @@ from tests.sessions_app.api_fixtures import (  # noqa: F401  (fixtures)
 from tests.sessions_app.maintenance.export_import.documents import snapshot, streamed_json, wipe
 
 pytestmark = pytest.mark.django_db
-
 
 
 @pytest.fixture
@@ -65,9 +59,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
 
     after = snapshot(name)
     assert after == before
-    assert "An edit only the file has yet." in next(
-        text for text in after["files"].values() if "An edit only" in text
-    )
+    assert "An edit only the file has yet." in next(text for text in after["files"].values() if "An edit only" in text)
     # The restored session works: search finds its completed plan, the queue pulls on.
     assert queries.history_search("invoices", session_name=name)
     assert invariants.check_invariants(name).valid
@@ -130,7 +122,10 @@ def test_the_export_comes_in_pieces_one_plan_or_event_a_line(full_session):
     assert max(len(piece) for piece in pieces) < 4096
     text = "".join(pieces)
     assert text.count("\n  {") == plans + events
-    assert json.loads(text) == {**export_import.export_session(full_session.name), "exported_at": json.loads(text)["exported_at"]}
+    assert json.loads(text) == {
+        **export_import.export_session(full_session.name),
+        "exported_at": json.loads(text)["exported_at"],
+    }
 
 
 def test_a_session_without_plans_exports_and_imports(session, sessions_dir):
@@ -194,7 +189,9 @@ def test_a_reviewed_revised_session_round_trips_to_an_equal_one(sessions_dir):
     export_import.session_import(json.loads(json.dumps(document)))
 
     assert snapshot(name) == before
-    assert {p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)} == texts
+    assert {
+        p.id: [v.after for v in revisions.versions(p, limit=None)] for p in Plan.objects.filter(session_id=name)
+    } == texts
     assert Session.objects.get(name=name).review == "required"
     assert invariants.check_invariants(name).valid
     assert [h.plan.id for h in queries.history_search("fixed", session_name=name)] == [approved.id]

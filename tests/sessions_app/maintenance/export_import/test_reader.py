@@ -37,7 +37,12 @@ def long_number(document: dict) -> None:
 
 HOSTILE = {
     # (how the document is made hostile, the text put in place of the placeholder, field, message)
-    "nested 200,000 deep": (deep_detail, "[" * DEEP + "]" * DEEP, "events[0]", "nests arrays or objects more than 32 deep"),
+    "nested 200,000 deep": (
+        deep_detail,
+        "[" * DEEP + "]" * DEEP,
+        "events[0]",
+        "nests arrays or objects more than 32 deep",
+    ),
     "a number of 100,001 digits": (long_number, "1" * 100_001, "plans[0]", "holds a number of more than 20 digits"),
     "an infinite number": (long_number, "1e999999", "plans[0]", "holds the number 1e999999, too large to hold"),
     "NaN": (long_number, "NaN", "plans[0]", "holds NaN, which is not a JSON number"),
@@ -66,7 +71,9 @@ def test_a_hostile_document_is_refused_naming_the_piece_and_writes_nothing(docum
 @pytest.mark.slow
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("case", ["nested 200,000 deep", "a number of 100,001 digits"])
-def test_the_import_command_refuses_a_hostile_document_like_any_other(document, tmp_path, subprocess_env, sessions_dir, case):
+def test_the_import_command_refuses_a_hostile_document_like_any_other(
+    document, tmp_path, subprocess_env, sessions_dir, case
+):
     done = subprocess.run(
         [PYTHON, MANAGE, "nineplan_import", hostile_file(document, tmp_path, case)],
         cwd=REPO,

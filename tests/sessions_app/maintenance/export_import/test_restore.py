@@ -14,11 +14,10 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 
-from sessions_app.maintenance.progress import Progress
 from sessions_app import access, planfiles, services
-from sessions_app.maintenance import invariants
-from sessions_app.maintenance import export_import
+from sessions_app.maintenance import export_import, invariants
 from sessions_app.maintenance.export_import import reader, restore
+from sessions_app.maintenance.progress import Progress
 from sessions_app.models import Plan, Session
 from tests.sessions_app.api_fixtures import full_session  # noqa: F401  (fixture)
 from tests.sessions_app.maintenance.export_import.documents import (  # noqa: F401  (fixture)

@@ -89,7 +89,9 @@ def test_create_reviewer_on_an_existing_user_grants_what_is_missing_and_keeps_it
     assert user.check_password("old one here 99") and user.is_staff
     assert list(user.groups.values_list("name", flat=True)) == [REVIEWERS_GROUP]
     assert not user.has_perm("sessions_app.review_plan")
-    assert out == "" and "Updated existing user 'rita'" in err and "made it staff" in err and "Kept: its password" in err
+    assert (
+        out == "" and "Updated existing user 'rita'" in err and "made it staff" in err and "Kept: its password" in err
+    )
 
     # Later, the approval that could not be added before.
     out, err = create_reviewer_said("rita", "--can-approve")
@@ -110,7 +112,11 @@ def test_create_reviewer_sets_an_existing_users_password_only_when_asked(monkeyp
     with pytest.raises(CommandError, match="Nothing was changed"):
         create_reviewer_said("rita", "--set-password", "--can-approve")
     user = get_user_model().objects.get(username="rita")
-    assert user.check_password("old one here 99") and not user.groups.exists() and not user.has_perm("sessions_app.review_plan")
+    assert (
+        user.check_password("old one here 99")
+        and not user.groups.exists()
+        and not user.has_perm("sessions_app.review_plan")
+    )
     monkeypatch.setenv("NINEPLAN_REVIEWER_PASSWORD", PASSWORD)
     _, err = create_reviewer_said("rita", "--set-password")
     assert get_user_model().objects.get(username="rita").check_password(PASSWORD)

@@ -10,13 +10,10 @@ import subprocess
 import pytest
 from django.core.management import call_command
 
-from sessions_app.reads import queries
-
-from sessions_app.reads import needs_you
-
 from sessions_app.maintenance import invariants
 from sessions_app.management.commands.nineplan_demo import PARALLEL_TASK, TASK
 from sessions_app.models import Event, Plan, Session
+from sessions_app.reads import needs_you, queries
 from tests.conftest import MANAGE, PYTHON
 
 pytestmark = pytest.mark.django_db
@@ -44,7 +41,9 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     assert times == sorted(times) and len(set(times)) == len(times)
     assert (times[-1] - times[0]).total_seconds() > 3 * 3600
     assert session.created_at == times[0]
-    assert queries.history_search("webhook", session_name=session.name)[0].plan.goal.startswith("Port the payment webhook")
+    assert queries.history_search("webhook", session_name=session.name)[0].plan.goal.startswith(
+        "Port the payment webhook"
+    )
 
 
 @pytest.mark.slow
@@ -61,11 +60,15 @@ def test_demo_says_what_it_made_in_two_lines_and_logs_only_when_asked(subprocess
     first = Session.objects.get(task_description=TASK)
     parallel = Session.objects.get(task_description=PARALLEL_TASK)
     assert plain.stdout.splitlines() == [
-        f"Created demo session {first.name}: 3 queued, 1 active, 5 completed, 2 discarded; "
-        f"{Event.objects.filter(session=first).count()} events over 6 hours.",
+        (
+            f"Created demo session {first.name}: 3 queued, 1 active, 5 completed, 2 discarded; "
+            f"{Event.objects.filter(session=first).count()} events over 6 hours."
+        ),
         f"Admin page: /admin/sessions_app/session/{first.name}/change/",
-        f"Created demo session {parallel.name}: 2 queued, 2 active, 1 completed, 0 discarded, 1 in review, 1 held; "
-        f"{Event.objects.filter(session=parallel).count()} events over 6 hours.",
+        (
+            f"Created demo session {parallel.name}: 2 queued, 2 active, 1 completed, 0 discarded, 1 in review, 1 held; "
+            f"{Event.objects.filter(session=parallel).count()} events over 6 hours."
+        ),
         f"Admin page: /admin/sessions_app/session/{parallel.name}/change/",
     ]
     assert plain.stderr == ""

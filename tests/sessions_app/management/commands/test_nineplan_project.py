@@ -51,6 +51,8 @@ def test_the_command_refuses_bad_input_and_changes_nothing(args, message):
     with pytest.raises(CommandError, match=message):
         run(*args)
     assert (get_user_model().objects.count(), Project.objects.count()) == (users, projects)
+
+
 def test_a_grant_of_the_role_a_member_has_says_so_and_changes_nothing():
     run("grant", "default", "bob", "reader")
     before = list(Membership.objects.values_list("project_id", "user__username", "role"))

@@ -11,7 +11,6 @@ from django.core.management import CommandError, call_command
 from django.utils import timezone
 
 from sessions_app import clock, services
-
 from sessions_app.maintenance import repair
 from sessions_app.models import Event, Plan
 from tests.conftest import plan_fields

@@ -44,7 +44,9 @@ def test_a_plans_folder_that_is_not_a_folder_is_left_alone(session, make_plan, s
     assert repaired_events(session) == []
 
 
-def test_command_dry_run_lists_every_repair_and_changes_nothing(session, make_plan, complete_plan, sessions_dir, snapshot):
+def test_command_dry_run_lists_every_repair_and_changes_nothing(
+    session, make_plan, complete_plan, sessions_dir, snapshot
+):
     missing = make_plan(session)
     plan_file(sessions_dir, missing).unlink()
     stale, text = completed_with_file(session, complete_plan)

@@ -13,7 +13,6 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from sessions_app import services
-
 from sessions_app.maintenance import backup
 from sessions_app.models import Plan
 from tests.sessions_app.conftest import files_below, plan_file, run_repair, sqlite_only
@@ -22,7 +21,9 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @sqlite_only
-def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(session, make_plan, sessions_dir, tmp_path):
+def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(
+    session, make_plan, sessions_dir, tmp_path
+):
     done = make_plan(session, goal="Done at the backup")
     kept = make_plan(session, goal="Queued at the backup")
     services.plan_pull(session_name=session.name)
@@ -69,7 +70,9 @@ def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(sess
 def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
     folder = backup.backup_create(destination=tmp_path / "backups")
     manifest = json.loads((folder / backup.MANIFEST).read_text(encoding="utf-8"))
-    (folder / backup.MANIFEST).write_text(json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8")
+    (folder / backup.MANIFEST).write_text(
+        json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8"
+    )
     with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
         call_command("nineplan_restore", str(folder), stdout=io.StringIO())
 
@@ -89,7 +92,10 @@ def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_datab
     # The database is pg_restore's to put back: the plan added since is still there, and
     # the repair gave it its file again.
     assert Plan.objects.filter(id=later.id, status="queued").exists()
-    assert files_below(sessions_dir) == {**files_then, **{k: v for k, v in files_below(sessions_dir).items() if later.id in k}}
+    assert files_below(sessions_dir) == {
+        **files_then,
+        **{k: v for k, v in files_below(sessions_dir).items() if later.id in k},
+    }
     assert plan_file(sessions_dir, kept).read_bytes() == files_then[f"{session.name}/plans/{kept.id}.txt"]
     assert len(list(tmp_path.glob("sessions.before-restore-*"))) == 1
 

@@ -9,9 +9,8 @@ from functools import partial
 import pytest
 
 from sessions_app import services
-
-from sessions_app.webhooks import sender as webhook_sender
 from sessions_app.models import WebhookDelivery
+from sessions_app.webhooks import sender as webhook_sender
 from tests.conftest import manage
 
 pytestmark = pytest.mark.django_db

@@ -70,6 +70,7 @@ def test_gunicorn_gets_the_bind_the_workers_and_9plans_server_hooks(execv):
     [(program, argv)] = execv
     assert program == sys.executable
     assert argv[:4] == [sys.executable, "-m", "gunicorn", "nineplan.wsgi:application"]
+
     def value(option: str) -> str:
         return argv[argv.index(option) + 1]
 
