@@ -22,7 +22,8 @@ from sessions_app.models import (
     WebhookSubscription,
 )
 from sessions_app.reads import interventions
-from sessions_app.store import plan_counts, transactions
+from sessions_app.reads.snapshot import snapshot
+from sessions_app.store import plan_counts
 
 LIST_CAP = 20
 # What a state read shows of each queued plan.
@@ -139,7 +140,7 @@ class SessionState:
 
 
 def session_state(name: object, *, limit: int | None = LIST_CAP) -> SessionState:
-    with transactions.read():  # one snapshot for the session, its queue and its claims
+    with snapshot():  # one snapshot for the session, its queue and its claims
         session = get_session(name)
         rows, total = queue(session, limit=limit)
         claimed = claimed_plans(session)
@@ -431,7 +432,7 @@ def history_search(query: object, *, session_name: object | None, max_results: o
             # A caller limited to some projects learns nothing of another's session, not
             # even from its hits: the session is checked first (one query more).
             get_session(session_name)
-    with transactions.read():
+    with snapshot():
         hits = search.search(query, session_name=session_name, limit=limit, projects=projects)
         if not hits and session_name is not None and projects is None:
             # Index rows leave with their session's plans, so hits prove the session exists:
