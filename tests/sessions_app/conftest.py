@@ -15,7 +15,8 @@ from sessions_app import clock, planfiles, services
 from sessions_app.errors import NineplanError
 from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan, Revision, Session
-from sessions_app.search import FTS_TABLE, backends
+from sessions_app.search import FTS_TABLE
+from sessions_app.search import sqlite as search_sqlite
 from tests.conftest import manage, plan_fields
 
 
@@ -133,7 +134,7 @@ def search_path(request, monkeypatch):
     """Each test runs on both SQLite paths: a small session's own temporary index, and the
     shared index that larger sessions (and searches of every session) read."""
     if request.param == "shared index":
-        monkeypatch.setattr(backends, "SMALL_SESSION", -1)
+        monkeypatch.setattr(search_sqlite, "SMALL_SESSION", -1)
     return request.param
 
 

@@ -13,7 +13,9 @@ from sessions_app import search, services
 from sessions_app.errors import SessionNotFound
 from sessions_app.models import Plan
 from sessions_app.reads import queries
-from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS, backends
+from sessions_app.search import FTS_TABLE, SQLITE_TRIGGERS
+from sessions_app.search import postgres as search_postgres
+from sessions_app.search import sqlite as search_sqlite
 from tests.conftest import plan_fields
 
 sqlite_only = pytest.mark.skipif(connection.vendor != "sqlite", reason="FTS5 is the SQLite backend")
@@ -421,7 +423,7 @@ def test_migration_0006_folds_the_accents_fts5_folds():
 def test_a_small_session_is_searched_in_an_index_of_its_own(session, corpus, complete_plan, monkeypatch):
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(backends, "SMALL_SESSION", 64)
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION", 64)
     other = services.session_create()
     complete_plan(other, goal="SQLite elsewhere", outcome="sqlite sqlite sqlite")
     with CaptureQueriesContext(connection) as captured:
@@ -433,7 +435,7 @@ def test_a_small_session_is_searched_in_an_index_of_its_own(session, corpus, com
     assert search.SCOPE_TABLE in sqls[-1]
 
     # Past SMALL_SESSION completed plans, the shared index is searched, with the same hits.
-    monkeypatch.setattr(backends, "SMALL_SESSION", 1)
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION", 1)
     assert [h.plan.id for h in in_the_shared_index("sqlite", session)] == [h.plan.id for h in hits]
 
 
@@ -456,7 +458,7 @@ def test_a_large_session_matches_on_its_key_only_while_it_holds_a_small_share_of
 ):
     from django.test.utils import CaptureQueriesContext
 
-    monkeypatch.setattr(backends, "SMALL_SESSION", 1)  # every session searched in the shared index
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION", 1)  # every session searched in the shared index
 
     def match_text(target) -> str:
         with CaptureQueriesContext(connection) as captured:
@@ -487,8 +489,8 @@ def test_a_large_session_matches_on_its_key_only_while_it_holds_a_small_share_of
 @pytest.mark.django_db
 @sqlite_only
 def test_a_session_with_much_text_is_searched_in_the_shared_index(session, corpus, complete_plan, monkeypatch):
-    monkeypatch.setattr(backends, "SMALL_SESSION", 64)
-    monkeypatch.setattr(backends, "SMALL_SESSION_CHARS", 100)
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION", 64)
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION_CHARS", 100)
     hits = in_the_shared_index("sqlite", session)
     assert {h.plan.id for h in hits} == {corpus["dense"], corpus["sparse"]}
 
@@ -503,7 +505,7 @@ def test_a_small_sessions_index_follows_every_change_between_searches(session, c
     session in between, and changes a rolled-back transaction took back."""
     from django.db import transaction
 
-    monkeypatch.setattr(backends, "SMALL_SESSION", 64)
+    monkeypatch.setattr(search_sqlite, "SMALL_SESSION", 64)
     assert found("sqlite", session) == [corpus["dense"], corpus["sparse"]]
     newer = complete_plan(session, goal="sqlite sqlite sqlite", context="sqlite")
     assert found("sqlite", session)[0] == newer.id
@@ -830,7 +832,7 @@ def test_the_search_uses_the_index(session, basics):
         cur.execute(
             f"EXPLAIN SELECT id FROM sessions_app_plan WHERE status = 'completed' "
             f"AND {search.PG_VECTOR_COLUMN} @@ to_tsquery('{search.PG_CONFIG}', %s)",
-            [backends._ts_query(["pgbouncer"], "&")],
+            [search_postgres._ts_query(["pgbouncer"], "&")],
         )
         plan = "\n".join(row[0] for row in cur.fetchall())
     assert search.PG_INDEX in plan, plan
@@ -899,7 +901,7 @@ def fts5_answer(db: sqlite3.Connection, query: str) -> tuple[set[str], set[str]]
     for joiner in ["AND", "OR"]:
         rows = db.execute(
             f"SELECT plan_id FROM {search.FTS_TABLE} WHERE {search.FTS_TABLE} MATCH ?",
-            [backends._fts_query(terms, joiner)],
+            [search_sqlite._fts_query(terms, joiner)],
         ).fetchall()
         tiers.append({r[0] for r in rows})
     return tiers[0], tiers[1] - tiers[0]
