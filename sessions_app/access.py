@@ -9,7 +9,7 @@ without a token), see and do everything.
 
 Each edge says once, per request, who is calling (``acting_as``): the MCP tools from the
 bearer token (or the local user), the admin and the REST API from the signed-in user. The
-service layer's ways in to a session (services/writing.py) and ``queries.get_session``
+service layer's ways in to a session (services/write_kit.py) and ``queries.get_session``
 then ask ``require``, and lists and searches are narrowed to ``visible_projects``: no edge
 checks rights of its own, so a new tool or page cannot forget them.
 

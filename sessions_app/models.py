@@ -8,7 +8,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 if TYPE_CHECKING:
-    from sessions_app.services.claims import Handout
+    from sessions_app.services.claims import PullResult
 
 SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria", "notes")
 SECTION_TITLES = {
@@ -191,8 +191,8 @@ class Plan(models.Model):
         "self", symmetrical=False, through="PlanDependency", related_name="dependents", blank=True
     )
     # Not stored: on the plan a pull returns, what the pull knew as it handed it out
-    # (services.Handout), for the pull's answer.
-    handout: Handout | None = None
+    # (services.PullResult), for the pull's answer.
+    pull_result: PullResult | None = None
 
     class Meta:
         ordering = ["session", "sort_key", "created_at"]

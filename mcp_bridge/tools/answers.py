@@ -82,10 +82,10 @@ def plan_written(
     its file's path for an agent that reads this server's files), and the service's notice
     about the plan file when it has one."""
     data = {"plan_id": written.plan.id, **data, **(file_path(local, written.plan) if with_path else {})}
-    if written.told:
+    if written.changed_by_others:
         # A person changed the plan while this worker held it (restored a revision): the
         # worker must not go on from the text it had in mind.
-        data["changed_by_others"] = [excerpts.fit_json(t, 240) for t in written.told]
+        data["changed_by_others"] = [excerpts.fit_json(t, 240) for t in written.changed_by_others]
         again = "read its file again" if local else "read it again with 9plan_plan_read"
         summary += f" Others changed this plan meanwhile: see changed_by_others, and {again}."
     return responses.ok(name, with_file_notice(written.file_notice, summary, data, local=local), data)

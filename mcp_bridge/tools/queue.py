@@ -150,14 +150,14 @@ def queue_pull(
 
     def body(name: str) -> CallToolResult:
         plan = services.plan_pull(session_name=name, worker=worker, actor=runner.actor(ctx))
-        handout = plan.handout
-        assert handout is not None  # a pull always says what it knew
+        pull_result = plan.pull_result
+        assert pull_result is not None  # a pull always says what it knew
         local = runner.files_for(ctx)
         data = {
             "plan_id": plan.id,
             **answers.file_path(local, plan),
             "goal": excerpts.one_line(plan.goal, 300),
-            "queue_remaining": handout.queue_remaining,
+            "queue_remaining": pull_result.queue_remaining,
         }
         if plan.worker != DEFAULT_WORKER or plan.attempts:
             data.update(
@@ -168,7 +168,7 @@ def queue_pull(
         summary = "Plan pulled; its full text follows. " + (
             "Edit the file's Notes as you work." if local else "Write what you find with 9plan_plan_note as you work."
         )
-        if handout.has_dependencies:
+        if pull_result.has_dependencies:
             answers.add_dependency_outcomes(data, plan)
         if "dependencies" in data:
             summary += " What its dependencies produced is in dependencies (9plan_plan_read gives one whole)."
@@ -178,8 +178,8 @@ def queue_pull(
                 {"worker": w.worker, "op": w.op, "text": excerpts.fit_json(w.text, 300)} for w in late
             ]
             summary += " Text a worker sent after losing this plan is in late_writes."
-        if local and handout.file_text is not None:
-            text, notice = handout.file_text, ""  # the file as the pull read or wrote it
+        if local and pull_result.file_text is not None:
+            text, notice = pull_result.file_text, ""  # the file as the pull read or wrote it
         else:
             text, notice = answers.plan_text(local, plan)
         rejected = queries.last_rejection(plan)

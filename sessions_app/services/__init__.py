@@ -4,7 +4,7 @@ the one surface they import. The other writers are maintenance: the import
 (maintenance/export_import/) and the repair (maintenance/repair.py). Every service runs in
 a write transaction of store/transactions.py (docs/design.md, "Services and queries").
 
-One module per idea: ``writing`` (the write kit the others share), ``file_edits`` (taking
+One module per idea: ``write_kit`` (the write kit the others share), ``file_edits`` (taking
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
 dependencies, moving them), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
@@ -13,7 +13,7 @@ and restoring a revision), ``projects`` (projects and their members), ``webhooks
 sent again with its request_id is answered, not applied twice).
 """
 
-from sessions_app.services.claims import RECLAIM_ACTOR, Handout, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.claims import RECLAIM_ACTOR, PullResult, plan_pull, plan_reclaim, plan_renew, reclaim_expired
 from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
@@ -29,15 +29,15 @@ from sessions_app.services.webhooks import (
     webhook_unsubscribe,
 )
 from sessions_app.services.worker_writes import plan_complete, plan_defer, plan_discard, plan_note
-from sessions_app.services.writing import Written, compose_append, worker_actor
+from sessions_app.services.write_kit import Written, compose_append, worker_actor
 
 __all__ = [
     "DECISIONS",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
     "Granted",
-    "Handout",
     "PlanInput",
+    "PullResult",
     "Subscribed",
     "Written",
     "compose_append",

@@ -27,7 +27,7 @@ from sessions_app.errors import (
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, LostClaim, Plan, PlanDependency, Revision, Session
 from sessions_app.reads import interventions, queries
 from sessions_app.services.file_edits import fence_file, refresh_copy, remember_held_file, write_file
-from sessions_app.services.writing import (
+from sessions_app.services.write_kit import (
     RETURNED,
     TOUCHED,
     Written,
@@ -53,8 +53,8 @@ BLOCKED_SHOWN = 5
 
 
 @dataclass(frozen=True)
-class Handout:
-    """What a pull knew as it handed its plan out (``Plan.handout`` of the plan it returns),
+class PullResult:
+    """What a pull knew as it handed its plan out (``Plan.pull_result`` of the plan it returns),
     so that its answer needs no statement or file read of its own."""
 
     queue_remaining: int  # plans still queued once the pull committed
@@ -67,7 +67,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     exactly one caller wins each plan when several race. Expired claims of the session's
     other workers are reclaimed first, and stay reclaimed even when nothing can be handed
     out; the caller's own expired claim stays its own. The plan returned carries its
-    ``handout``."""
+    ``pull_result``."""
     worker = inputs.worker(worker)
     actor = worker_actor(actor, worker)
     refusal: NineplanError | None = None
@@ -124,7 +124,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             # The session's row is held, so its count changes only by this transaction's
             # writes: the claim, and reclaims, which put plans back (read again then).
             remaining = queries.queue_length(session.name) if reclaimed else session.count_queued - 1
-            plan.handout = Handout(remaining, has_dependencies, file_text)
+            plan.pull_result = PullResult(remaining, has_dependencies, file_text)
     if refusal is not None:
         raise refusal
     remember_held_file(session.name, claimant, worker, plan.file_stem)
@@ -235,7 +235,7 @@ class Claim:
     lost: LeaseLost | None = None
     # Whether people did something to the plan since the worker last wrote it
     # (interventions.any_since_worker_wrote).
-    told_any: bool = False
+    others_changed: bool = False
 
 
 def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | None = None, **late) -> Claim:
@@ -254,8 +254,8 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     )
     if plan is not None:
         access.require(access.WORK, project=plan.session.project_id, session_name=session_name)
-        told_any = interventions.any_since_worker_wrote(plan.id, actor)
-        return Claim(plan, plan.session.lease_seconds, told_any=told_any)
+        others_changed = interventions.any_since_worker_wrote(plan.id, actor)
+        return Claim(plan, plan.session.lease_seconds, others_changed=others_changed)
     enter_session(session_name, access.WORK)
     lost = only_row(
         LostClaim.objects.filter(session_id=session_name, claimant=claimant, worker=worker).values_list(
@@ -266,8 +266,8 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
         # An agent that finds its plan gone is told who took it and why, so its work is
         # not silently thrown away (read only on this error path).
         fate = interventions.fate_of_last_pulled(session_name, actor)
-        told = f" {fate.describe()}" if fate is not None else ""
-        raise _holds_nothing(session_name, worker, told)
+        fate_text = f" {fate.describe()}" if fate is not None else ""
+        raise _holds_nothing(session_name, worker, fate_text)
     plan_id, lost_at = lost
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
@@ -289,13 +289,13 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
     )
 
 
-def _holds_nothing(session_name: str, worker: str, told: str) -> NoActivePlan:
+def _holds_nothing(session_name: str, worker: str, fate_text: str) -> NoActivePlan:
     """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
     session hold plans, it names them (a call that left out its worker acts for the default
     one, and may have meant one of them)."""
     whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
     if worker != DEFAULT_WORKER:
-        return NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{told}")
+        return NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{fate_text}")
     holders = list(
         Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
         .exclude(worker=worker)
@@ -303,10 +303,10 @@ def _holds_nothing(session_name: str, worker: str, told: str) -> NoActivePlan:
         .values_list("worker", flat=True)[: BLOCKED_SHOWN + 1]
     )
     if not holders:
-        return NoActivePlan(f"Session '{session_name}' has no active plan.{told}")
+        return NoActivePlan(f"Session '{session_name}' has no active plan.{fate_text}")
     named = ", ".join(f"'{w}'" for w in holders[:BLOCKED_SHOWN]) + (" and more" if len(holders) > BLOCKED_SHOWN else "")
     return NoActivePlan(
-        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{told}",
+        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{fate_text}",
         reason=errors.OTHER_WORKERS_HOLD,
         field="worker",
     )

@@ -27,7 +27,7 @@ from sessions_app.errors import FileSystemFailed, NineplanError, ValidationFaile
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Revision
 from sessions_app.planfiles import text as plan_text
-from sessions_app.services.writing import Written, compose_append, record_event, set_sections
+from sessions_app.services.write_kit import Written, compose_append, record_event, set_sections
 from sessions_app.store import revisions, transactions
 
 log = logging.getLogger("nineplan.services")

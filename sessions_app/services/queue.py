@@ -16,7 +16,7 @@ from sessions_app.identifiers import new_plan_id
 from sessions_app.models import MAX_DEPENDENTS, Event, Plan, PlanDependency, Revision, Session
 from sessions_app.services.file_edits import write_file
 from sessions_app.services.sessions import ID_ATTEMPTS
-from sessions_app.services.writing import (
+from sessions_app.services.write_kit import (
     Written,
     check_queue_room,
     lock_session,

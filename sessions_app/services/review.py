@@ -22,7 +22,7 @@ from sessions_app.clock import utc_text
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan, Revision
 from sessions_app.services.file_edits import file_now, read_ahead, take_in_file, write_file
-from sessions_app.services.writing import (
+from sessions_app.services.write_kit import (
     RETURNED,
     TOUCHED,
     Written,

@@ -19,7 +19,7 @@ from sessions_app.models import (
     ReviewPolicy,
     Session,
 )
-from sessions_app.services.writing import lock_session, record_event
+from sessions_app.services.write_kit import lock_session, record_event
 from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")

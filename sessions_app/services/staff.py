@@ -9,7 +9,7 @@ from sessions_app.errors import ValidationFailed
 from sessions_app.models import SECTIONS, Event, Plan
 from sessions_app.services.file_edits import file_now, read_ahead, retire_file, take_in_file, write_file
 from sessions_app.services.worker_writes import discard
-from sessions_app.services.writing import (
+from sessions_app.services.write_kit import (
     RETURNED,
     TOUCHED,
     Written,

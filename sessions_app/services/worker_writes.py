@@ -24,7 +24,7 @@ from sessions_app.services.file_edits import (
     take_in_file,
     write_file,
 )
-from sessions_app.services.writing import (
+from sessions_app.services.write_kit import (
     LEASE,
     RETURNED,
     TOUCHED,
@@ -57,11 +57,11 @@ class WorkerWrite:
     undo: transactions.Undo
     ahead: FileAhead | None
     # What people did to the plan since this worker last wrote it (interventions.py).
-    told: tuple[str, ...] = ()
+    changed_by_others: tuple[str, ...] = ()
 
     def written(self, written: Written) -> Written:
         """``written`` with what the worker is to be told."""
-        return replace(written, told=self.told)
+        return replace(written, changed_by_others=self.changed_by_others)
 
     def take_in_file(self) -> tuple[planfiles.FileRead, TakenIn]:
         """The plan file as it is now, and what taking its text in came to; a file that
@@ -88,10 +88,10 @@ def worker_write(
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
             remember_held_file(name, claimant, worker, claim.plan.file_stem)
-            told = ()
-            if claim.told_any:
-                told = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
-            yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead, told)
+            changed = ()
+            if claim.others_changed:
+                changed = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
+            yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead, changed)
             return
     raise claim.lost
 

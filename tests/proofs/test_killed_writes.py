@@ -16,7 +16,7 @@ from sessions_app import planfiles, services
 from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan
 from sessions_app.services import file_edits
-from sessions_app.services.writing import touch
+from sessions_app.services.write_kit import touch
 from sessions_app.store import transactions
 from tests.conftest import PYTHON, REPO
 from tests.sessions_app.conftest import plan_file

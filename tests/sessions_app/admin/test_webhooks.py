@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from sessions_app import services
 from sessions_app.models import Event, Project, WebhookDelivery
-from sessions_app.services import writing
+from sessions_app.services import write_kit
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 (fixtures)
     client_for,
@@ -41,7 +41,7 @@ def hooks(settings, session):
     from django.db import transaction
 
     with transaction.atomic():
-        writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
     delivery = WebhookDelivery.objects.get()
     WebhookDelivery.objects.filter(id=delivery.id).update(status="failed", attempts=2, last_response_code=502)
     return mine, theirs, delivery
@@ -112,7 +112,7 @@ def test_the_webhook_lists_run_as_many_queries_for_many_rows_as_for_few(hooks, s
     plan = services.plan_enqueue(session_name=session.name, **plan_fields(goal="more")).plan
     with transaction.atomic():
         for _ in range(30):
-            writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+            write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
     for n in range(5):
         services.webhook_subscribe(project="default", url=f"http://127.0.0.1:9/{n}", events="all", actor="x")
     assert WebhookDelivery.objects.filter(subscription=mine).count() == 31

@@ -159,7 +159,7 @@ def test_a_pull_hands_out_the_queue_s_length_its_dependencies_and_its_file_s_tex
     c = add(short, "C")
     first = pull(short, "w1")
     assert first.id == a.id
-    assert first.handout == services.Handout(
+    assert first.pull_result == services.PullResult(
         queue_remaining=2, has_dependencies=False, file_text=plan_file(sessions_dir, a).read_text()
     )
     assert queries.queue_length(short.name) == 2
@@ -168,14 +168,14 @@ def test_a_pull_hands_out_the_queue_s_length_its_dependencies_and_its_file_s_tex
     now.advance(61)
     again = pull(short, "w2")
     assert again.id == a.id and again.reclaims == 1
-    assert again.handout.queue_remaining == queries.queue_length(short.name) == 2
-    assert again.handout.file_text == plan_file(sessions_dir, again).read_text()
-    assert "Reclaimed " in again.handout.file_text
+    assert again.pull_result.queue_remaining == queries.queue_length(short.name) == 2
+    assert again.pull_result.file_text == plan_file(sessions_dir, again).read_text()
+    assert "Reclaimed " in again.pull_result.file_text
 
     services.plan_complete(session_name=short.name, worker="w2", outcome="A done")
     dependent = pull(short, "w2")
     assert dependent.id == b.id
-    assert dependent.handout.has_dependencies and dependent.handout.queue_remaining == 1
+    assert dependent.pull_result.has_dependencies and dependent.pull_result.queue_remaining == 1
 
     # A file edited while its plan was queued stays as it is, and is what the pull hands out.
     original = plan_file(sessions_dir, c).read_text()
@@ -183,7 +183,7 @@ def test_a_pull_hands_out_the_queue_s_length_its_dependencies_and_its_file_s_tex
     assert edited != original
     plan_file(sessions_dir, c).write_text(edited)
     last = pull(short, "w1")
-    assert last.id == c.id and last.handout == services.Handout(0, False, edited)
+    assert last.id == c.id and last.pull_result == services.PullResult(0, False, edited)
     assert plan_file(sessions_dir, c).read_text() == edited
 
 

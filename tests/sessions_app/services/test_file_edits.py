@@ -153,7 +153,7 @@ def test_with_files_off_nothing_is_written_and_everything_works(db, sessions_dir
     services.plan_complete(session_name=session.name, outcome="Done.")
     again = services.plan_pull(session_name=session.name)
     assert again.id == plan.id and "A finding" in again.notes
-    assert again.handout.file_text is None  # no file: the answer renders the database's text
+    assert again.pull_result.file_text is None  # no file: the answer renders the database's text
     assert not (sessions_dir / session.name).exists()
     assert invariants.check_invariants(session.name).valid
     assert queries.plan_file_text(again) == (planfiles.render(again.sections()), "")
@@ -305,7 +305,7 @@ def test_a_file_rewritten_while_a_note_is_written_is_kept_aside_and_reported(act
 
 def test_an_undone_write_puts_the_file_back_with_the_lines_added_meanwhile(active, sessions_dir, meanwhile):
     from sessions_app.services import file_edits
-    from sessions_app.services.writing import touch
+    from sessions_app.services.write_kit import touch
     from sessions_app.store import transactions
 
     path = plan_file(sessions_dir, active)

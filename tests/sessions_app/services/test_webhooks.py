@@ -15,7 +15,7 @@ from django.test.utils import CaptureQueriesContext
 from sessions_app import access, errors, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import Event, Project, Role, WebhookDelivery, WebhookSubscription
-from sessions_app.services import writing
+from sessions_app.services import write_kit
 from tests.conftest import plan_fields
 
 pytestmark = pytest.mark.django_db
@@ -201,7 +201,7 @@ def test_an_event_no_active_subscription_takes_writes_nothing_but_itself(session
     )
     plan = add(session)
     with CaptureQueriesContext(connection) as captured, transaction.atomic():
-        writing.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
     written = [q["sql"] for q in captured.captured_queries if q["sql"].startswith(("INSERT", "UPDATE", "DELETE"))]
     assert len(written) == 1 and "sessions_app_event" in written[0], written
     assert messages() == []
@@ -210,7 +210,7 @@ def test_an_event_no_active_subscription_takes_writes_nothing_but_itself(session
         project_id=session.project_id, url="https://hooks.example/c", secret="s", event_types=every
     )
     with transaction.atomic():
-        writing.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "test", plan.id)
     assert messages() == [(live.id, "plan.held", "plan_held")]
 
 
@@ -218,7 +218,7 @@ def test_the_messages_are_rolled_back_with_their_event(session):
     subscribe("all")
     plan = add(session)
     with pytest.raises(RuntimeError), transaction.atomic():
-        writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
         assert len(messages()) == 1
         raise RuntimeError("the write fails after its event")
     assert messages() == [] and not Event.objects.filter(kind=Event.Kind.PLAN_HELD).exists()
@@ -231,7 +231,7 @@ def one_message(session) -> WebhookDelivery:
     subscribe("plan.held")
     plan = add(session)
     with transaction.atomic():
-        writing.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
     return WebhookDelivery.objects.get()
 
 

@@ -14,7 +14,7 @@ from django.db import connection
 from sessions_app import access, errors, services
 from sessions_app.errors import DatabaseFailed, ValidationFailed
 from sessions_app.models import Event, Session
-from sessions_app.services import writing
+from sessions_app.services import write_kit
 from sessions_app.store import transactions
 
 
@@ -23,7 +23,7 @@ def test_a_broken_database_rule_is_reported_and_rolled_back(session):
     events = Event.objects.count()
     with pytest.raises(DatabaseFailed) as info:
         with transactions.write():
-            writing.record_event(session.name, Event.Kind.REPAIRED, "test")
+            write_kit.record_event(session.name, Event.Kind.REPAIRED, "test")
             Session.objects.create(name=session.name)  # the primary key exists
     error = info.value
     assert error.category == "DATABASE_ERROR"
@@ -44,11 +44,11 @@ def test_a_deadlock_is_reported_as_a_collision_that_is_safe_to_retry():
         try:
             # A thread of its own starts with no caller: it is the local user.
             with access.acting_as(access.LOCAL), transactions.write():
-                writing.lock_session(one, access.MANAGE)
+                write_kit.lock_session(one, access.MANAGE)
                 both_locked_one.wait()
                 # Each now waits for the row the other holds: PostgreSQL breaks the cycle
                 # by failing one of the two transactions.
-                writing.lock_session(other, access.MANAGE)
+                write_kit.lock_session(other, access.MANAGE)
             outcomes[label] = "ok"
         except DatabaseFailed as exc:
             outcomes[label] = exc
@@ -92,7 +92,7 @@ def turn_is_free() -> bool:
 def test_a_write_holds_the_turn_of_its_database_file_until_it_ends(session):
     with transactions.write():
         assert not turn_is_free()
-        writing.record_event(session.name, Event.Kind.REPAIRED, "test")
+        write_kit.record_event(session.name, Event.Kind.REPAIRED, "test")
     assert turn_is_free()
     assert Event.objects.filter(session=session, kind=Event.Kind.REPAIRED).count() == 1
 
@@ -102,7 +102,7 @@ def test_a_write_holds_the_turn_of_its_database_file_until_it_ends(session):
 def test_a_write_inside_a_write_takes_no_turn_of_its_own(session):
     with transactions.write():
         with transactions.write():  # waiting for its own turn here would never end
-            writing.record_event(session.name, Event.Kind.REPAIRED, "inner")
+            write_kit.record_event(session.name, Event.Kind.REPAIRED, "inner")
         assert not turn_is_free()  # still the outer write's
     assert turn_is_free()
     assert list(Event.objects.filter(kind=Event.Kind.REPAIRED).values_list("actor", flat=True)) == ["inner"]
@@ -114,7 +114,7 @@ def test_a_refused_write_gives_the_turn_back_and_leaves_nothing(session):
     events = Event.objects.count()
     with pytest.raises(ValidationFailed):
         with transactions.write():
-            writing.record_event(session.name, Event.Kind.REPAIRED, "test")
+            write_kit.record_event(session.name, Event.Kind.REPAIRED, "test")
             raise ValidationFailed("refused", field="text")
     assert turn_is_free()
     assert Event.objects.count() == events
@@ -150,7 +150,7 @@ def test_inside_a_transaction_a_write_takes_no_turn(session):
     with transactions.write():
         if connection.vendor == "sqlite":
             assert turn_is_free()
-        writing.record_event(session.name, Event.Kind.REPAIRED, "test")
+        write_kit.record_event(session.name, Event.Kind.REPAIRED, "test")
     assert Event.objects.filter(session=session, kind=Event.Kind.REPAIRED).count() == 1
 
 
@@ -161,7 +161,7 @@ def test_on_postgresql_writers_take_no_turn_of_a_file(session, tmp_path, monkeyp
     here.mkdir()
     monkeypatch.chdir(here)  # where a turn file named after the database would appear
     with transactions.write():
-        writing.record_event(session.name, Event.Kind.REPAIRED, "test")
+        write_kit.record_event(session.name, Event.Kind.REPAIRED, "test")
     assert list(here.iterdir()) == []
     assert Event.objects.filter(session=session, kind=Event.Kind.REPAIRED).count() == 1
 

@@ -13,7 +13,7 @@ from standardwebhooks import Webhook
 
 from sessions_app import clock, services
 from sessions_app.models import Event, WebhookDelivery
-from sessions_app.services import writing
+from sessions_app.services import write_kit
 from sessions_app.webhooks import sender as webhook_sender
 
 pytestmark = pytest.mark.django_db
@@ -46,7 +46,9 @@ def test_a_message_carries_the_event_and_clips_a_long_late_write(session, make_p
     subscribed("http://127.0.0.1:9/hook", events="late_write.kept")
     plan = make_plan(session)
     with transaction.atomic():
-        writing.record_event(session.name, Event.Kind.LATE_WRITE_KEPT, "agent/w1", plan.id, op="note", text="x" * 9000)
+        write_kit.record_event(
+            session.name, Event.Kind.LATE_WRITE_KEPT, "agent/w1", plan.id, op="note", text="x" * 9000
+        )
 
     body = json.loads(webhook_sender.payload(the_message()))
     event = Event.objects.get(kind=Event.Kind.LATE_WRITE_KEPT)

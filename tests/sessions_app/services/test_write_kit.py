@@ -1,4 +1,4 @@
-"""The write kit the services share (services/writing.py): how an appended fragment joins
+"""The write kit the services share (services/write_kit.py): how an appended fragment joins
 the Notes already stored; the session row a write reads, the queue's ends, an event."""
 
 from __future__ import annotations
@@ -47,33 +47,33 @@ def test_compose_append(stored, fragment, expected):
 
 @pytest.mark.django_db
 def test_the_session_row_comes_back_with_its_counts_and_a_missing_one_as_none(session):
-    from sessions_app.services import writing
+    from sessions_app.services import write_kit
 
     queued(session, "A", "B")
     with transaction.atomic():
-        row = writing.session_row(session.name).first()
+        row = write_kit.session_row(session.name).first()
         assert (row.name, row.count_queued, row.lease_seconds) == (session.name, 2, session.lease_seconds)
-        assert writing.session_row("no-such-session").first() is None
+        assert write_kit.session_row("no-such-session").first() is None
 
 
 @pytest.mark.django_db
 def test_a_plan_goes_at_either_end_of_the_queue_and_the_first_of_an_empty_queue_at_zero(session):
-    from sessions_app.services import writing
+    from sessions_app.services import write_kit
 
-    assert writing.next_sort_key(session, "front") == writing.next_sort_key(session, "back") == 0
+    assert write_kit.next_sort_key(session, "front") == write_kit.next_sort_key(session, "back") == 0
     a, b, c = queued(session, "A", "B", "C")
     keys = dict(Plan.objects.filter(session=session).values_list("id", "sort_key"))
-    assert writing.next_sort_key(session, "front") == keys[a.id] - 1
-    assert writing.next_sort_key(session, "back") == keys[c.id] + 1
+    assert write_kit.next_sort_key(session, "front") == keys[a.id] - 1
+    assert write_kit.next_sort_key(session, "back") == keys[c.id] + 1
 
 
 @pytest.mark.django_db
 def test_an_event_is_written_as_given(session):
-    from sessions_app.services import writing
+    from sessions_app.services import write_kit
 
     plan = queued(session, "A")[0]
     with transaction.atomic():
-        writing.record_event(session.name, Event.Kind.REPAIRED, "test", plan.id, why="checked")
+        write_kit.record_event(session.name, Event.Kind.REPAIRED, "test", plan.id, why="checked")
     event = Event.objects.filter(session=session, kind=Event.Kind.REPAIRED).get()
     assert (event.plan_id, event.actor, event.detail) == (plan.id, "test", {"why": "checked"})
 

@@ -35,14 +35,14 @@ class Written:
         next) when the write left it queued, as the write's own transaction saw it (counting
         afterwards could also count plans another writer queued meanwhile); and, when its plan
         file was not taken in, why (``file_notice``, for the caller to pass on); and what others
-    did to the plan meanwhile (``told``)."""
+    did to the plan meanwhile (``changed_by_others``)."""
 
     plan: Plan
     place: int | None = None
     file_notice: str = ""
     # What a person did to the worker's plan since the worker last wrote it (a restore of
     # an earlier revision), one sentence each: for the worker's answer to say.
-    told: tuple[str, ...] = ()
+    changed_by_others: tuple[str, ...] = ()
 
 
 def session_row(name: str, *, lock: bool = True):
