@@ -368,6 +368,7 @@ def claims_repair(*, apply: bool, session_name: str | None = None) -> list[Actio
 def _index_drift_by_session() -> dict[str, tuple[int, int]]:
     from django.db.models import Count
 
+    # Raw: the FTS5 index is a virtual table, which no model maps.
     with connection.cursor() as cur:
         cur.execute(f"SELECT session_name, count(*) FROM {search.FTS_TABLE} GROUP BY session_name")
         indexed = dict(cur.fetchall())

@@ -76,6 +76,7 @@ def _take_turn(caller: str, request_id: str) -> None:
             "big",
             signed=True,
         )
+        # Raw: an advisory lock, which the ORM cannot take.
         with connection.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock(%s)", [key])
 

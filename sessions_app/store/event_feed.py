@@ -68,6 +68,7 @@ def before_event_write(using: str = "default") -> None:
             # In autocommit the lock would end before the insert begins, and a reader
             # could hand out a higher id while this one is still uncommitted.
             log.warning("an event is written outside a transaction; the event feed may skip it")
+        # Raw: an advisory lock, which the ORM cannot take.
         with conn.cursor() as cur:
             cur.execute("SELECT pg_advisory_xact_lock_shared(%s)", [FEED_LOCK_KEY])
 
@@ -85,6 +86,7 @@ def _committed_watermark() -> int | None:
     # A transaction-level lock: it ends with the transaction whatever happens, so it can
     # never outlive this read on a pooled connection (called inside a longer transaction,
     # it is held until that one ends).
+    # Raw: an advisory lock, which the ORM cannot take.
     with transaction.atomic(), connection.cursor() as cur:
         cur.execute("SELECT pg_advisory_xact_lock(%s)", [FEED_LOCK_KEY])
         # READ COMMITTED (Django's default): this statement's snapshot is taken after the

@@ -120,6 +120,7 @@ RECOUNT = f"""UPDATE {SESSION_TABLE} SET {
 def ensure_triggers(conn=None) -> None:
     """Create the counting triggers if missing; safe to run any number of times."""
     conn = conn or connection
+    # Raw: triggers are schema the ORM does not make.
     with conn.cursor() as cur:
         if conn.vendor == "sqlite":
             for statement in SQLITE_TRIGGERS.values():
@@ -137,6 +138,7 @@ def ensure_triggers_after_migrate(sender, using="default", **kwargs) -> None:
 
 def triggers_present(conn=None) -> bool:
     conn = conn or connection
+    # Raw: the database's own catalogue of triggers, which no model maps.
     with conn.cursor() as cur:
         if conn.vendor == "sqlite":
             cur.execute(
@@ -164,6 +166,8 @@ def drifted(session_name: str | None = None) -> dict[str, dict[str, tuple[int, i
         sql += " WHERE s.name = %s"
         params.append(session_name)
     found: dict[str, dict[str, tuple[int, int]]] = {}
+    # Raw: the counts kept against a count of the rows, per status, in one statement that
+    # mirrors the triggers' own arithmetic.
     with connection.cursor() as cur:
         cur.execute(sql, params)
         for name, *values in cur.fetchall():
@@ -180,6 +184,7 @@ def recount(session_name: str | None = None) -> int:
     if session_name is not None:
         sql += f" WHERE {SESSION_TABLE}.name = %s"
         params.append(session_name)
+    # Raw: one UPDATE setting every count from a count of the rows, as the triggers would.
     with connection.cursor() as cur:
         cur.execute(sql, params)
         return cur.rowcount
