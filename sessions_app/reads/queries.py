@@ -11,7 +11,14 @@ from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from sessions_app import access, inputs, planfiles, search
 from sessions_app.clock import utc_text
-from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
+from sessions_app.errors import (
+    NOT_COMPLETED,
+    NOTHING_HELD,
+    OTHER_WORKERS_HOLD,
+    NoActivePlan,
+    PlanNotFound,
+    SessionNotFound,
+)
 from sessions_app.models import (
     DEFAULT_WORKER,
     Event,
@@ -470,15 +477,46 @@ def plan_read(*, session_name: object, plan_id: object = None, worker: object = 
         )
         plan_id = next(iter(held.order_by().values_list("id", flat=True)), None)
         if plan_id is None:
-            whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
-            raise NoActivePlan(
-                f"{whose} holds no plan in session '{session.name}'; pass plan_id to read any plan of the session."
-            )
+            # An agent that lost its context may have worked under a worker name it no longer
+            # knows: name the workers that hold plans rather than send it to pull new work.
+            raise holds_nothing(session.name, worker, " Pass plan_id to read any plan of the session.", reading=True)
     plan_id = inputs.plan_id(plan_id)
     plan = Plan.objects.filter(session=session, id=plan_id).first()
     if plan is None:
         raise PlanNotFound.in_session(plan_id, session.name)
     return plan
+
+
+# How many workers an answer names when it lists those holding plans.
+HOLDERS_SHOWN = 5
+
+
+def holds_nothing(session_name: str, worker: str, fate_text: str, *, reading: bool = False) -> NoActivePlan:
+    """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
+    session hold plans, it names them (a call that left out its worker acts for the default
+    one, and may have meant one of them). ``reading``: the caller only wanted to read its
+    plan back, so the answer says how to find it rather than to pull new work."""
+    if worker != DEFAULT_WORKER:
+        return NoActivePlan(
+            f"Session '{session_name}' has no active plan held by worker '{worker}'.{fate_text}",
+            reason=NOTHING_HELD if reading else None,
+        )
+    holders = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .exclude(worker=worker)
+        .order_by("claimed_at", "id")
+        .values_list("worker", flat=True)[: HOLDERS_SHOWN + 1]
+    )
+    if not holders:
+        return NoActivePlan(
+            f"Session '{session_name}' has no active plan.{fate_text}", reason=NOTHING_HELD if reading else None
+        )
+    named = ", ".join(f"'{w}'" for w in holders[:HOLDERS_SHOWN]) + (" and more" if len(holders) > HOLDERS_SHOWN else "")
+    return NoActivePlan(
+        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{fate_text}",
+        reason=OTHER_WORKERS_HOLD,
+        field="worker",
+    )
 
 
 def last_rejection(plan: Plan) -> Event | None:
