@@ -36,6 +36,8 @@ NINEPLAN_SESSIONS_PATH = env_path("NINEPLAN_SESSIONS_PATH", default_data_dir() /
 NINEPLAN_DATA_DIR = NINEPLAN_SESSIONS_PATH.parent
 NINEPLAN_LOG_LEVEL = env_choice("NINEPLAN_LOG_LEVEL", ("debug", "info", "warn", "error"), "info")
 NINEPLAN_TRANSPORT = env_choice("NINEPLAN_TRANSPORT", ("stdio", "http"), "stdio")
+# The MCP tools listed: every one, or the core set for clients that pay per token.
+NINEPLAN_TOOLS = env_choice("NINEPLAN_TOOLS", ("all", "core"), "all")
 # Plan files are a local copy of each open plan for agents on this machine. "" (unset) means
 # "auto" (the default) means on, except in `mcp --transport http`, whose agents are on other
 # machines and cannot read them.
