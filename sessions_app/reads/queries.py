@@ -195,7 +195,7 @@ class Blocked:
 
     def describe(self) -> str:
         if self.waiting_for_person:
-            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claims ran out)"
+            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claim{'s' if self.attempts != 1 else ''} ran out)"
         return f"{self.plan_id} waits for " + ", ".join(w.describe() for w in self.waits_for)
 
 
