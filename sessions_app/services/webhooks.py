@@ -89,20 +89,25 @@ def webhook_subscribe(*, project: str, url: str, events: object, actor: str) -> 
     return Subscribed(subscription, secret)
 
 
-def _subscription(subscription_id: object) -> WebhookSubscription:
-    """The subscription, for a manager of its project; one the caller may not manage is not
-    found, as a missing one."""
+def _subscription(subscription_id: object, project: str | None = None) -> WebhookSubscription:
+    """The subscription (of ``project``, when named), for a manager of its project; one the
+    caller may not manage, or of another project, is not found, as a missing one."""
     if not isinstance(subscription_id, int) or isinstance(subscription_id, bool) or subscription_id < 1:
         raise ValidationFailed("id: give a subscription's number.", field="id")
     found = WebhookSubscription.objects.filter(id=subscription_id).first()
-    if found is None or not access.current().allows(access.MANAGE, found.project_id):
+    if (
+        found is None
+        or (project is not None and found.project_id != project)
+        or not access.current().allows(access.MANAGE, found.project_id)
+    ):
         raise ValidationFailed(f"id: no webhook subscription {subscription_id}.", field="id")
     return found
 
 
-def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
-    """Removes the subscription and its messages, sent or not (for its project's managers)."""
-    found = _subscription(subscription_id)
+def webhook_unsubscribe(*, subscription_id: int, project: str | None = None) -> WebhookSubscription:
+    """Removes the subscription (of ``project``, when named) and its messages, sent or not
+    (for its project's managers)."""
+    found = _subscription(subscription_id, project)
     with transactions.write():
         found.delete()
     found.id = subscription_id  # delete() forgets it; the caller reports which one went
@@ -123,7 +128,7 @@ class Rotated:
 
 
 def webhook_secret_rotate(
-    *, subscription_id: int, overlap_hours: object = DEFAULT_OVERLAP_HOURS, actor: str
+    *, subscription_id: int, overlap_hours: object = DEFAULT_OVERLAP_HOURS, actor: str, project: str | None = None
 ) -> Rotated:
     """A new secret for the subscription (for its project's managers); the old one goes on
     signing every message beside it for ``overlap_hours`` (0: dropped at once). Messages
@@ -136,7 +141,7 @@ def webhook_secret_rotate(
         raise ValidationFailed(
             f"overlap_hours: give a whole number of hours from 0 to {MAX_OVERLAP_HOURS}.", field="overlap_hours"
         )
-    found = _subscription(subscription_id)
+    found = _subscription(subscription_id, project)
     secret = new_secret()
     until = clock.now() + timedelta(hours=overlap_hours) if overlap_hours else None
     with transactions.write():
