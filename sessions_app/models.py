@@ -389,7 +389,7 @@ class WebhookSubscription(models.Model):
     # The secret before the last rotation, which also signs every message until
     # ``previous_secret_until``, so receivers can change over without losing one; then dropped.
     previous_secret = models.CharField(max_length=80, blank=True, default="")
-    previous_secret_until = models.DateTimeField(null=True, blank=True)
+    previous_secret_until = models.DateTimeField("previous secret signs until", null=True, blank=True)
     active = models.BooleanField(default=True)
     created_by = models.CharField(max_length=150, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)

@@ -101,7 +101,16 @@ class WebhookSubscriptionAdmin(ManagersOnly):
     search_fields = ("url",)
     ordering = ("project", "id")
     # The secret is shown once, when made (subscribing or rotating), never again.
-    fields = ("project", "url", "events", "active", "created_by", "created_at", "deliveries_link")
+    fields = (
+        "project",
+        "url",
+        "events",
+        "active",
+        "previous_secret_until",
+        "created_by",
+        "created_at",
+        "deliveries_link",
+    )
     readonly_fields = fields
 
     def project_of(self, obj) -> str:

@@ -18,6 +18,6 @@ class Migration(migrations.Migration):
         migrations.AddField(
             model_name="webhooksubscription",
             name="previous_secret_until",
-            field=models.DateTimeField(blank=True, null=True),
+            field=models.DateTimeField(blank=True, null=True, verbose_name="previous secret signs until"),
         ),
     ]

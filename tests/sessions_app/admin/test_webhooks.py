@@ -194,6 +194,8 @@ def test_a_manager_rotates_and_removes_from_the_projects_page(staff, settings):
     assert f'<code id="np-secret">{row.secret}</code>' in text_of(answer)
     assert "the old one signs beside it until" in text_of(answer)
     assert "previous secret signs too until" in text_of(client.get(PAGE))
+    one = text_of(client.get(reverse("admin:sessions_app_webhooksubscription_change", args=[sub_id])))
+    assert "Previous secret signs until" in one and row.secret not in one and made.secret not in one
     answer = client.post(rotate_url(sub_id), {"overlap_hours": "a week"}, follow=True)
     assert "overlap_hours: give a whole number of hours" in text_of(answer)
     assert WebhookSubscription.objects.get().secret == row.secret
