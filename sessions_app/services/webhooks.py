@@ -145,8 +145,14 @@ def webhook_secret_rotate(
     secret = new_secret()
     until = clock.now() + timedelta(hours=overlap_hours) if overlap_hours else None
     with transactions.write():
-        WebhookSubscription.objects.filter(id=found.id).update(
+        # Compare-and-set on the secret read above: of two rotations at once, the second
+        # would otherwise keep as "previous" a secret no receiver was ever shown.
+        changed = WebhookSubscription.objects.filter(id=found.id, secret=found.secret).update(
             secret=secret, previous_secret=found.secret if until else "", previous_secret_until=until
+        )
+    if not changed:
+        raise ValidationFailed(
+            f"id: subscription {found.id}'s secret was rotated meanwhile; nothing was changed.", field="id"
         )
     found.refresh_from_db()
     log.info(
