@@ -535,20 +535,40 @@ class SubscriptionRow:
     pending: int
     delivered: int
     failed: int
+    # Why its newest message not delivered failed its last attempt ("" when none did): a
+    # refused address says so here, where people look first.
+    last_error: str
+    last_error_delivery: int | None
 
 
-def webhook_subscriptions() -> list[SubscriptionRow]:
-    """The subscriptions of the projects the caller manages, with how many of their
-    deliveries are in each status; one query."""
-    from django.db.models import Count, QuerySet
+def webhook_subscriptions(project: str | None = None) -> list[SubscriptionRow]:
+    """The subscriptions of the projects the caller manages (of ``project`` only, when
+    named), with how many of their deliveries are in each status and the last error of
+    one not delivered; one query."""
+    from django.db.models import Count, QuerySet, Subquery
 
     qs = WebhookSubscription.objects.order_by("project_id", "id")
+    if project is not None:
+        qs = qs.filter(project_id=project)
     projects = access.projects_where(access.MANAGE)
     if projects is not None:
         qs = qs.filter(project_id__in=projects)
     counted = {
         status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
     }
+    failing = (
+        WebhookDelivery.objects.filter(subscription=OuterRef("pk"))
+        .exclude(status=WebhookDelivery.Status.DELIVERED)
+        .exclude(last_error="")
+        .order_by("-id")
+    )
     # Counted under the statuses' names, which the checker cannot follow.
-    annotated: QuerySet[Any] = qs.annotate(**counted)
-    return [SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in annotated]
+    annotated: QuerySet[Any] = qs.annotate(
+        **counted,
+        last_error=Subquery(failing.values("last_error")[:1]),
+        last_error_delivery=Subquery(failing.values("id")[:1]),
+    )
+    return [
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed, sub.last_error or "", sub.last_error_delivery)
+        for sub in annotated
+    ]
