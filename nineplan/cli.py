@@ -96,3 +96,7 @@ def commands_help(prog: str) -> str:
     for app in sorted(by_app):
         lines.append(f"  [{app}] {', '.join(sorted(by_app[app]))}")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()
