@@ -19,7 +19,7 @@ MAX_FILE_BYTES = 1_000_000
 
 class Command(PeopleCommand):
     help = (
-        "Add a plan to a session's queue (at the back; --front for work that comes first): from --goal "
+        "Add a plan to a session's queue. At the back (--front: next to be pulled), from --goal "
         "and the other sections, or from plan-file texts (--file, once per plan, added in that order). "
         "Needs the agent or manager role in the session's project."
     )

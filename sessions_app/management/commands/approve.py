@@ -6,7 +6,7 @@ from sessions_app.management.people import PeopleCommand, decide
 
 
 class Command(PeopleCommand):
-    help = "Approve a plan in review: it is completed (and searchable). Needs the reviewer or manager role."
+    help = "Approve a plan in review. It is completed (and searchable). Needs the reviewer or manager role."
     name = "approve"
 
     def add_arguments(self, parser):

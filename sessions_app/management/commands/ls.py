@@ -7,7 +7,7 @@ from sessions_app.reads import queries
 
 
 class Command(PeopleCommand):
-    help = "List the sessions you can see, newest first, with how many plans each has queued, active and done."
+    help = "List the sessions you can see, newest first, with their counts of plans."
     name = "ls"
 
     def act(self, options: dict) -> dict:

@@ -10,7 +10,7 @@ from sessions_app.reads import queries
 
 class Command(PeopleCommand):
     help = (
-        "List the plans that can be pulled now (queued, not waiting for a person or for plans not completed), "
+        "List the plans an agent could pull now. Queued, not waiting for a person or for plans not completed, "
         "in queue order: of one session, or of every session you can see."
     )
     name = "ready"

@@ -7,8 +7,8 @@ from sessions_app.management.people import PeopleCommand, decide
 
 class Command(PeopleCommand):
     help = (
-        "Reject a plan in review: the note is appended to its Notes and it returns to the front of the queue "
-        "(held for a person after too many rejections). Needs the reviewer or manager role."
+        "Reject a plan in review, saying why. The note is appended to its Notes and it returns to the front of "
+        "the queue (held for a person after too many rejections). Needs the reviewer or manager role."
     )
     name = "reject"
 

@@ -8,7 +8,7 @@ from sessions_app.reads import queries
 
 
 class Command(PeopleCommand):
-    help = "Search the completed plans of the sessions you can see (goal, context, inputs, outputs, outcome)."
+    help = "Search the completed plans of the sessions you can see. Goal, context, inputs, outputs and outcome are searched."
     name = "search"
 
     def add_arguments(self, parser):

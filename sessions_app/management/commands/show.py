@@ -13,8 +13,8 @@ from sessions_app.reads import queries
 
 class Command(PeopleCommand):
     help = (
-        "Show a session (NAME: its queue in order, each plan ready or blocked; the active plans with their "
-        "workers and leases; the plans in review and held) or a plan (PLAN_ID: its text, outcome and events)."
+        "Show a session or a plan. NAME: its queue in order, each plan ready or blocked; the active plans with "
+        "their workers and leases; the plans in review and held. PLAN_ID: its text, outcome and events."
     )
     name = "show"
 
