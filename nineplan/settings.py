@@ -335,7 +335,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": (
         "Read-only access to 9plan sessions, queues, plans, history search and the event feed; "
         "`GET /api/` lists the endpoints. Authenticate with `Authorization: Token <key>` (create one with "
-        "`manage.py nineplan_token USER`); only this schema and its docs page are public. "
+        "`manage.py token USER`); only this schema and its docs page are public. "
         "Errors are application/problem+json (RFC 9457) with a `category`. Each endpoint takes the query "
         "parameters listed for it (and DRF's `format`, `json` or `api`); any other is refused with a 400 "
         "naming it. Pages hold `page_size` items, 1 to 100."

@@ -67,7 +67,7 @@ API_SUGGESTIONS = {
 }
 API_SUGGESTIONS_BY_REASON = {
     errors.NOT_COMPLETED: "Read queued and active plans at /api/sessions/{name}/plans/; history holds completed ones.",
-    errors.BAD_DOCUMENT: "Import a document written by nineplan_export or GET /api/sessions/{name}/export/.",
+    errors.BAD_DOCUMENT: "Import a document written by `9plan export` or GET /api/sessions/{name}/export/.",
     errors.COLLIDED: "Repeat the request: nothing of it was saved.",
     errors.BUSY: "Repeat the request in a moment: nothing of it was saved.",
     errors.NOT_IN_REVIEW: "Read the plan at /api/sessions/{name}/plans/{plan_id}/: only a plan in review is decided.",
@@ -120,7 +120,7 @@ HTTP_CATEGORIES = (
     (
         exceptions.AuthenticationFailed,
         AUTHENTICATION_REQUIRED,
-        "Check the token; create one with manage.py nineplan_token.",
+        "Check the token; create one with manage.py token.",
     ),
     (
         exceptions.PermissionDenied,

@@ -431,7 +431,7 @@ async def test_a_member_removed_loses_access_on_the_next_request(world, start_se
     rest = rest_client(world, "agent")
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) is None
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 200
-    await in_thread(lambda: call_command("nineplan_project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
+    await in_thread(lambda: call_command("project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) == "SESSION_NOT_FOUND"
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 403  # a member of nothing now
     client = await in_thread(admin_client, world, "agent")

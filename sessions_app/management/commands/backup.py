@@ -1,4 +1,4 @@
-"""`manage.py nineplan_backup`: a consistent copy of the database and plan files; with
+"""`manage.py backup`: a consistent copy of the database and plan files; with
 `--verify FOLDER`, whether a backup is whole and may be restored."""
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ class Command(PersonCommand):
             database = "the database and " if manifest["database"] else ""
             self.stdout.write(
                 f"{verify} is a whole backup of {manifest['created_at']}: {database}{manifest['files']:,} files "
-                f"of the sessions folder. To restore it, stop the servers and run nineplan_restore {verify}."
+                f"of the sessions folder. To restore it, stop the servers and run restore {verify}."
             )
             return
         path = backup_create(destination=output, progress=self.progress(), notice=self.stderr.write)

@@ -1,4 +1,4 @@
-"""`manage.py nineplan_export SESSION`: write a session as one JSON document (lossless)."""
+"""`manage.py export SESSION`: write a session as one JSON document (lossless)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ class Command(PersonCommand):
     help = (
         "Export a session as one JSON document. SESSION: the session, every plan in every state with all its "
         "fields, every event, and the open plans' files, as JSON on stdout (or into --output FILE). "
-        "nineplan_import restores it."
+        "import restores it."
     )
 
     def add_arguments(self, parser):

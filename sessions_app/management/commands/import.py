@@ -1,4 +1,4 @@
-"""`manage.py nineplan_import FILE [--project NAME]`: restore a session exported by nineplan_export."""
+"""`manage.py import FILE [--project NAME]`: restore a session exported by export."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ MAX_BYTES = 512 * 1024 * 1024
 
 class Command(PersonCommand):
     help = (
-        "Import a session that nineplan_export wrote. FILE ('-' for stdin), as written by nineplan_export or "
+        "Import a session that 9plan export wrote. FILE ('-' for stdin), as written by 9plan export or "
         "the API's export endpoint, goes into a database that does not hold it yet: plans, events and the open "
         "plans' files. The whole document is checked first; on any error nothing is changed."
     )

@@ -1,4 +1,4 @@
-"""`manage.py nineplan_project create NAME [--title TITLE] | grant NAME USERNAME ROLE |
+"""`manage.py project create NAME [--title TITLE] | grant NAME USERNAME ROLE |
 revoke NAME USERNAME | list`: projects and who may do what in them.
 
 A role is reader (sees the project's sessions), agent (a reader that may use every MCP
@@ -70,7 +70,7 @@ class Command(PersonCommand):
     def _list(self) -> None:
         projects = list(Project.objects.annotate(session_count=Count("sessions")).order_by("name"))
         if not projects:
-            self.stderr.write("No projects yet; create one with `nineplan_project create NAME`.")
+            self.stderr.write("No projects yet; create one with `project create NAME`.")
             return
         members: dict[str, list[str]] = {}
         for project_id, username, role in Membership.objects.order_by("project_id", "user__username").values_list(

@@ -1,4 +1,4 @@
-"""`manage.py nineplan_repair`: show (default) or apply the repairs a crash calls for."""
+"""`manage.py repair`: show (default) or apply the repairs a crash calls for."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`manage.py nineplan_restore FOLDER`: put a backup that nineplan_backup wrote in place of
+"""`manage.py restore FOLDER`: put a backup that `9plan backup` wrote in place of
 the database and the plan files, then repair what changed between their copies."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from sessions_app.store import datadir
 
 class Command(PersonCommand):
     help = (
-        "Restore a backup that nineplan_backup wrote: its database (SQLite) and plan files replace this 9plan's, "
+        "Restore a backup that 9plan backup wrote: its database (SQLite) and plan files replace this 9plan's, "
         "then the repair settles what changed between their copies. Stop every 9plan server first. A backup "
         "that never finished, or lacks a part, is refused and nothing is changed."
     )
@@ -40,6 +40,4 @@ class Command(PersonCommand):
         for action in actions:
             self.stdout.write(f"{'could not repair' if action.failed else 'repaired'}: {action}")
         if failed:
-            raise CommandError(
-                f"{len(failed)} repair(s) failed; see the lines above, then run nineplan_repair --apply."
-            )
+            raise CommandError(f"{len(failed)} repair(s) failed; see the lines above, then run repair --apply.")

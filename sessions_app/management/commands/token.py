@@ -1,4 +1,4 @@
-"""`manage.py nineplan_token USERNAME`: print the REST API token of a user (made on first use)."""
+"""`manage.py token USERNAME`: print the REST API token of a user (made on first use)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,6 @@ class Command(PersonCommand):
         if not access.caller_for_user(User.objects.get(pk=user.pk)).allows_anything():
             self.stderr.write(
                 f"Warning: '{username}' has no role in any project, so the API will answer 403. Grant one with "
-                f"`nineplan_project grant PROJECT {username} reader`."
+                f"`project grant PROJECT {username} reader`."
             )
         self.stdout.write(token.key)

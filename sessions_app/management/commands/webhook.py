@@ -1,4 +1,4 @@
-"""`manage.py nineplan_webhook add PROJECT URL --events TYPE[,TYPE...] | list | remove ID`:
+"""`manage.py webhook add PROJECT URL --events TYPE[,TYPE...] | list | remove ID`:
 the URLs that a project's events are posted to (docs/design.md, "Webhooks").
 
 `add` prints the subscription's secret on stdout, once: it is never shown again, and the
@@ -60,7 +60,7 @@ class Command(PersonCommand):
     def _list(self) -> None:
         rows = queries.webhook_subscriptions()
         if not rows:
-            self.stderr.write("No webhook subscriptions; add one with `nineplan_webhook add PROJECT URL --events ...`.")
+            self.stderr.write("No webhook subscriptions; add one with `webhook add PROJECT URL --events ...`.")
             return
         for row in rows:
             sub = row.subscription
