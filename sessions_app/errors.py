@@ -134,6 +134,7 @@ AWAITING_REVIEW = "awaiting_review"
 UNKNOWN_PARAMETER = "unknown_parameter"
 OTHER_WORKERS_HOLD = "other_workers_hold"
 HELD_PLANS = "held_plans"
+REQUEST_ID_REUSED = "request_id_reused"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for
 # each error above, so that a new error cannot be left out.

@@ -91,9 +91,16 @@ class PreconditionFailed(exceptions.APIException):
     default_code = "precondition_failed"
 
 
+class IdempotencyKeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_detail = "This Idempotency-Key was already used for a different request; nothing was changed."
+    default_code = "idempotency_key_reused"
+    parameter = "Idempotency-Key"
+
+
 class WildcardRefused(PreconditionRequired):
     default_detail = (
-        "If-Match: * would decide on whatever the plan now says, unread: read the plan first and send "
+        "If-Match: * would act on whatever the plan now says, unread: read the plan first and send "
         "its ETag in If-Match; nothing was decided."
     )
 
@@ -114,9 +121,18 @@ HTTP_CATEGORIES = (
     (
         PreconditionFailed,
         PRECONDITION_FAILED,
-        "GET /api/sessions/{name}/plans/{plan_id}/ again, check what changed, and decide with its new ETag.",
+        "GET /api/sessions/{name}/plans/{plan_id}/ again, check what changed, and repeat with its new ETag.",
     ),
-    (exceptions.NotAuthenticated, AUTHENTICATION_REQUIRED, "Send 'Authorization: Token <key>' (see /api/docs/)."),
+    (
+        IdempotencyKeyReused,
+        "VALIDATION_ERROR",
+        "Send a new Idempotency-Key with a new request; the same key is for repeating the same request.",
+    ),
+    (
+        exceptions.NotAuthenticated,
+        AUTHENTICATION_REQUIRED,
+        "Send 'Authorization: Token <key>' or 'Authorization: Bearer <key>' (see /api/docs/).",
+    ),
     (
         exceptions.AuthenticationFailed,
         AUTHENTICATION_REQUIRED,
@@ -131,12 +147,12 @@ HTTP_CATEGORIES = (
     (
         exceptions.MethodNotAllowed,
         METHOD_NOT_ALLOWED,
-        "The API is read-only but for POST .../plans/{plan_id}/review/: use GET.",
+        "This endpoint does not take that method: the Allow header lists those it does (see /api/docs/).",
     ),
     (exceptions.NotAcceptable, NOT_ACCEPTABLE, "Accept application/json."),
-    (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "The API is read-only: use GET without a body."),
+    (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "Send a write's body as application/json."),
     (exceptions.Throttled, THROTTLED, "Wait for the time given in Retry-After, then repeat the request."),
-    (exceptions.ParseError, "VALIDATION_ERROR", "The API is read-only: use GET without a body."),
+    (exceptions.ParseError, "VALIDATION_ERROR", "Send a write's body as well-formed JSON; reads take no body."),
     (exceptions.ValidationError, "VALIDATION_ERROR", "Correct the named parameter and repeat the request."),
 )
 
@@ -209,7 +225,7 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
         if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
             # No role is missing: a signed-in browser session left out its CSRF token.
             suggestion = "Send the CSRF token with a session cookie, or authenticate with 'Authorization: Token <key>'."
-        parameter = None
+        parameter = getattr(exc, "parameter", None)
         if isinstance(exc, exceptions.ValidationError):
             detail, parameter = _validation_detail(exc.detail)
         else:

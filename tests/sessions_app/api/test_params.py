@@ -96,7 +96,7 @@ def test_a_hostile_parameter_name_is_echoed_cut_short(api):
 
 
 def test_a_method_the_endpoint_lacks_is_405_whatever_the_query(api):
-    response = api.post("/api/sessions/?bogus=1", {}, format="json")
+    response = api.put("/api/sessions/?bogus=1", {}, format="json")
     assert response.status_code == 405 and response.json()["category"] == "METHOD_NOT_ALLOWED"
 
 
