@@ -20,6 +20,7 @@ from rest_framework.views import set_rollback
 
 from sessions_app import errors
 from sessions_app.errors import NineplanError
+from sessions_app.identifiers import is_plan_id, is_session_name
 
 log = logging.getLogger("nineplan.api")
 
@@ -256,10 +257,34 @@ def exception_handler(exc, context) -> Response | None:
         return None  # DRF re-raises it
     code, body, headers = translated
     request = context.get("request")
+    if body.get("suggestion"):
+        body["suggestion"] = filled(body["suggestion"], context.get("kwargs") or {}, request)
     if request is not None:
         body["instance"] = request.path
     set_rollback()
     return Response(body, status=code, headers=headers, content_type=problem_content_type(request))
+
+
+# What a suggestion's address may name, and the request's values that fill it in: the
+# path's, else the query's (?session=, ?plan=). A value is used only when it is well formed,
+# so nothing a client sent unchecked is echoed back.
+PLACEHOLDERS = {
+    "{name}": (("name", "session"), is_session_name, "<session name>"),
+    "{plan_id}": (("plan_id", "plan"), is_plan_id, "<plan id>"),
+    "{id}": (("plan_id", "plan"), is_plan_id, "<plan id>"),
+}
+
+
+def filled(suggestion: str, kwargs: dict, request) -> str:
+    """The suggestion with the request's session name and plan id in its addresses, so it can be
+    followed as it is; one the request does not tell is named in angle brackets."""
+    query = getattr(request, "query_params", {}) if request is not None else {}
+    for placeholder, (keys, well_formed, unknown) in PLACEHOLDERS.items():
+        if placeholder not in suggestion:
+            continue
+        value = next((v for v in (kwargs.get(keys[0]), query.get(keys[1])) if v and well_formed(v)), None)
+        suggestion = suggestion.replace(placeholder, value or unknown)
+    return suggestion
 
 
 def problem_content_type(request) -> str | None:
