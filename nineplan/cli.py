@@ -78,10 +78,11 @@ def main(argv: list[str] | None = None) -> None:
 
 def commands_help(prog: str) -> str:
     """`9plan help`: 9plan's own commands first, a line each, then everything else."""
-    from django.core.management import get_commands, load_command_class
+    from django.core.management import BaseCommand, get_commands, load_command_class
 
     found = get_commands()
-    own, former = [], []
+    own: list[tuple[str, BaseCommand]] = []
+    former: list[tuple[str, BaseCommand]] = []
     for name in sorted(n for n, app in found.items() if app in OWN_APPS):
         command = load_command_class(found[name], name)
         # A former name's module hands on the command of the module named as it is now.

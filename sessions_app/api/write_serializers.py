@@ -47,7 +47,9 @@ class SessionCreateSerializer(serializers.Serializer):
 
 
 class PlanInputSerializer(serializers.Serializer):
-    context = serializers.CharField(help_text="Where this plan fits in the overall task.")
+    # The plan's section; DRF moves declared fields off the class, so the serializer's own
+    # ``context`` stays what it is (the type checker cannot know that).
+    context = serializers.CharField(help_text="Where this plan fits in the overall task.")  # type: ignore[assignment]
     goal = serializers.CharField(help_text="What this plan accomplishes, specific and checkable.")
     approach = serializers.CharField(help_text="Concrete steps to reach the goal.")
     success_criteria = serializers.CharField(help_text="Observable conditions that mean it is done.")
@@ -76,7 +78,7 @@ class PlansAddSerializer(PlanInputSerializer):
 class PlanEditSerializer(serializers.Serializer):
     """The sections to change (any of them) and/or where to move the plan."""
 
-    context = serializers.CharField(required=False)
+    context = serializers.CharField(required=False)  # type: ignore[assignment]
     goal = serializers.CharField(required=False)
     inputs = serializers.CharField(required=False, allow_blank=True)
     outputs = serializers.CharField(required=False, allow_blank=True)
