@@ -338,7 +338,7 @@ SPECTACULAR_SETTINGS = {
         "(a session, plans, a queued plan's correction) and decide reviews; "
         "`GET /api/` lists the endpoints. Authenticate with `Authorization: Token <key>` or "
         "`Authorization: Bearer <key>` (create one with "
-        "`manage.py token USER`); only this schema and its docs page are public. "
+        "`9plan token USER`); only this schema and its docs page are public. "
         "Errors are application/problem+json (RFC 9457) with a `category`. Each endpoint takes the query "
         "parameters listed for it (and DRF's `format`, `json` or `api`); any other is refused with a 400 "
         "naming it. Pages hold `page_size` items, 1 to 100."

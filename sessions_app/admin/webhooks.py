@@ -47,7 +47,7 @@ class WebhookSubscriptionAdmin(ManagersOnly):
     list_filter = ("active",)
     search_fields = ("url",)
     ordering = ("project", "id")
-    # The secret is never shown again after `webhook add`.
+    # The secret is never shown again after `9plan webhook add`.
     fields = ("project", "url", "events", "active", "created_by", "created_at", "deliveries_link")
     readonly_fields = fields
 

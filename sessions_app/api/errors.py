@@ -137,7 +137,7 @@ HTTP_CATEGORIES = (
     (
         exceptions.AuthenticationFailed,
         AUTHENTICATION_REQUIRED,
-        "Check the token; create one with manage.py token.",
+        "Check the token; create one with 9plan token USER.",
     ),
     (
         exceptions.PermissionDenied,

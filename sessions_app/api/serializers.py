@@ -428,7 +428,7 @@ class ExportEventSerializer(serializers.Serializer):
 
 
 class ExportSerializer(serializers.Serializer):
-    """The export document; manage.py import FILE restores it."""
+    """The export document; 9plan import FILE restores it."""
 
     format = serializers.CharField(help_text="Always '9plan-session-export'.")
     version = serializers.IntegerField()

@@ -95,7 +95,7 @@ def import_file(
     elif not Project.objects.filter(name=session.project_id).exists():
         raise fail(
             "project",
-            f"no project named '{session.project_id}' here; create it with `project create "
+            f"no project named '{session.project_id}' here; create it with `9plan project create "
             f"{session.project_id}`, or import into another with --project.",
         )
     access.require_in_project(access.WORK, session.project_id)
@@ -465,5 +465,5 @@ def _check_free(session: Session, ids: list[str]) -> None:
             "session.name",
             f"the folder {planfiles.plans_dir(session.name)} already holds plan files, which no session of "
             "this database owns (an import killed midway may have left them); nothing was imported. Run "
-            "`repair --apply`, which keeps them in preserved/, or move them away, then import again.",
+            "`9plan repair --apply`, which keeps them in preserved/, or move them away, then import again.",
         )

@@ -30,7 +30,7 @@ class Command(PersonCommand):
             database = "the database and " if manifest["database"] else ""
             self.stdout.write(
                 f"{verify} is a whole backup of {manifest['created_at']}: {database}{manifest['files']:,} files "
-                f"of the sessions folder. To restore it, stop the servers and run restore {verify}."
+                f"of the sessions folder. To restore it, stop the servers and run 9plan restore {verify}."
             )
             return
         path = backup_create(destination=output, progress=self.progress(), notice=self.stderr.write)

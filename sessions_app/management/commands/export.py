@@ -16,7 +16,7 @@ class Command(PersonCommand):
     help = (
         "Export a session as one JSON document. SESSION: the session, every plan in every state with all its "
         "fields, every event, and the open plans' files, as JSON on stdout (or into --output FILE). "
-        "import restores it."
+        "9plan import restores it."
     )
 
     def add_arguments(self, parser):

@@ -70,7 +70,7 @@ class Command(PersonCommand):
     def _list(self) -> None:
         projects = list(Project.objects.annotate(session_count=Count("sessions")).order_by("name"))
         if not projects:
-            self.stderr.write("No projects yet; create one with `project create NAME`.")
+            self.stderr.write("No projects yet; create one with `9plan project create NAME`.")
             return
         members: dict[str, list[str]] = {}
         for project_id, username, role in Membership.objects.order_by("project_id", "user__username").values_list(

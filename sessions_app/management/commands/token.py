@@ -67,6 +67,6 @@ class Command(PersonCommand):
         if not access.caller_for_user(User.objects.get(pk=user.pk)).allows_anything():
             self.stderr.write(
                 f"Warning: '{username}' has no role in any project, so the API will answer 403. Grant one with "
-                f"`project grant PROJECT {username} reader`."
+                f"`9plan project grant PROJECT {username} reader`."
             )
         self.stdout.write(token.key)

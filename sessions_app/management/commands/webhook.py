@@ -60,7 +60,7 @@ class Command(PersonCommand):
     def _list(self) -> None:
         rows = queries.webhook_subscriptions()
         if not rows:
-            self.stderr.write("No webhook subscriptions; add one with `webhook add PROJECT URL --events ...`.")
+            self.stderr.write("No webhook subscriptions; add one with `9plan webhook add PROJECT URL --events ...`.")
             return
         for row in rows:
             sub = row.subscription

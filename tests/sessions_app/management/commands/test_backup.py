@@ -38,7 +38,7 @@ def test_verify_says_a_whole_backup_may_be_restored_and_writes_nothing(session, 
     database = "the database and " if connection.vendor == "sqlite" else ""
     assert out == (
         f"{folder} is a whole backup of {manifest['created_at']}: {database}{manifest['files']:,} files of the "
-        f"sessions folder. To restore it, stop the servers and run restore {folder}.\n"
+        f"sessions folder. To restore it, stop the servers and run 9plan restore {folder}.\n"
     )
     assert files_below(tmp_path) == before
 

@@ -27,7 +27,7 @@ def test_the_token_command_creates_a_read_only_api_user(full_session):
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {key}")
     assert client.get(f"/api/sessions/{full_session.name}/").status_code == 200
-    assert client.post("/api/sessions/").status_code == 405
+    assert client.post("/api/sessions/").status_code == 403  # a reader puts no work in
     user = Token.objects.get(key=key).user
     assert not user.is_staff and not user.has_usable_password()
     # Asking again prints the same token; --reset revokes it.
