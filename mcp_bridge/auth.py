@@ -67,7 +67,7 @@ def token_create(*, name: str, user: str | None = None, projects: list[str] | tu
         if owner is None:
             raise TokenError(
                 f"No active user named '{user}'; make one a member of a project first: "
-                f"`nineplan_project grant PROJECT {user} agent`."
+                f"`9plan project grant PROJECT {user} agent`."
             )
     narrowed = sorted(set(projects))
     if narrowed:
@@ -82,7 +82,7 @@ def token_create(*, name: str, user: str | None = None, projects: list[str] | tu
         if missing:
             raise TokenError(
                 f"'{user}' is not a member of project(s) {', '.join(missing)}; a token can only be narrowed to its "
-                "user's projects (`nineplan_project list` shows them)."
+                "user's projects (`9plan project list` shows them)."
             )
     token = TOKEN_PREFIX + secrets.token_urlsafe(32)
     try:

@@ -41,7 +41,7 @@ def prepare_database() -> None:
     except Exception:
         # A repair that cannot run (the database busy beyond its timeout, say) must not
         # keep the server from serving: check_invariants still reports what is out of step,
-        # and the next start or `manage.py nineplan_repair --apply` fixes it.
+        # and the next start or `manage.py repair --apply` fixes it.
         log.exception("start-up repair failed; serving without it")
         actions = []
     for action in actions:

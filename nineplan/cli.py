@@ -78,15 +78,22 @@ def main(argv: list[str] | None = None) -> None:
 
 def commands_help(prog: str) -> str:
     """`9plan help`: 9plan's own commands first, a line each, then everything else."""
-    from django.core.management import get_commands, load_command_class
+    from django.core.management import BaseCommand, get_commands, load_command_class
 
     found = get_commands()
-    own = sorted(name for name, app in found.items() if app in OWN_APPS)
-    width = max(len(name) for name in own) + 2
+    own: list[tuple[str, BaseCommand]] = []
+    former: list[tuple[str, BaseCommand]] = []
+    for name in sorted(n for n, app in found.items() if app in OWN_APPS):
+        command = load_command_class(found[name], name)
+        # A former name's module hands on the command of the module named as it is now.
+        (own if type(command).__module__.rpartition(".")[2] == name else former).append((name, command))
+    width = max(len(name) for name, _ in own) + 2
     lines = [f"Usage: {prog} COMMAND [options]; '{prog} help COMMAND' describes one.", "", "9plan's commands:"]
-    for name in own:
-        text = " ".join(load_command_class(found[name], name).help.split())
+    for name, command in own:
+        text = " ".join(command.help.split())
         lines.append(f"  {name.ljust(width)}{text.split('. ')[0].rstrip('.')}")
+    if former:
+        lines += ["", f"Former names, still accepted: {', '.join(name for name, _ in former)}"]
     lines += ["", f"Your first login (a superuser, who sees and may do everything): {prog} createsuperuser", ""]
     lines.append("Other commands, Django's and its apps' (for developers and maintenance):")
     by_app: dict[str, list[str]] = {}
@@ -96,3 +103,7 @@ def commands_help(prog: str) -> str:
     for app in sorted(by_app):
         lines.append(f"  [{app}] {', '.join(sorted(by_app[app]))}")
     return "\n".join(lines) + "\n"
+
+
+if __name__ == "__main__":
+    main()

@@ -333,6 +333,7 @@ REST_FRAMEWORK = {
     # WWW-Authenticate challenge (401); session auth alone would make it a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        "sessions_app.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -345,9 +346,11 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "9plan REST API",
     "DESCRIPTION": (
-        "Read-only access to 9plan sessions, queues, plans, history search and the event feed; "
-        "`GET /api/` lists the endpoints. Authenticate with `Authorization: Token <key>` (create one with "
-        "`manage.py nineplan_token USER`); only this schema and its docs page are public. "
+        "9plan sessions, queues, plans, history search and the event feed, and the writes that put work in "
+        "(a session, plans, a queued plan's correction) and decide reviews; "
+        "`GET /api/` lists the endpoints. Authenticate with `Authorization: Token <key>` or "
+        "`Authorization: Bearer <key>` (create one with "
+        "`9plan token USER`); only this schema and its docs page are public. "
         "Errors are application/problem+json (RFC 9457) with a `category`. Each endpoint takes the query "
         "parameters listed for it (and DRF's `format`, `json` or `api`); any other is refused with a 400 "
         "naming it. Pages hold `page_size` items, 1 to 100."

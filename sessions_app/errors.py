@@ -135,6 +135,7 @@ UNKNOWN_PARAMETER = "unknown_parameter"
 OTHER_WORKERS_HOLD = "other_workers_hold"
 NOTHING_HELD = "nothing_held"
 HELD_PLANS = "held_plans"
+REQUEST_ID_REUSED = "request_id_reused"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for
 # each error above, so that a new error cannot be left out.

@@ -319,6 +319,7 @@ class Event(Record):
         PLAN_REJECTED = "plan_rejected"
         PLAN_HELD = "plan_held"
         PLAN_RESTORED = "plan_restored"
+        PLAN_EDITED = "plan_edited"
         SESSION_CHANGED = "session_changed"
         REPAIRED = "repaired"
 
@@ -353,6 +354,7 @@ class Revision(Record):
         REVIEW = "review"
         RESTORE = "restore"
         IMPORT = "import"
+        EDIT = "edit"
 
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="revisions")
     number = models.PositiveIntegerField()

@@ -20,6 +20,7 @@ from rest_framework.views import set_rollback
 
 from sessions_app import errors
 from sessions_app.errors import NineplanError
+from sessions_app.identifiers import is_plan_id, is_session_name
 
 log = logging.getLogger("nineplan.api")
 
@@ -67,7 +68,7 @@ API_SUGGESTIONS = {
 }
 API_SUGGESTIONS_BY_REASON = {
     errors.NOT_COMPLETED: "Read queued and active plans at /api/sessions/{name}/plans/; history holds completed ones.",
-    errors.BAD_DOCUMENT: "Import a document written by nineplan_export or GET /api/sessions/{name}/export/.",
+    errors.BAD_DOCUMENT: "Import a document written by `9plan export` or GET /api/sessions/{name}/export/.",
     errors.COLLIDED: "Repeat the request: nothing of it was saved.",
     errors.BUSY: "Repeat the request in a moment: nothing of it was saved.",
     errors.NOT_IN_REVIEW: "Read the plan at /api/sessions/{name}/plans/{plan_id}/: only a plan in review is decided.",
@@ -91,9 +92,16 @@ class PreconditionFailed(exceptions.APIException):
     default_code = "precondition_failed"
 
 
+class IdempotencyKeyReused(exceptions.APIException):
+    status_code = status.HTTP_422_UNPROCESSABLE_ENTITY
+    default_detail = "This Idempotency-Key was already used for a different request; nothing was changed."
+    default_code = "idempotency_key_reused"
+    parameter = "Idempotency-Key"
+
+
 class WildcardRefused(PreconditionRequired):
     default_detail = (
-        "If-Match: * would decide on whatever the plan now says, unread: read the plan first and send "
+        "If-Match: * would act on whatever the plan now says, unread: read the plan first and send "
         "its ETag in If-Match; nothing was decided."
     )
 
@@ -114,13 +122,22 @@ HTTP_CATEGORIES = (
     (
         PreconditionFailed,
         PRECONDITION_FAILED,
-        "GET /api/sessions/{name}/plans/{plan_id}/ again, check what changed, and decide with its new ETag.",
+        "GET /api/sessions/{name}/plans/{plan_id}/ again, check what changed, and repeat with its new ETag.",
     ),
-    (exceptions.NotAuthenticated, AUTHENTICATION_REQUIRED, "Send 'Authorization: Token <key>' (see /api/docs/)."),
+    (
+        IdempotencyKeyReused,
+        "VALIDATION_ERROR",
+        "Send a new Idempotency-Key with a new request; the same key is for repeating the same request.",
+    ),
+    (
+        exceptions.NotAuthenticated,
+        AUTHENTICATION_REQUIRED,
+        "Send 'Authorization: Token <key>' or 'Authorization: Bearer <key>' (see /api/docs/).",
+    ),
     (
         exceptions.AuthenticationFailed,
         AUTHENTICATION_REQUIRED,
-        "Check the token; create one with manage.py nineplan_token.",
+        "Check the token; create one with 9plan token USER.",
     ),
     (
         exceptions.PermissionDenied,
@@ -131,12 +148,12 @@ HTTP_CATEGORIES = (
     (
         exceptions.MethodNotAllowed,
         METHOD_NOT_ALLOWED,
-        "The API is read-only but for POST .../plans/{plan_id}/review/: use GET.",
+        "This endpoint does not take that method: the Allow header lists those it does (see /api/docs/).",
     ),
     (exceptions.NotAcceptable, NOT_ACCEPTABLE, "Accept application/json."),
-    (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "The API is read-only: use GET without a body."),
+    (exceptions.UnsupportedMediaType, UNSUPPORTED_MEDIA_TYPE, "Send a write's body as application/json."),
     (exceptions.Throttled, THROTTLED, "Wait for the time given in Retry-After, then repeat the request."),
-    (exceptions.ParseError, "VALIDATION_ERROR", "The API is read-only: use GET without a body."),
+    (exceptions.ParseError, "VALIDATION_ERROR", "Send a write's body as well-formed JSON; reads take no body."),
     (exceptions.ValidationError, "VALIDATION_ERROR", "Correct the named parameter and repeat the request."),
 )
 
@@ -209,7 +226,7 @@ def _translate(exc) -> tuple[int, dict, dict] | None:
         if isinstance(exc, exceptions.PermissionDenied) and str(exc.detail).startswith("CSRF Failed"):
             # No role is missing: a signed-in browser session left out its CSRF token.
             suggestion = "Send the CSRF token with a session cookie, or authenticate with 'Authorization: Token <key>'."
-        parameter = None
+        parameter = getattr(exc, "parameter", None)
         if isinstance(exc, exceptions.ValidationError):
             detail, parameter = _validation_detail(exc.detail)
         else:
@@ -240,10 +257,34 @@ def exception_handler(exc, context) -> Response | None:
         return None  # DRF re-raises it
     code, body, headers = translated
     request = context.get("request")
+    if body.get("suggestion"):
+        body["suggestion"] = filled(body["suggestion"], context.get("kwargs") or {}, request)
     if request is not None:
         body["instance"] = request.path
     set_rollback()
     return Response(body, status=code, headers=headers, content_type=problem_content_type(request))
+
+
+# What a suggestion's address may name, and the request's values that fill it in: the
+# path's, else the query's (?session=, ?plan=). A value is used only when it is well formed,
+# so nothing a client sent unchecked is echoed back.
+PLACEHOLDERS = {
+    "{name}": (("name", "session"), is_session_name, "<session name>"),
+    "{plan_id}": (("plan_id", "plan"), is_plan_id, "<plan id>"),
+    "{id}": (("plan_id", "plan"), is_plan_id, "<plan id>"),
+}
+
+
+def filled(suggestion: str, kwargs: dict, request) -> str:
+    """The suggestion with the request's session name and plan id in its addresses, so it can be
+    followed as it is; one the request does not tell is named in angle brackets."""
+    query = getattr(request, "query_params", {}) if request is not None else {}
+    for placeholder, (keys, well_formed, unknown) in PLACEHOLDERS.items():
+        if placeholder not in suggestion:
+            continue
+        value = next((v for v in (kwargs.get(keys[0]), query.get(keys[1])) if v and well_formed(v)), None)
+        suggestion = suggestion.replace(placeholder, value or unknown)
+    return suggestion
 
 
 def problem_content_type(request) -> str | None:

@@ -19,12 +19,12 @@ from rest_framework import serializers
 from rest_framework.response import Response
 
 from sessions_app import access, inputs, services
-from sessions_app.api import etags, paths
+from sessions_app.api import etags, pagination, paths
 from sessions_app.api import reads as api_reads
 from sessions_app.api import serializers as s
 from sessions_app.api.endpoint import ApiView, HasViewPermission
 from sessions_app.api.errors import PreconditionFailed, PreconditionRequired, WeakValidator, WildcardRefused
-from sessions_app.api.schema import IF_MATCH, PLAN_PATH, REVISION_IN_PATH, documented
+from sessions_app.api.schema import IF_MATCH, PAGED, PLAN_PATH, REVISION_IN_PATH, documented
 from sessions_app.errors import PlanNotFound
 from sessions_app.store import revisions
 
@@ -124,20 +124,30 @@ class RevisionDetailSerializer(RevisionSerializer):
     )
 
 
+RevisionPageSerializer = s.page_serializer(RevisionSerializer, "RevisionPageSerializer")
+
+
+def revision_rows(rows, *, many: bool, context: dict) -> RevisionSerializer:
+    """The serializer of a page of revision rows, each read as its Version."""
+    return RevisionSerializer([revisions.Version(r) for r in rows], many=many, context=context)
+
+
 class PlanRevisionsView(ApiView):
     @documented(
         "plans_revisions_list",
         "A plan's revisions",
-        "Every change to the plan's text, newest first: who, when, which kind of change, which sections.",
+        "Every change to the plan's text, newest first: who, when, which kind of change, which sections. "
+        "Paginated like every list.",
         TAG_REVIEW,
-        RevisionSerializer(many=True),
-        parameters=PLAN_PATH,
+        RevisionPageSerializer,
+        parameters=[*PLAN_PATH, *PAGED],
     )
     def get(self, request, name: str, plan_id: str):
         name, plan_id = paths.session_name(name), paths.plan_id(plan_id)
+        window = pagination.RequestedPage.requested(request)
         plan = api_reads.plan(name, plan_id)
-        rows = [revisions.Version(r) for r in plan.revisions.order_by("-number")]
-        return Response(RevisionSerializer(rows, many=True).data)
+        page = pagination.queryset_page(request, plan.revisions.order_by("-number"), revision_rows, window)
+        return Response(page)
 
 
 class PlanRevisionView(ApiView):

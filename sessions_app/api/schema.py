@@ -70,11 +70,12 @@ def documented(
     conditional: bool = False,
     problems=READ_PROBLEMS,
     answers=None,
+    status_code: int = 200,
     **more,
 ):
     """The OpenAPI description of one endpoint. ``parameters`` are OpenApiParameters or the
     query parameters of api/params.py; a ``conditional`` endpoint also takes If-None-Match
-    and may answer 304. The answers are ``ok`` (200), the 304, ``answers`` (other statuses),
+    and may answer 304. The answers are ``ok`` (``status_code``: 200, or 201 for a creation), the 304, ``answers`` (other statuses),
     then the ``problems`` and 400 (a malformed parameter or body, or a query parameter the
     endpoint does not take)."""
     parameters = [p if isinstance(p, OpenApiParameter) else p.openapi() for p in parameters]
@@ -86,7 +87,12 @@ def documented(
         description=description,
         tags=tags,
         parameters=parameters + ([IF_NONE_MATCH] if conditional else []),
-        responses={200: ok, **(NOT_MODIFIED if conditional else {}), **(answers or {}), **_problems(*sorted(codes))},
+        responses={
+            status_code: ok,
+            **(NOT_MODIFIED if conditional else {}),
+            **(answers or {}),
+            **_problems(*sorted(codes)),
+        },
         **more,
     )
     accepted = frozenset(p.name for p in parameters if p.location == OpenApiParameter.QUERY)

@@ -302,7 +302,7 @@ class PlanDetailSerializer(serializers.Serializer):
         return [{"worker": w.worker, "op": w.op, "text": w.text, "at": w.at.isoformat()} for w in detail.late_writes]
 
 
-def _page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
+def page_serializer(item: type[serializers.Serializer], name: str) -> type[serializers.Serializer]:
     fields = {
         "count": serializers.IntegerField(help_text="Items in all pages."),
         "page": serializers.IntegerField(),
@@ -314,9 +314,9 @@ def _page_serializer(item: type[serializers.Serializer], name: str) -> type[seri
     return type(name, (serializers.Serializer,), fields)
 
 
-SessionPageSerializer = _page_serializer(SessionSummarySerializer, "SessionPageSerializer")
-QueuePageSerializer = _page_serializer(QueuedPlanSerializer, "QueuePageSerializer")
-PlanPageSerializer = _page_serializer(PlanSummarySerializer, "PlanPageSerializer")
+SessionPageSerializer = page_serializer(SessionSummarySerializer, "SessionPageSerializer")
+QueuePageSerializer = page_serializer(QueuedPlanSerializer, "QueuePageSerializer")
+PlanPageSerializer = page_serializer(PlanSummarySerializer, "PlanPageSerializer")
 
 
 class HistoryHitSerializer(serializers.Serializer):
@@ -428,7 +428,7 @@ class ExportEventSerializer(serializers.Serializer):
 
 
 class ExportSerializer(serializers.Serializer):
-    """The export document; manage.py nineplan_import FILE restores it."""
+    """The export document; 9plan import FILE restores it."""
 
     format = serializers.CharField(help_text="Always '9plan-session-export'.")
     version = serializers.IntegerField()

@@ -1,18 +1,19 @@
-"""The REST API under /api/: its root, read-only data endpoints, the OpenAPI schema and its docs."""
+"""The REST API under /api/: its root, the data endpoints (reads, and the writes that put work
+in and decide reviews), the OpenAPI schema and its docs."""
 
 from django.urls import path, re_path
 
-from sessions_app.api import review_views, views
+from sessions_app.api import review_views, views, write_views
 
 app_name = "api"
 
 urlpatterns = [
     path("", views.ApiRootView.as_view(), name="root"),
-    path("sessions/", views.SessionListView.as_view(), name="session-list"),
+    path("sessions/", write_views.SessionListView.as_view(), name="session-list"),
     path("sessions/<str:name>/", views.SessionDetailView.as_view(), name="session-detail"),
     path("sessions/<str:name>/queue/", views.SessionQueueView.as_view(), name="session-queue"),
-    path("sessions/<str:name>/plans/", views.SessionPlansView.as_view(), name="session-plans"),
-    path("sessions/<str:name>/plans/<str:plan_id>/", views.PlanDetailView.as_view(), name="plan-detail"),
+    path("sessions/<str:name>/plans/", write_views.SessionPlansView.as_view(), name="session-plans"),
+    path("sessions/<str:name>/plans/<str:plan_id>/", write_views.PlanDetailView.as_view(), name="plan-detail"),
     path("sessions/<str:name>/plans/<str:plan_id>/review/", review_views.PlanReviewView.as_view(), name="plan-review"),
     path(
         "sessions/<str:name>/plans/<str:plan_id>/revisions/",

@@ -214,7 +214,7 @@ class SessionExportView(ApiView):
         "sessions_export",
         "Export a session",
         "The whole session as one document: the session, every plan in every state with all its fields, "
-        "and every event. `manage.py nineplan_import FILE` restores it into a database without that session.",
+        "and every event. `9plan import FILE` restores it into a database without that session.",
         TAG_SESSIONS,
         s.ExportSerializer,
         parameters=[SESSION_IN_PATH],

@@ -3,7 +3,7 @@
 The database is copied first, as one snapshot; the plan files after it. A file that
 changes in between is reconciled by the repair when a backup is restored (a plan
 without its file is rendered from the database, a file without its plan is kept aside),
-so a restore (``backup_restore``, ``manage.py nineplan_restore``) is: check the backup
+so a restore (``backup_restore``, ``manage.py restore``) is: check the backup
 (``backup_verify``), put the copy in place, then run the repair.
 
 A backup is built in a folder named ``….incomplete`` and given its final name only once

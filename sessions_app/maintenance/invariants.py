@@ -74,11 +74,11 @@ def check_invariants(name: object) -> InvariantReport:
         if p.status != Plan.Status.QUEUED:
             continue
         if p.sort_key is None:
-            result.fail("queue_order_preserved", f"plan {p.id} is queued without a position; fix: nineplan_repair.")
+            result.fail("queue_order_preserved", f"plan {p.id} is queued without a position; fix: 9plan repair.")
         elif p.sort_key in sort_keys:
             result.fail(
                 "queue_order_preserved",
-                f"plans {sort_keys[p.sort_key]} and {p.id} share a place in the queue; fix: nineplan_repair.",
+                f"plans {sort_keys[p.sort_key]} and {p.id} share a place in the queue; fix: 9plan repair.",
             )
         else:
             sort_keys[p.sort_key] = p.id
@@ -90,7 +90,7 @@ def check_invariants(name: object) -> InvariantReport:
             result.fail(
                 "search_index_in_sync",
                 f"the search index holds {indexed} entries for this session's {completed} completed plans; "
-                "fix: nineplan_repair rebuilds the index.",
+                "fix: 9plan repair rebuilds the index.",
             )
     return result
 
@@ -106,14 +106,14 @@ def _check_claims(session: Session, plans: list[Plan], result: InvariantReport) 
                 f"plan {p.id} is active without a worker and a lease; fix: requeue it with the admin.",
             )
         elif p.status == Plan.Status.QUEUED and p.lease_expires_at is not None:
-            result.fail("claims_valid", f"plan {p.id} is queued but still has a lease; fix: nineplan_repair.")
+            result.fail("claims_valid", f"plan {p.id} is queued but still has a lease; fix: 9plan repair.")
     stale = Plan.objects.filter(session=session, lease_expires_at__isnull=False).exclude(status=Plan.Status.ACTIVE)
     for plan_id in stale.exclude(status=Plan.Status.QUEUED).values_list("id", flat=True)[:ISSUES_PER_CHECK]:
-        result.fail("claims_valid", f"plan {plan_id} is closed but still has a lease; fix: nineplan_repair.")
+        result.fail("claims_valid", f"plan {plan_id} is closed but still has a lease; fix: 9plan repair.")
     waiting = Plan.objects.filter(session=session, waiting_for_person=True).exclude(status=Plan.Status.QUEUED)
     for plan_id in waiting.values_list("id", flat=True)[:ISSUES_PER_CHECK]:
         result.fail(
-            "claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: nineplan_repair."
+            "claims_valid", f"plan {plan_id} is marked as waiting for a person but is not queued; fix: 9plan repair."
         )
 
 
@@ -190,7 +190,7 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
         result.fail(
             "files_match_database",
             f"{found.problem}: {planfiles.LEFT_ALONE}, nor anything in it; fix: replace it with a real folder, "
-            "then nineplan_repair renders the plan files from the database.",
+            "then 9plan repair renders the plan files from the database.",
         )
         return
     current = {p.file_stem: p for p in plans}
@@ -203,13 +203,13 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
                 result.fail(
                     "files_match_database",
                     f"plan {p.id} ({p.status}) has no plan file {stem}.txt, though one was written here; fix: "
-                    "nineplan_repair re-renders it from the database.",
+                    "9plan repair re-renders it from the database.",
                 )
         elif what:
             result.fail(
                 "files_match_database",
                 f"plan file {stem}.txt ({p.status} plan) is {what}, not a regular file: {planfiles.LEFT_ALONE}; fix: remove "
-                "it, then nineplan_repair renders the file from the database.",
+                "it, then 9plan repair renders the file from the database.",
             )
         elif p.status == Plan.Status.ACTIVE:
             read = planfiles.read_plan_file(session.name, stem)
@@ -240,13 +240,13 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
             result.fail(
                 "no_orphaned_files",
                 f"plan file {stem}.txt is the file of an earlier claim of plan {plan_id}, edited after the claim was "
-                "taken back, and never read; fix: nineplan_repair keeps its text aside and removes it.",
+                "taken back, and never read; fix: 9plan repair keeps its text aside and removes it.",
             )
         else:
             result.fail(
                 "no_orphaned_files",
                 f"plan file {stem}.txt belongs to no queued or active plan; "
-                "fix: nineplan_repair keeps its text aside and removes it.",
+                "fix: 9plan repair keeps its text aside and removes it.",
             )
     for name, age, what in found.temp:
         if what:
@@ -257,5 +257,5 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
         # A fresh temporary file may be another process's write in progress, not debris.
         elif age >= planfiles.TEMP_FILE_GRACE_SECONDS:
             result.fail(
-                "no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: nineplan_repair."
+                "no_orphaned_files", f"temporary file {name} was left by an interrupted write; fix: 9plan repair."
             )

@@ -22,6 +22,7 @@ INTERVENTION_KINDS = (
     "plan_rejected",
     "plan_held",
     "plan_restored",
+    "plan_edited",
 )
 INTERVENTIONS_SHOWN = 3
 # What a held plan waits for and who ends the wait: the one wording of every answer that
@@ -71,6 +72,7 @@ class Intervention:
             "plan_approved": "was approved in review",
             "plan_rejected": "was sent back in review to the front of the queue",
             "plan_restored": "had its text restored to an earlier revision",
+            "plan_edited": "had its text edited",
         }[self.kind]
         if self.kind == "plan_restored" and self.reason:
             # "revision 2": which one, said in place of why.

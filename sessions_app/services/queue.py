@@ -127,7 +127,7 @@ def plan_enqueue_many(
     name = inputs.session_name(session_name)
     created: list[Plan] = []
     with transactions.write() as undo:
-        session = lock_session(name, access.WORK)
+        session = lock_session(name, access.ADD)
         check_queue_room(session, len(checked))
         _check_dependencies_exist(session, wanted, prefix)
         now = clock.now()

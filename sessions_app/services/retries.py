@@ -17,7 +17,7 @@ from typing import Any
 
 from django.db import connection
 
-from sessions_app import access, clock, inputs
+from sessions_app import access, clock, errors, inputs
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import WriteRequest
 from sessions_app.store import transactions
@@ -34,14 +34,23 @@ def fingerprint(call: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(call, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], tuple[dict, bool]]) -> dict:
+def write_once(
+    *,
+    request_id: object,
+    call: dict[str, Any],
+    write: Callable[[], tuple[dict, bool]],
+    scope: str | None = None,
+    field: str = "request_id",
+) -> dict:
     """The answer to ``call``: ``write()`` run inside one transaction with the record of its
     answer, or, when the caller sent this ``request_id`` before with the same call, the
     answer it got then. ``write`` returns the answer and whether to keep it (an answer that
     reports a refusal is not kept: the call changed nothing, and may be sent again).
-    The same id with a different call is refused, with nothing changed."""
-    request_id = inputs.request_id(request_id)
-    caller = access.current().claimant or "local"
+    The same id with a different call is refused, with nothing changed. ``scope``: whose ids
+    these are, when the caller's claimant does not tell callers apart (REST users); ``field``:
+    the name the caller gave the id under (an HTTP header)."""
+    request_id = inputs.request_id(request_id, field=field)
+    caller = scope or access.current().claimant or "local"
     printed = fingerprint(call)
     with transactions.write():
         _take_turn(caller, request_id)
@@ -49,9 +58,10 @@ def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], 
         if found is not None:
             if found.fingerprint != printed:
                 raise ValidationFailed(
-                    f"request_id '{request_id}' was already used for a different call (at "
-                    f"{clock.utc_text(found.created_at)}); use a new request_id for a new call. Nothing was changed.",
-                    field="request_id",
+                    f"{field} '{request_id}' was already used for a different call (at "
+                    f"{clock.utc_text(found.created_at)}); use a new {field} for a new call. Nothing was changed.",
+                    field=field,
+                    reason=errors.REQUEST_ID_REUSED,
                 )
             log.info("write replayed", extra={"request_id": request_id})
             return found.answer

@@ -25,9 +25,24 @@ def test_help_lists_9plans_own_commands_a_line_each_then_the_others():
     own = lines[lines.index("9plan's commands:") + 1 : others]
     named = [line.split()[0] for line in own if line.startswith("  ")]
     assert named == sorted(named)
-    assert {"serve", "mcp", "nineplan_backup", "nineplan_restore", "nineplan_webhook"} <= set(named)
+    assert {"serve", "mcp", "backup", "restore", "webhook", "ls", "show", "add"} <= set(named)
+    assert not any(name.startswith("nineplan_") and name[9:] in named for name in named)
+    former = next(line for line in lines if line.startswith("Former names, still accepted: "))
+    assert "nineplan_backup" in former and former.endswith("nineplan_webhook")
     assert "Your first login (a superuser, who sees and may do everything): 9plan createsuperuser" in lines
     assert "migrate" not in named and any(line.startswith("  [django]") and "migrate" in line for line in lines)
+
+
+def test_the_former_names_run_the_same_commands():
+    from django.core.management import get_commands, load_command_class
+
+    found = get_commands()
+    for name in ("backup", "restore", "export", "import", "repair", "project", "token", "webhook"):
+        now, before = (
+            load_command_class(found[name], name),
+            load_command_class(found[f"nineplan_{name}"], f"nineplan_{name}"),
+        )
+        assert type(now) is type(before) and type(now).__module__ == f"sessions_app.management.commands.{name}"
 
 
 def test_the_login_commands_are_other_apps_commands():

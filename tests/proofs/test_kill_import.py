@@ -1,4 +1,4 @@
-"""Kill tests of the import: a real `manage.py nineplan_import`, killed with SIGKILL while it
+"""Kill tests of the import: a real `manage.py import`, killed with SIGKILL while it
 writes, leaves nothing where a session's files go and nothing the next import trips on;
 the repair finds what it left aside and clears it."""
 
@@ -62,7 +62,7 @@ def killed_import(tmp_path: Path, sessions_dir: Path, env: dict, files: int) -> 
     document = tmp_path / "big.json"
     document.write_text(json.dumps(big_document()), encoding="utf-8")
     importing = subprocess.Popen(
-        [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=env,
+        [PYTHON, MANAGE, "import", str(document)], cwd=REPO, env=env,
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )  # fmt: skip
     kill_when(importing, lambda: staged_files(sessions_dir) >= files, "it wrote its plan files")
@@ -87,7 +87,7 @@ def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions
     assert "Nothing to repair." in run_repair()
 
     # A new import goes through, every plan with its file.
-    call_command("nineplan_import", str(document), stdout=open(os.devnull, "w"))
+    call_command("import", str(document), stdout=open(os.devnull, "w"))
     assert Plan.objects.filter(session_id=NAME, status="queued").count() == PLANS
     assert len(planfiles.list_plan_files(NAME)) == PLANS
     assert invariants.check_invariants(NAME).valid
@@ -96,7 +96,7 @@ def test_an_import_killed_while_writing_leaves_nothing_a_rerun_trips_on(sessions
 def test_a_rerun_after_a_killed_import_needs_no_repair_first(sessions_dir, subprocess_env, tmp_path):
     document = killed_import(tmp_path, sessions_dir, subprocess_env, 100)
     again = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_import", str(document)], cwd=REPO, env=subprocess_env, capture_output=True,
+        [PYTHON, MANAGE, "import", str(document)], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=600,
     )  # fmt: skip
     assert again.returncode == 0, again.stderr

@@ -157,26 +157,42 @@ async def test_mcp_tools_outside_the_project_answer_not_found_and_change_nothing
     assert missing_text
 
 
+# The tools that put work in, which a manager may use as an agent does (access.ADD).
+ADD_TOOLS = ("9plan_queue_add", "9plan_queue_add_batch")
+
+
+def plans_but_planted() -> list[dict]:
+    return [p for p in db_rows()["plans"] if p["goal"] != "planted"]
+
+
 @pytest.mark.anyio
 @pytest.mark.parametrize("role", ["reader", "reviewer", "manager"])
 async def test_mcp_write_tools_need_the_agent_role_inside(world, start_server, sessions_dir, role):
     server = start_server()
     token, inside = world["people"][role]["mcp"], world["inside"]
     before = await in_thread(snapshot, sessions_dir)
+    plans_before = await in_thread(plans_but_planted)
+    may_add = role == "manager"
     for tool, arguments in tool_calls(inside):
         result = call(server.url, token, tool, arguments)
-        if tool in READ_TOOLS:
+        if tool in READ_TOOLS or (may_add and tool in ADD_TOOLS):
             assert category(result) is None, (role, tool, result)
         else:
             assert category(result) == "PERMISSION_DENIED", (role, tool, result)
             message = result["structuredContent"]["message"]
-            assert "project 'alpha'" in message and "'agent' role" in message, message
+            needed = "'agent' or 'manager' role" if tool in ADD_TOOLS else "'agent' role"
+            assert "project 'alpha'" in message and needed in message, message
     created = call(server.url, token, "9plan_session_create", {"project": "alpha"})
-    assert category(created) == "PERMISSION_DENIED"
+    assert category(created) == (None if may_add else "PERMISSION_DENIED")
     assert SECRET in json.dumps(
         call(server.url, token, "9plan_history_search", {"query": SECRET, "session_name": inside["name"]})
     )
-    assert await in_thread(snapshot, sessions_dir) == before
+    if may_add:
+        # The plans it added are all that changed of the project's plans.
+        assert await in_thread(plans_but_planted) == plans_before
+        assert await in_thread(lambda: Plan.objects.filter(goal="planted").count()) == 2
+    else:
+        assert await in_thread(snapshot, sessions_dir) == before
 
 
 @pytest.mark.anyio
@@ -279,6 +295,49 @@ def test_a_rest_review_decision_needs_the_reviewer_role(world, role, sessions_di
         )
         assert approved.status_code == 200, approved.content
         assert Plan.objects.get(id=inside["review"].id).status == "completed"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_rest_writes_inside_need_the_agent_or_manager_role(world, role, sessions_dir):
+    client, inside = rest_client(world, role), world["inside"]
+    name, queued = inside["name"], inside["queued"]
+    url = f"/api/sessions/{name}/plans/{queued.id}/"
+    etag = client.get(url)["ETag"]
+    before = snapshot(sessions_dir)
+    added = client.post(f"/api/sessions/{name}/plans/", plan_fields(goal="planted"), format="json")
+    edited = client.patch(url, {"goal": "corrected"}, format="json", HTTP_IF_MATCH=etag)
+    created = client.post("/api/sessions/", {"project": "alpha"}, format="json")
+    if role in ("reader", "reviewer"):
+        for refused in (added, edited, created):
+            assert refused.status_code == 403 and refused.json()["category"] == "PERMISSION_DENIED"
+            assert "'agent' or 'manager' role" in refused.json()["detail"]
+        assert snapshot(sessions_dir) == before
+    else:
+        assert (added.status_code, edited.status_code, created.status_code) == (201, 200, 201)
+        assert Plan.objects.get(id=queued.id).goal == "corrected"
+        assert Event.objects.get(plan_id=added.json()["plans"][0]["id"]).actor == f"user:{role}-of-alpha"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_rest_writes_outside_the_project_are_not_found_and_change_nothing(world, role, sessions_dir):
+    client, outside = rest_client(world, role), world["outside"]
+    before = snapshot(sessions_dir)
+    added = client.post(f"/api/sessions/{outside['name']}/plans/", plan_fields(goal="planted"), format="json")
+    edited = client.patch(
+        f"/api/sessions/{outside['name']}/plans/{outside['queued'].id}/",
+        {"goal": "corrected"},
+        format="json",
+        HTTP_IF_MATCH='"whatever"',
+    )
+    created = client.post("/api/sessions/", {"project": "beta"}, format="json")
+    if role in ("reader", "reviewer"):
+        assert {added.status_code, edited.status_code, created.status_code} == {403}  # no right to add anywhere
+    else:
+        assert (added.status_code, edited.status_code) == (404, 404), (added.content, edited.content)
+        assert created.status_code in (400, 403) and "beta" not in created.json()["detail"].split("yours")[-1]
+    for response in (added, edited, created):
+        assert SECRET not in response.content.decode()
+    assert snapshot(sessions_dir) == before
 
 
 # --- admin ----------------------------------------------------------------------------------
@@ -431,7 +490,7 @@ async def test_a_member_removed_loses_access_on_the_next_request(world, start_se
     rest = rest_client(world, "agent")
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) is None
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 200
-    await in_thread(lambda: call_command("nineplan_project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
+    await in_thread(lambda: call_command("project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
     assert category(call(server.url, token, "9plan_session_resume", {"session_name": name})) == "SESSION_NOT_FOUND"
     assert (await in_thread(rest.get, f"/api/sessions/{name}/")).status_code == 403  # a member of nothing now
     client = await in_thread(admin_client, world, "agent")

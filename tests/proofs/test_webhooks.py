@@ -172,7 +172,7 @@ def test_a_private_url_is_refused_when_subscribed_and_when_sent_to(session, env,
     receiver = receivers()
     closed = {**env, "NINEPLAN_WEBHOOKS_ALLOW_PRIVATE": "false"}
     added = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_webhook", "add", "default", receiver.url, "--events", "all"],
+        [PYTHON, MANAGE, "webhook", "add", "default", receiver.url, "--events", "all"],
         env=closed,
         capture_output=True,
         text=True,

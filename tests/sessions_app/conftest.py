@@ -172,8 +172,8 @@ def rejected_once(session_name: str, goal: str, *, outcome: str, notes: str, act
 
 
 def run_repair(*args: str) -> str:
-    """What `nineplan_repair` with ``args`` writes on stdout."""
-    return manage("nineplan_repair", *args)[0]
+    """What `repair` with ``args`` writes on stdout."""
+    return manage("repair", *args)[0]
 
 
 def repaired_events(session) -> list[dict]:

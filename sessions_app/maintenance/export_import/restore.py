@@ -95,7 +95,7 @@ def import_file(
     elif not Project.objects.filter(name=session.project_id).exists():
         raise fail(
             "project",
-            f"no project named '{session.project_id}' here; create it with `nineplan_project create "
+            f"no project named '{session.project_id}' here; create it with `9plan project create "
             f"{session.project_id}`, or import into another with --project.",
         )
     access.require_in_project(access.WORK, session.project_id)
@@ -157,7 +157,7 @@ def _header(stream: BinaryIO) -> dict:
         first = reader.peek()
         if first in ("", "\ufeff"):
             what = "is empty" if not first else "starts with a byte order mark (U+FEFF); save it as UTF-8 without one"
-            raise fail("document", f"{what}: an export is one JSON object, as nineplan_export writes it.")
+            raise fail("document", f"{what}: an export is one JSON object, as `9plan export` writes it.")
         if first != "{":
             raise fail("document", "must be a JSON object.")
         for key in reader.keys():  # noqa: SIM118 (the reader streams a JSON object's keys; it is no dict)
@@ -465,5 +465,5 @@ def _check_free(session: Session, ids: list[str]) -> None:
             "session.name",
             f"the folder {planfiles.plans_dir(session.name)} already holds plan files, which no session of "
             "this database owns (an import killed midway may have left them); nothing was imported. Run "
-            "`nineplan_repair --apply`, which keeps them in preserved/, or move them away, then import again.",
+            "`9plan repair --apply`, which keeps them in preserved/, or move them away, then import again.",
         )

@@ -111,7 +111,7 @@ class ImportFolder:
         except (OSError, planfiles.UnsafeFolder) as exc:
             raise FileSystemFailed(
                 f"The session was imported, but its plan files could not be moved into place ({exc}); they are in "
-                f"{self.path}. `nineplan_repair --apply` moves them there."
+                f"{self.path}. `9plan repair --apply` moves them there."
             ) from exc
 
     def discard(self) -> None:

@@ -146,3 +146,26 @@ def test_the_handler_answers_a_problem_document_for_the_request_and_leaves_the_r
     # Without a request (no path to name) the document has no instance.
     bare = exception_handler(exceptions.NotFound(), {})
     assert bare.status_code == 404 and "instance" not in bare.data and bare.content_type == PROBLEM
+
+
+def test_a_suggestion_names_the_session_and_plan_of_the_request(api, session):
+    missing = api.get(f"/api/sessions/{session.name}/plans/k3x9q/").json()
+    assert missing["category"] == "PLAN_NOT_FOUND"
+    assert (
+        missing["suggestion"]
+        == f"List the session's plans at /api/sessions/{session.name}/plans/ and use one of their ids."
+    )
+    feed = api.get("/api/events/?plan=k3x9q").json()
+    assert "{" not in feed.get("suggestion", "")
+
+
+def test_a_suggestion_fills_in_only_well_formed_values():
+    request = Request(APIRequestFactory().get("/api/events/?session=<b>"))
+    text = "Read the session's state at /api/sessions/{name}/ to see which plan is active."
+    assert (
+        api_errors.filled(text, {}, request)
+        == "Read the session's state at /api/sessions/<session name>/ to see which plan is active."
+    )
+    assert api_errors.filled(text, {"name": "brave-amber-otter"}, request).endswith(
+        "/api/sessions/brave-amber-otter/ to see which plan is active."
+    )

@@ -27,7 +27,10 @@ ENDPOINTS = [
     ("get", "/api/sessions/{s}/plans/", {"status", "page", "page_size"}),
     ("get", "/api/sessions/{s}/plans/{p}/", set()),
     ("post", "/api/sessions/{s}/plans/{p}/review/", set()),
-    ("get", "/api/sessions/{s}/plans/{p}/revisions/", set()),
+    ("post", "/api/sessions/", set()),
+    ("post", "/api/sessions/{s}/plans/", set()),
+    ("patch", "/api/sessions/{s}/plans/{p}/", set()),
+    ("get", "/api/sessions/{s}/plans/{p}/revisions/", {"page", "page_size"}),
     ("get", "/api/sessions/{s}/plans/{p}/revisions/1/", set()),
     ("get", "/api/sessions/{s}/validation/", set()),
     ("get", "/api/sessions/{s}/export/", set()),
@@ -96,7 +99,7 @@ def test_a_hostile_parameter_name_is_echoed_cut_short(api):
 
 
 def test_a_method_the_endpoint_lacks_is_405_whatever_the_query(api):
-    response = api.post("/api/sessions/?bogus=1", {}, format="json")
+    response = api.put("/api/sessions/?bogus=1", {}, format="json")
     assert response.status_code == 405 and response.json()["category"] == "METHOD_NOT_ALLOWED"
 
 

@@ -221,6 +221,15 @@ def test_the_rest_of_the_api_stays_read_only(approver, in_review):
     problem(approver.post(url(in_review, ""), {}, format="json"), 405, "METHOD_NOT_ALLOWED")
 
 
+def test_revisions_are_paged_like_every_list(api, session):
+    plan = revised_plan(session, "First finding", "Replaced", goal="Write docs")
+    first = api.get(url(plan, "revisions/") + "?page_size=2").json()
+    assert [r["number"] for r in first["results"]] == [3, 2] and first["count"] == 3
+    second = api.get(first["next"]).json()
+    assert [r["number"] for r in second["results"]] == [1] and second["next"] is None
+    problem(api.get(url(plan, "revisions/") + "?page_size=0"), 400, "VALIDATION_ERROR")
+
+
 def test_the_endpoint_is_in_the_schema(anonymous):
     schema = anonymous.get("/api/schema/?format=json").json()
     review = schema["paths"]["/api/sessions/{name}/plans/{plan_id}/review/"]["post"]
@@ -231,7 +240,9 @@ def test_the_endpoint_is_in_the_schema(anonymous):
 
 def test_revisions_list_and_one(api, session):
     plan = revised_plan(session, "First finding", "Replaced", goal="Write docs")
-    listed = api.get(url(plan, "revisions/")).json()
+    page = api.get(url(plan, "revisions/")).json()
+    assert (page["count"], page["page"], page["next"]) == (3, 1, None)
+    listed = page["results"]
     assert [(r["number"], r["kind"], r["sections"]) for r in listed] == [
         (3, "note", ["notes"]),
         (2, "note", ["notes"]),

@@ -50,13 +50,19 @@ def test_the_schema_is_served_as_openapi_3_and_lists_every_endpoint(anonymous):
     schema = response.json()
     assert schema["openapi"].startswith("3.")
     assert set(schema["paths"]) == set(PATHS)
+    # Reads, but for the review decision and the writes that put work in.
+    writes = {
+        "/api/sessions/": {"get", "post"},
+        "/api/sessions/{name}/plans/": {"get", "post"},
+        "/api/sessions/{name}/plans/{plan_id}/": {"get", "patch"},
+        "/api/sessions/{name}/plans/{plan_id}/review/": {"post"},
+    }
     for path, item in schema["paths"].items():
-        # Read-only, but for the review decision.
-        assert set(item) == ({"post"} if path.endswith("/review/") else {"get"}), path
-        operation = item["post" if path.endswith("/review/") else "get"]
-        assert operation["summary"] and operation["description"], path
-        assert {"tokenAuth": []} in operation["security"]
-        assert "application/problem+json" in operation["responses"]["401"]["content"]
+        assert set(item) == writes.get(path, {"get"}), path
+        for operation in item.values():
+            assert operation["summary"] and operation["description"], path
+            assert {"tokenAuth": []} in operation["security"] and {"bearerAuth": []} in operation["security"]
+            assert "application/problem+json" in operation["responses"]["401"]["content"]
     assert schema["components"]["securitySchemes"]["tokenAuth"]["in"] == "header"
 
 

@@ -86,7 +86,7 @@ def test_backup_while_another_process_writes_is_consistent(make_plan, sessions_d
         wait_for(tmp_path / "started", writer)
         output = tmp_path / "backups"
         done = subprocess.run(
-            [PYTHON, MANAGE, "nineplan_backup", "--output", str(output)],
+            [PYTHON, MANAGE, "backup", "--output", str(output)],
             env=subprocess_env,
             capture_output=True,
             text=True,
@@ -249,17 +249,17 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
     many_files_to_copy(session, sessions_dir, plans=50)
     output = tmp_path / "backups"
     copies = f"*{backup.INCOMPLETE}/{backup.SESSIONS_DIR}/{session.name}/preserved"
-    kill_while_it_copies(subprocess_env, ["nineplan_backup", "--output", str(output)], output, copies)
+    kill_while_it_copies(subprocess_env, ["backup", "--output", str(output)], output, copies)
     [left] = output.iterdir()
     # Its name says what it is; no folder has a finished backup's name.
     assert left.name.startswith("9plan-") and left.name.endswith(backup.INCOMPLETE)
     assert not (left / backup.MANIFEST).exists()
     with pytest.raises(CommandError, match="never finished"):
-        call_command("nineplan_backup", verify=left, stdout=open(os.devnull, "w"))
+        call_command("backup", verify=left, stdout=open(os.devnull, "w"))
     # The restore refuses it, and changes nothing.
     before = files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))
     restoring = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_restore", str(left)], cwd=REPO, env=subprocess_env, capture_output=True,
+        [PYTHON, MANAGE, "restore", str(left)], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=120,
     )  # fmt: skip
     assert restoring.returncode == 1 and restoring.stdout == ""
@@ -273,26 +273,26 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
     renamed = left.with_name(left.name.removesuffix(backup.INCOMPLETE))
     left.rename(renamed)
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
-        call_command("nineplan_backup", verify=renamed, stdout=open(os.devnull, "w"))
+        call_command("backup", verify=renamed, stdout=open(os.devnull, "w"))
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
-        call_command("nineplan_restore", str(renamed), stdout=open(os.devnull, "w"))
+        call_command("restore", str(renamed), stdout=open(os.devnull, "w"))
     assert (files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
 
     done = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_backup", "--output", str(tmp_path / "again")], cwd=REPO, env=subprocess_env,
+        [PYTHON, MANAGE, "backup", "--output", str(tmp_path / "again")], cwd=REPO, env=subprocess_env,
         capture_output=True, text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     [whole] = (tmp_path / "again").iterdir()
     assert not whole.name.endswith(backup.INCOMPLETE)
     checked = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_backup", "--verify", str(whole)], cwd=REPO, env=subprocess_env,
+        [PYTHON, MANAGE, "backup", "--verify", str(whole)], cwd=REPO, env=subprocess_env,
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert checked.returncode == 0, checked.stderr
     # 8,000 kept files, 50 plan files and their 50 bases.
     assert f"{whole} is a whole backup of" in checked.stdout and "8,100 files" in checked.stdout
-    assert f"run nineplan_restore {whole}." in checked.stdout
+    assert f"run restore {whole}." in checked.stdout
 
 
 @pytest.mark.slow
@@ -305,13 +305,13 @@ def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
     before = files_below(sessions_dir)
     staged = f"sessions.restoring-*/{session.name}/preserved"
-    kill_while_it_copies(subprocess_env, ["nineplan_restore", str(folder)], tmp_path, staged)
+    kill_while_it_copies(subprocess_env, ["restore", str(folder)], tmp_path, staged)
     # Only its copy aside is left: the plan files and the database are as they were.
     assert files_below(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     [staged] = tmp_path.glob("sessions.restoring-*")
 
     done = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_restore", str(folder)], cwd=REPO, env=subprocess_env, capture_output=True,
+        [PYTHON, MANAGE, "restore", str(folder)], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

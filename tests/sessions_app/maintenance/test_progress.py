@@ -47,13 +47,13 @@ def test_a_stream_that_is_not_a_terminal_gets_nothing():
 def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_path, sessions_dir):
     target = tmp_path / "export.json"
     screen = Terminal()
-    call_command("nineplan_export", full_session.name, output=str(target), stderr=screen)
+    call_command("export", full_session.name, output=str(target), stderr=screen)
     assert "Exporting plans: 5/5 (100%)" in screen.getvalue()
     assert "Exporting events:" in screen.getvalue()
     assert screen.getvalue().endswith(f"Exported session {full_session.name} to {target}.\n")
 
     piped = io.StringIO()
-    call_command("nineplan_export", full_session.name, output=str(tmp_path / "again.json"), stderr=piped)
+    call_command("export", full_session.name, output=str(tmp_path / "again.json"), stderr=piped)
     assert piped.getvalue() == f"Exported session {full_session.name} to {tmp_path / 'again.json'}.\n"
 
     Session.objects.all().delete()
@@ -61,7 +61,7 @@ def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_pat
 
     shutil.rmtree(sessions_dir / full_session.name)
     screen = Terminal()
-    call_command("nineplan_import", str(target), stdout=io.StringIO(), stderr=screen)
+    call_command("import", str(target), stdout=io.StringIO(), stderr=screen)
     # The first read counts what it checks; the second knows the totals.
     for stage in ("Checking plans: 5\n", "Checking events: 12\n", "Writing plans: 5/5 (100%)", "Writing events: 12/12"):
         assert stage in screen.getvalue()
@@ -71,7 +71,7 @@ def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_pat
 @pytest.mark.django_db
 def test_backup_and_repair_show_their_stages_on_a_terminal(full_session, tmp_path):
     screen = Terminal()
-    call_command("nineplan_backup", output=tmp_path / "backups", stdout=io.StringIO(), stderr=screen)
+    call_command("backup", output=tmp_path / "backups", stdout=io.StringIO(), stderr=screen)
     from django.db import connection
 
     if connection.vendor == "sqlite":
@@ -80,11 +80,11 @@ def test_backup_and_repair_show_their_stages_on_a_terminal(full_session, tmp_pat
         assert screen.getvalue().startswith("PostgreSQL: back up the database with pg_dump")
     assert "Copying plan files from" in screen.getvalue()
     screen = Terminal()
-    call_command("nineplan_repair", stdout=io.StringIO(), stderr=screen)
+    call_command("repair", stdout=io.StringIO(), stderr=screen)
     assert "Checking plan files: 1/1 (100%)" in screen.getvalue()
     assert "Checking the search index..." in screen.getvalue()
     piped = io.StringIO()
-    call_command("nineplan_repair", stdout=io.StringIO(), stderr=piped)
+    call_command("repair", stdout=io.StringIO(), stderr=piped)
     assert piped.getvalue() == ""
 
 
@@ -109,6 +109,6 @@ def test_a_failing_command_ends_its_progress_line_before_the_error(tmp_path):
         )
     )
     with pytest.raises(CommandError):
-        call_command("nineplan_import", str(bad), stdout=io.StringIO(), stderr=screen)
+        call_command("import", str(bad), stdout=io.StringIO(), stderr=screen)
     assert screen.getvalue().startswith("\rChecking plans...")
     assert screen.getvalue().endswith("\n")

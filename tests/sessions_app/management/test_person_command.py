@@ -52,12 +52,12 @@ def test_an_import_into_a_fresh_data_directory_makes_the_tables_first(tmp_path):
     document = tmp_path / "export.json"
     document.write_text(json.dumps(EMPTY_EXPORT), encoding="utf-8")
     data = tmp_path / "data"
-    done = run(data, "nineplan_import", str(document))
+    done = run(data, "import", str(document))
     assert done.returncode == 0, done.stderr
     assert done.stdout == "brave-amber-otter\n" and "no such table" not in done.stderr
     assert {"sessions_app_session", "sessions_app_plan", "auth_user"} <= tables(data)
     # The next command finds them made, and reads the imported session.
-    exported = run(data, "nineplan_export", "brave-amber-otter")
+    exported = run(data, "export", "brave-amber-otter")
     assert exported.returncode == 0, exported.stderr
     # A version 3 document names no project: the session went into "default".
     assert json.loads(exported.stdout)["session"] == {**EMPTY_EXPORT["session"], "project": "default"}
@@ -67,12 +67,12 @@ def test_an_import_into_a_fresh_data_directory_makes_the_tables_first(tmp_path):
 @pytest.mark.parametrize(
     ("args", "stdout"),
     [
-        (["nineplan_token", "dashboard", "--create"], r"[0-9a-f]{40}\n"),
-        (["nineplan_project", "list"], r"default  Default project\n  sessions: 0\n  members: none\n"),
-        (["nineplan_repair"], r"Nothing to repair\.\n"),
+        (["token", "dashboard", "--create"], r"[0-9a-f]{40}\n"),
+        (["project", "list"], r"default  Default project\n  sessions: 0\n  members: none\n"),
+        (["repair"], r"Nothing to repair\.\n"),
         (["nineplan_reclaim"], r"No claim has run out\.\n"),
     ],
-    ids=["nineplan_token", "nineplan_project", "nineplan_repair", "nineplan_reclaim"],
+    ids=["token", "project", "repair", "nineplan_reclaim"],
 )
 def test_a_first_command_on_a_fresh_database_prints_only_its_answer(tmp_path, args, stdout):
     import re
@@ -114,7 +114,7 @@ def test_unlocking_a_login_on_a_fresh_database_finds_its_tables(tmp_path):
 
 @pytest.mark.slow
 def test_a_refused_export_on_a_fresh_database_names_the_session_not_a_table(tmp_path):
-    done = run(tmp_path / "data", "nineplan_export", "brave-amber-otter")
+    done = run(tmp_path / "data", "export", "brave-amber-otter")
     assert done.returncode != 0 and done.stdout == ""
     assert "SESSION_NOT_FOUND" in done.stderr and "no such table" not in done.stderr
 
@@ -127,7 +127,7 @@ def test_help_lists_9plans_own_commands_first_with_a_line_each(tmp_path):
     own = lines.index("9plan's commands:")
     others = next(i for i, line in enumerate(lines) if line.startswith("Other commands"))
     listed = [line.split()[0] for line in lines[own + 1 : others] if line.startswith("  ")]
-    assert {"mcp", "serve", "nineplan_import", "nineplan_backup", "create_reviewer"} <= set(listed)
+    assert {"mcp", "serve", "import", "backup", "create_reviewer"} <= set(listed)
     for line in lines[own + 1 : others]:
         if line.startswith("  "):
             assert len(line.split(None, 1)) == 2, f"no description: {line!r}"
@@ -137,5 +137,5 @@ def test_help_lists_9plans_own_commands_first_with_a_line_each(tmp_path):
         assert name in rest and name not in listed
     assert "createsuperuser" in "\n".join(lines[others - 2 : others])
     # `help COMMAND` is still Django's help of one command.
-    one = run(tmp_path / "data", "help", "nineplan_import")
+    one = run(tmp_path / "data", "help", "import")
     assert one.returncode == 0 and "usage:" in one.stdout and "file" in one.stdout

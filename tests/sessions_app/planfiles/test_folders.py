@@ -277,7 +277,7 @@ def test_the_repair_touches_nothing_through_a_linked_folder(session, linked_fold
     assert same()
     out = io.StringIO()
     with pytest.raises(CommandError, match="left alone"):
-        call_command("nineplan_repair", "--apply", stdout=out)
+        call_command("repair", "--apply", stdout=out)
     assert "left alone:" in out.getvalue() and "symbolic link" in out.getvalue()
     assert same()
     assert not Event.objects.filter(kind="repaired").exists()

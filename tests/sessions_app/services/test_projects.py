@@ -56,7 +56,7 @@ def test_a_new_session_goes_into_the_callers_one_project_or_the_one_named():
             services.session_create(project="default")
     services.project_grant(project="search", username="bob", role="reader")
     with access.acting_as(caller_of("bob")):
-        with pytest.raises(NotPermitted, match="agent role in no project"):
+        with pytest.raises(NotPermitted, match="agent or manager role in no project"):
             services.session_create()
     assert Session.objects.filter(project_id="default").count() == 0
 

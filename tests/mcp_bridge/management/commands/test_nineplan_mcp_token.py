@@ -14,8 +14,8 @@ from mcp_bridge import auth
 
 @pytest.mark.django_db
 def test_the_command_prints_the_token_once_and_lists_without_it():
-    call_command("nineplan_project", "create", "billing", stdout=io.StringIO(), stderr=io.StringIO())
-    call_command("nineplan_project", "grant", "billing", "ci-bot", "agent", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("project", "create", "billing", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("project", "grant", "billing", "ci-bot", "agent", stdout=io.StringIO(), stderr=io.StringIO())
     out, err = io.StringIO(), io.StringIO()
     call_command(
         "nineplan_mcp_token",

@@ -54,7 +54,7 @@ def test_export_over_the_api_then_import_into_an_empty_database_restores_everyth
 
     wipe(name, sessions_dir)
     out = io.StringIO()
-    call_command("nineplan_import", str(dump), stdout=out)
+    call_command("import", str(dump), stdout=out)
     assert out.getvalue().strip() == name
 
     after = snapshot(name)
@@ -75,7 +75,7 @@ def test_export_and_import_through_manage_py_into_a_second_database(
     """A real round trip between two databases: export here, import into a fresh SQLite file."""
     name = full_session.name
     exported = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_export", name],
+        [PYTHON, MANAGE, "export", name],
         cwd=REPO,
         env={**subprocess_env, "DJANGO_SETTINGS_MODULE": "nineplan.settings"},
         capture_output=True,
@@ -95,10 +95,10 @@ def test_export_and_import_through_manage_py_into_a_second_database(
         [PYTHON, MANAGE, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=120, **kw
     )
     assert run("migrate", "--noinput", "-v0").returncode == 0
-    imported = run("nineplan_import", "-", input=exported.stdout)
+    imported = run("import", "-", input=exported.stdout)
     assert imported.returncode == 0, imported.stderr
     assert imported.stdout.strip() == name
-    again = run("nineplan_export", name)
+    again = run("export", name)
     first, second = json.loads(exported.stdout), json.loads(again.stdout)
     for document in (first, second):
         document.pop("exported_at")

@@ -62,7 +62,7 @@ def hostile_file(document: dict, tmp_path, case: str) -> str:
 def test_a_hostile_document_is_refused_naming_the_piece_and_writes_nothing(document, tmp_path, sessions_dir, case):
     _, _, field, message = HOSTILE[case]
     with pytest.raises(CommandError) as refused:
-        call_command("nineplan_import", hostile_file(document, tmp_path, case), stdout=io.StringIO())
+        call_command("import", hostile_file(document, tmp_path, case), stdout=io.StringIO())
     assert str(refused.value).startswith(f"VALIDATION_ERROR: {field}: cannot be read: the file ")
     assert message in str(refused.value) and "nothing was imported" in str(refused.value)
     assert_nothing_imported(sessions_dir)
@@ -75,7 +75,7 @@ def test_the_import_command_refuses_a_hostile_document_like_any_other(
     document, tmp_path, subprocess_env, sessions_dir, case
 ):
     done = subprocess.run(
-        [PYTHON, MANAGE, "nineplan_import", hostile_file(document, tmp_path, case)],
+        [PYTHON, MANAGE, "import", hostile_file(document, tmp_path, case)],
         cwd=REPO,
         env=subprocess_env,
         capture_output=True,
@@ -94,7 +94,7 @@ def test_on_a_fresh_data_directory_the_refusal_is_still_the_one_line_on_stderr(d
     from tests.sessions_app.management.test_person_command import run
 
     # At the default log level, where making the tables logs a line at info.
-    done = run(tmp_path / "data", "nineplan_import", hostile_file(document, tmp_path, "nested 200,000 deep"),
+    done = run(tmp_path / "data", "import", hostile_file(document, tmp_path, "nested 200,000 deep"),
                log_level="info")  # fmt: skip
     assert done.returncode == 1 and done.stdout == ""
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("CommandError: VALIDATION_ERROR: events[0]: ")
@@ -116,7 +116,7 @@ def test_a_file_that_is_not_one_json_document_is_refused(tmp_path, sessions_dir,
     path = tmp_path / "bad.json"
     path.write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
     with pytest.raises(CommandError, match="VALIDATION_ERROR: document: ") as refused:
-        call_command("nineplan_import", str(path), stdout=io.StringIO())
+        call_command("import", str(path), stdout=io.StringIO())
     assert message in str(refused.value)
     assert_nothing_imported(sessions_dir)
 
@@ -126,12 +126,12 @@ def test_text_after_the_document_is_refused(document, tmp_path, sessions_dir):
     written(document, path)
     path.write_text(path.read_text(encoding="utf-8") + '\n{"format": "again"}\n', encoding="utf-8")
     with pytest.raises(CommandError, match="document: cannot be read: the file is not JSON: more text follows"):
-        call_command("nineplan_import", str(path), stdout=io.StringIO())
+        call_command("import", str(path), stdout=io.StringIO())
     assert_nothing_imported(sessions_dir)
 
 
 def test_chunk_boundaries_anywhere_read_the_same_document(document, tmp_path, monkeypatch):
     # Seven bytes at a time: every string, number, key and escape is cut somewhere.
     monkeypatch.setattr(reader, "CHUNK", 7)
-    call_command("nineplan_import", written(document, tmp_path / "d.json", indent=1), stdout=io.StringIO())
+    call_command("import", written(document, tmp_path / "d.json", indent=1), stdout=io.StringIO())
     assert session_snapshot(document["session"]["name"]) == document.before

@@ -69,14 +69,14 @@ def test_an_import_needs_the_agent_role_in_its_project(full_session, rejects):
 
 def test_the_keys_may_come_in_any_order(document, tmp_path):
     # Sorted, the header comes after the plans, and the events before them.
-    call_command("nineplan_import", written(document, tmp_path / "d.json", sort_keys=True), stdout=io.StringIO())
+    call_command("import", written(document, tmp_path / "d.json", sort_keys=True), stdout=io.StringIO())
     assert session_snapshot(document["session"]["name"]) == document.before
     assert invariants.check_invariants(document["session"]["name"]).valid
 
 
 def test_a_plan_too_long_to_decode_whole_is_read_key_by_key(document, tmp_path, monkeypatch):
     monkeypatch.setattr(restore, "WHOLE_PLAN_CHARS", 200)
-    call_command("nineplan_import", written(document, tmp_path / "d.json"), stdout=io.StringIO())
+    call_command("import", written(document, tmp_path / "d.json"), stdout=io.StringIO())
     assert session_snapshot(document["session"]["name"]) == document.before
 
 

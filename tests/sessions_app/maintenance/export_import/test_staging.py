@@ -23,9 +23,9 @@ def test_plan_files_left_in_the_folder_are_never_overwritten(full_session, sessi
     with rejects("VALIDATION_ERROR", field="session.name", match="already holds plan files") as refused:
         export_import.session_import(document)
     assert "no session of this database owns" in refused.value.message
-    assert "Run `nineplan_repair --apply`, which keeps them in preserved/" in refused.value.message
+    assert "Run `9plan repair --apply`, which keeps them in preserved/" in refused.value.message
     # The way out it names: the repair keeps them aside, and the import goes through.
-    call_command("nineplan_repair", "--apply", stdout=io.StringIO())
+    call_command("repair", "--apply", stdout=io.StringIO())
     kept = sessions_dir / full_session.name / "preserved"
     assert sorted(p.read_bytes() for p in kept.iterdir()) == left
     assert export_import.session_import(document).name == full_session.name

@@ -57,10 +57,10 @@ def test_the_repair_leaves_an_expired_claim_with_its_worker(expired):
     assert services.plan_note(session_name=session.name, worker="w1", text="back").plan.id == plan.id
 
 
-@pytest.mark.parametrize("command", ["nineplan_reclaim", "nineplan_repair"])
+@pytest.mark.parametrize("command", ["nineplan_reclaim", "repair"])
 def test_a_malformed_session_name_is_refused_before_anything_runs(expired, command):
     session, plan = expired
     with pytest.raises(CommandError, match=r"--session: '\.\./etc' is not a session name \(three lowercase words"):
-        call_command(command, "--session", "../etc", "--apply" if command == "nineplan_repair" else "--verbosity=1")
+        call_command(command, "--session", "../etc", "--apply" if command == "repair" else "--verbosity=1")
     assert Plan.objects.get(id=plan.id).status == Plan.Status.ACTIVE
     assert not Event.objects.filter(kind=Event.Kind.PLAN_RECLAIMED).exists()

@@ -1,4 +1,4 @@
-"""`nineplan_repair` (sessions_app/management/commands/nineplan_repair.py): a dry run lists
+"""`repair` (sessions_app/management/commands/repair.py): a dry run lists
 each repair and changes nothing, --apply carries them out and says how many, one session
 only with --session, and a failed repair or an entry left alone fails the command loudly.
 (What each repair does is in tests/sessions_app/maintenance/test_repair.py.)"""
@@ -25,7 +25,7 @@ def test_the_command_fails_loudly_when_a_repair_fails(session, complete_plan, se
     out = io.StringIO()
 
     with pytest.raises(CommandError, match="1 repair\\(s\\) failed"):
-        call_command("nineplan_repair", "--apply", stdout=out)
+        call_command("repair", "--apply", stdout=out)
 
     assert f"could not repair: {session.name}: preserve {stale.id}.txt" in out.getvalue()
     assert "0 repair(s) done." in out.getvalue()
@@ -37,7 +37,7 @@ def test_a_plans_folder_that_is_not_a_folder_is_left_alone(session, make_plan, s
     out = io.StringIO()
 
     with pytest.raises(CommandError, match="1 entr\\(ies\\) in the sessions folder were left alone"):
-        call_command("nineplan_repair", "--apply", stdout=out)
+        call_command("repair", "--apply", stdout=out)
 
     assert f"left alone: {session.name}: left_alone {session.name} ({plans} is a regular file" in out.getvalue()
     assert plans.read_text() == "a file where the folder should be"

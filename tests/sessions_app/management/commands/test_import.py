@@ -1,4 +1,4 @@
-"""The nineplan_import command: errors reported without a traceback, and stdin read as a
+"""The import command: errors reported without a traceback, and stdin read as a
 stream like a file."""
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ def test_the_import_command_reports_errors_without_a_traceback(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json", encoding="utf-8")
     with pytest.raises(CommandError, match="document: cannot be read: the file is not JSON"):
-        call_command("nineplan_import", str(bad))
+        call_command("import", str(bad))
     bad.write_text(json.dumps({"format": "x"}), encoding="utf-8")
     with pytest.raises(CommandError, match="VALIDATION_ERROR"):
-        call_command("nineplan_import", str(bad))
+        call_command("import", str(bad))
     with pytest.raises(CommandError, match="Could not read"):
-        call_command("nineplan_import", str(tmp_path / "missing.json"))
+        call_command("import", str(tmp_path / "missing.json"))
     assert not Session.objects.exists()
 
 
@@ -37,7 +37,7 @@ def test_stdin_is_read_as_a_stream_too(document, tmp_path, monkeypatch):
     with open(path, "rb") as fh:
         monkeypatch.setattr("sys.stdin", io.TextIOWrapper(fh))
         out = io.StringIO()
-        call_command("nineplan_import", "-", stdout=out)
+        call_command("import", "-", stdout=out)
     assert out.getvalue().strip() == document["session"]["name"]
     assert session_snapshot(document["session"]["name"]) == document.before
     shutil.rmtree(tmp_path / "sessions" / document["session"]["name"])

@@ -1,4 +1,4 @@
-"""`nineplan_project` (sessions_app/management/commands/nineplan_project.py): creating
+"""`project` (sessions_app/management/commands/project.py): creating
 projects, granting and revoking roles, and listing them; a refused call changes nothing."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from tests.conftest import manage
 
 pytestmark = pytest.mark.django_db
 
-run = partial(manage, "nineplan_project")
+run = partial(manage, "project")
 
 
 def test_the_command_creates_grants_lists_and_revokes():

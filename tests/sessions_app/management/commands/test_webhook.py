@@ -1,4 +1,4 @@
-"""`nineplan_webhook` (sessions_app/management/commands/nineplan_webhook.py): subscribing a
+"""`webhook` (sessions_app/management/commands/webhook.py): subscribing a
 URL (its secret shown once, alone on stdout), listing the subscriptions with their
 deliveries' counts and why the last attempt failed, rotating a secret, removing one; a
 refused call changes nothing."""
@@ -18,7 +18,7 @@ from tests.conftest import manage
 pytestmark = pytest.mark.django_db
 
 HOOK = "http://127.0.0.1:9/hook"
-run = partial(manage, "nineplan_webhook")
+run = partial(manage, "webhook")
 
 
 @pytest.fixture(autouse=True)

@@ -1,4 +1,4 @@
-"""`nineplan_backup` (sessions_app/management/commands/nineplan_backup.py): writes a backup
+"""`backup` (sessions_app/management/commands/backup.py): writes a backup
 and names its folder; `--verify FOLDER` says whether a backup is whole and how to restore
 it, and refuses one that is not. (What a backup holds, and one killed midway, are in
 tests/sessions_app/maintenance/test_backup.py.)"""
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def test_a_backup_is_written_into_the_output_folder_and_named(session, make_plan, sessions_dir, tmp_path):
     plan = make_plan(session)
-    out, _ = manage("nineplan_backup", output=tmp_path / "backups")
+    out, _ = manage("backup", output=tmp_path / "backups")
 
     [folder] = (tmp_path / "backups").iterdir()
     assert out == f"Backup written to {folder}\n" and folder.name.startswith("9plan-")
@@ -32,13 +32,13 @@ def test_verify_says_a_whole_backup_may_be_restored_and_writes_nothing(session, 
     folder = backup.backup_create(destination=tmp_path / "backups")
     before = files_below(tmp_path)
 
-    out, _ = manage("nineplan_backup", verify=folder)
+    out, _ = manage("backup", verify=folder)
 
     manifest = backup.backup_verify(folder)
     database = "the database and " if connection.vendor == "sqlite" else ""
     assert out == (
         f"{folder} is a whole backup of {manifest['created_at']}: {database}{manifest['files']:,} files of the "
-        f"sessions folder. To restore it, stop the servers and run nineplan_restore {folder}.\n"
+        f"sessions folder. To restore it, stop the servers and run 9plan restore {folder}.\n"
     )
     assert files_below(tmp_path) == before
 
@@ -47,7 +47,7 @@ def test_verify_refuses_a_folder_that_is_no_backup(db, tmp_path):
     stranger = tmp_path / "not-a-backup"
     stranger.mkdir()
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
-        manage("nineplan_backup", verify=stranger)
+        manage("backup", verify=stranger)
     assert list(stranger.iterdir()) == []
 
 
@@ -56,4 +56,4 @@ def test_verify_refuses_a_backup_with_a_part_missing(session, make_plan, tmp_pat
     folder = backup.backup_create(destination=tmp_path / "backups")
     next((folder / backup.SESSIONS_DIR).rglob("*.txt")).unlink()
     with pytest.raises(CommandError, match="do not restore this backup"):
-        manage("nineplan_backup", verify=folder)
+        manage("backup", verify=folder)

@@ -1,4 +1,4 @@
-"""`nineplan_export` (sessions_app/management/commands/nineplan_export.py): a session's JSON
+"""`export` (sessions_app/management/commands/export.py): a session's JSON
 document on stdout or into a new file, the same document the REST API serves; an unknown
 session, a file that exists or cannot be written is refused and nothing is written. (What
 the document holds, and a round trip between two databases, are in
@@ -22,18 +22,18 @@ pytestmark = pytest.mark.django_db
 
 def test_the_export_command_writes_what_the_api_serves(api, full_session, tmp_path):
     target = tmp_path / "out.json"
-    call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
+    call_command("export", full_session.name, output=str(target), stderr=io.StringIO())
     from_command = json.loads(target.read_text(encoding="utf-8"))
     from_api = streamed_json(api.get(f"/api/sessions/{full_session.name}/export/"))
     for document in (from_command, from_api):
         document.pop("exported_at")
     assert from_command == from_api
     with pytest.raises(CommandError, match="already exists"):
-        call_command("nineplan_export", full_session.name, output=str(target), stderr=io.StringIO())
+        call_command("export", full_session.name, output=str(target), stderr=io.StringIO())
 
 
 def test_without_output_the_document_goes_to_stdout_alone(full_session, capsys):
-    manage("nineplan_export", full_session.name)
+    manage("export", full_session.name)
     written = capsys.readouterr()
     document = json.loads(written.out)
     assert document["session"]["name"] == full_session.name
@@ -42,7 +42,7 @@ def test_without_output_the_document_goes_to_stdout_alone(full_session, capsys):
 
 def test_a_written_file_is_named_on_stderr(full_session, tmp_path):
     target = tmp_path / "out.json"
-    out, err = manage("nineplan_export", full_session.name, output=str(target))
+    out, err = manage("export", full_session.name, output=str(target))
     assert out == "" and err == f"Exported session {full_session.name} to {target}.\n"
     assert json.loads(target.read_text(encoding="utf-8"))["session"]["name"] == full_session.name
 
@@ -50,12 +50,12 @@ def test_a_written_file_is_named_on_stderr(full_session, tmp_path):
 def test_an_unknown_session_is_refused_by_its_category_and_writes_nothing(db, tmp_path, capsys):
     target = tmp_path / "out.json"
     with pytest.raises(CommandError, match="SESSION_NOT_FOUND: No session named 'quiet-green-heron' exists."):
-        manage("nineplan_export", "quiet-green-heron", output=str(target))
+        manage("export", "quiet-green-heron", output=str(target))
     assert not target.exists() and capsys.readouterr().out == ""
 
 
 def test_a_file_that_cannot_be_written_is_refused(full_session, tmp_path):
     target = tmp_path / "no-such-folder" / "out.json"
     with pytest.raises(CommandError, match=f"Could not write {target}"):
-        manage("nineplan_export", full_session.name, output=str(target))
+        manage("export", full_session.name, output=str(target))
     assert not target.parent.exists()
