@@ -16,6 +16,7 @@ from mcp_bridge.tools.arguments import (
     RequestIdArg,
     ReviewArg,
     SessionArg,
+    WholeNumber,
     WorkerArg,
 )
 from sessions_app import planfiles, services
@@ -95,7 +96,7 @@ class PlanSpec(BaseModel):
     success_criteria: str = Field(description="Observable completion conditions.")
     inputs: str | None = Field(default=None, description="Needed from other plans, described.")
     outputs: str | None = Field(default=None, description="What it produces.")
-    depends_on: list[str | int] | None = Field(
+    depends_on: list[str | WholeNumber] | None = Field(
         default=None,
         description="Plan ids, or indexes of earlier plans in this batch, to complete first.",
     )

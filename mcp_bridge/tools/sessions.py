@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
-from mcp_bridge.tools.arguments import RequestIdArg, one_of
+from mcp_bridge.tools.arguments import RequestIdArg, WholeNumber, one_of
 from sessions_app import services
 from sessions_app.reads import excerpts, interventions, queries
 
@@ -29,11 +29,11 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None,
+        WholeNumber | None,
         Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800)."),
     ] = None,
     max_attempts: Annotated[
-        int | None, Field(description="Expired claims before a plan waits for a person (3).")
+        WholeNumber | None, Field(description="Expired claims before a plan waits for a person (3).")
     ] = None,
     project: Annotated[
         str | None, Field(description="The project it belongs to; needed only if your token has several.")

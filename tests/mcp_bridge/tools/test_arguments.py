@@ -60,3 +60,20 @@ async def test_every_tool_taking_a_shared_optional_argument_describes_it_in_the_
                 assert spec["description"] == shared[name], f"{tool.name}.{name}"
                 seen.add(name)
     assert seen == set(shared)
+
+
+@pytest.mark.parametrize("value", [0, 1, 1800, -3])
+def test_a_whole_number_is_taken_as_it_is(value):
+    assert TypeAdapter(arguments.WholeNumber | None).validate_python(value) == value
+
+
+@pytest.mark.parametrize("value", [True, False, "1800", "1", 1.0, 2.5, "true"])
+def test_a_whole_number_refuses_a_flag_text_or_fraction(value):
+    # Lax pydantic takes true as 1 and "1800" as 1800: a slip would become a real value.
+    with pytest.raises(ValidationError) as refused:
+        TypeAdapter(arguments.WholeNumber | None).validate_python(value)
+    assert all(err["type"] in {"int_type", "none_required"} for err in refused.value.errors())
+
+
+def test_a_whole_number_is_described_as_an_integer_in_the_schema():
+    assert TypeAdapter(arguments.WholeNumber).json_schema() == {"type": "integer"}
