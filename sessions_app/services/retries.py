@@ -18,8 +18,8 @@ from typing import Any
 from django.db import connection
 
 from sessions_app import access, clock, inputs
-from sessions_app.errors import ValidationFailed
-from sessions_app.models import WriteRequest
+from sessions_app.errors import SessionNotFound, ValidationFailed
+from sessions_app.models import Session, WriteRequest
 from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")
@@ -34,12 +34,19 @@ def fingerprint(call: dict[str, Any]) -> str:
     return hashlib.sha256(json.dumps(call, sort_keys=True, default=str).encode()).hexdigest()
 
 
-def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], tuple[dict, bool]]) -> dict:
+def write_once(
+    *,
+    request_id: object,
+    call: dict[str, Any],
+    write: Callable[[], tuple[dict, bool]],
+    session_of: Callable[[dict], str | None] = lambda answer: None,
+) -> dict:
     """The answer to ``call``: ``write()`` run inside one transaction with the record of its
     answer, or, when the caller sent this ``request_id`` before with the same call, the
-    answer it got then. ``write`` returns the answer and whether to keep it (an answer that
-    reports a refusal is not kept: the call changed nothing, and may be sent again).
-    The same id with a different call is refused, with nothing changed."""
+    answer it got then, if the caller may still work in the session that answer is about
+    (``session_of`` names it). ``write`` returns the answer and whether to keep it (an
+    answer that reports a refusal is not kept: the call changed nothing, and may be sent
+    again). The same id with a different call is refused, with nothing changed."""
     request_id = inputs.request_id(request_id)
     caller = access.current().claimant or "local"
     printed = fingerprint(call)
@@ -53,6 +60,9 @@ def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], 
                     f"{clock.utc_text(found.created_at)}); use a new request_id for a new call. Nothing was changed.",
                     field="request_id",
                 )
+            # A kept answer carries the plan's text: a caller removed from the project since
+            # must not read it back by replaying the id for the next 48 hours.
+            _require_still_allowed(session_of(found.answer))
             log.info("write replayed", extra={"request_id": request_id})
             return found.answer
         answer, keep = write()
@@ -65,6 +75,15 @@ def write_once(*, request_id: object, call: dict[str, Any], write: Callable[[], 
                 created_at=clock.now(),
             )
     return answer
+
+
+def _require_still_allowed(session_name: str | None) -> None:
+    if session_name is None:
+        return
+    project = Session.objects.filter(name=session_name).values_list("project_id", flat=True).first()
+    if project is None:
+        raise SessionNotFound.named(session_name)
+    access.require(access.WORK, project=project, session_name=session_name)
 
 
 def _take_turn(caller: str, request_id: str) -> None:
