@@ -24,6 +24,7 @@ from nineplan.config import (
     env_seconds,
     env_str,
 )
+from sessions_app.store.datadir import private_database, private_folder
 from sessions_app.version import version
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -115,7 +116,7 @@ def _secret_key() -> str:
         raise ImproperlyConfigured(f"DJANGO_SECRET_KEY is unset and {path} cannot be read: {exc}") from exc
     key = secrets.token_urlsafe(50)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text(encoding="utf-8").strip()
@@ -370,10 +371,11 @@ LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, o
 # Last, once every setting above was accepted: a refused one stops 9plan before anything is
 # written to the data directory. SQLite creates its database file but not the folder: a
 # first `9plan migrate` on a fresh machine would fail without it (a folder that cannot be
-# made is reported by the connection itself, with SQLite's own message).
+# made is reported by the connection itself, with SQLite's own message). Both are made
+# here, the owner's alone, before any connection: SQLite would make the file 0644.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     try:
-        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        private_database(Path(DATABASES["default"]["NAME"]))
     except OSError:
         pass
 SECRET_KEY = _secret_key()
