@@ -216,6 +216,9 @@ def _databases() -> dict:
         # NINEPLAN_DB_POOL_SIZE=0 turns the pool off (e.g. behind PgBouncer): then every
         # request and tool call opens and closes its own connection.
         pool_size = env_int("NINEPLAN_DB_POOL_SIZE", 10, minimum=0, maximum=1000)
+        # Named per process, so that a restore tells other processes' connections from its own
+        # pooled ones in pg_stat_activity (sessions_app/store/attachment.py).
+        db.setdefault("OPTIONS", {}).setdefault("application_name", f"9plan/{os.getpid()}")
         db["CONN_MAX_AGE"] = 0  # Django's pool requires 0; without the pool, 0 is the safe choice
         db["CONN_HEALTH_CHECKS"] = True
         if pool_size:
