@@ -1,5 +1,5 @@
 """Which other 9plan processes have the database open: what a command that replaces the
-data under them (a restore) must know before it starts (docs/design.md, "Backups").
+data under them (a restore) must know before it starts (docs/design.md, "Repair").
 
 SQLite: every 9plan process holds a shared flock on a file beside the database
 (``<database>-processes.lock``) from its first connection until it exits, connected or
