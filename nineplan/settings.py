@@ -25,6 +25,7 @@ from nineplan.config import (
     env_seconds,
     env_str,
 )
+from sessions_app.store.datadir import private_database, private_folder
 from sessions_app.version import version
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -127,7 +128,7 @@ def _secret_key() -> str:
         raise ImproperlyConfigured(f"DJANGO_SECRET_KEY is unset and {path} cannot be read: {exc}") from exc
     key = secrets.token_urlsafe(50)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_folder(path.parent)
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     except FileExistsError:
         return path.read_text(encoding="utf-8").strip()
@@ -227,6 +228,9 @@ def _databases() -> dict:
         # NINEPLAN_DB_POOL_SIZE=0 turns the pool off (e.g. behind PgBouncer): then every
         # request and tool call opens and closes its own connection.
         pool_size = env_int("NINEPLAN_DB_POOL_SIZE", 10, minimum=0, maximum=1000)
+        # Named per process, so that a restore tells other processes' connections from its own
+        # pooled ones in pg_stat_activity (sessions_app/store/attachment.py).
+        db.setdefault("OPTIONS", {}).setdefault("application_name", f"9plan/{os.getpid()}")
         db["CONN_MAX_AGE"] = 0  # Django's pool requires 0; without the pool, 0 is the safe choice
         db["CONN_HEALTH_CHECKS"] = True
         if pool_size:
@@ -385,10 +389,11 @@ LOGGING_CONFIG = None  # nineplan.logging configures logging once, structured, o
 # Last, once every setting above was accepted: a refused one stops 9plan before anything is
 # written to the data directory. SQLite creates its database file but not the folder: a
 # first `9plan migrate` on a fresh machine would fail without it (a folder that cannot be
-# made is reported by the connection itself, with SQLite's own message).
+# made is reported by the connection itself, with SQLite's own message). Both are made
+# here, the owner's alone, before any connection: SQLite would make the file 0644.
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     try:
-        Path(DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
+        private_database(Path(DATABASES["default"]["NAME"]))
     except OSError:
         pass
 SECRET_KEY = _secret_key()

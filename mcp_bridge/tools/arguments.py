@@ -17,7 +17,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import Field
+from pydantic import Field, Strict
+
+# A whole number as JSON writes one, nothing else: pydantic's lax mode would take true as 1
+# and "1800" as 1800, so a slip of the model's would become a real value (a one-second
+# lease) instead of an error naming the argument.
+WholeNumber = Annotated[int, Strict()]
 
 
 def one_of(*words: str) -> dict[str, Any]:

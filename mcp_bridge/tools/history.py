@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
-from mcp_bridge.tools.arguments import SessionArg
+from mcp_bridge.tools.arguments import SessionArg, WholeNumber
 from sessions_app import inputs
 from sessions_app.reads import excerpts, queries
 
@@ -18,7 +18,7 @@ from sessions_app.reads import excerpts, queries
 def history_search(
     ctx: Context,
     query: Annotated[str, Field(description="What you need, in words.")],
-    max_results: Annotated[int | None, Field(description="1 to 8 (default 5).")] = None,
+    max_results: Annotated[WholeNumber | None, Field(description="1 to 8 (default 5).")] = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
     """Search the session's completed plans for what earlier work produced; words match in

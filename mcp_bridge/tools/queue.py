@@ -16,6 +16,7 @@ from mcp_bridge.tools.arguments import (
     RequestIdArg,
     ReviewArg,
     SessionArg,
+    WholeNumber,
     WorkerArg,
 )
 from sessions_app import planfiles, services
@@ -95,7 +96,7 @@ class PlanSpec(BaseModel):
     success_criteria: str
     inputs: str | None = None
     outputs: str | None = None
-    depends_on: list[str | int] | None = Field(default=None, description="Plan ids or indexes in this batch.")
+    depends_on: list[str | WholeNumber] | None = Field(default=None, description="Plan ids or indexes in this batch.")
 
 
 def queue_add_batch(

@@ -159,8 +159,16 @@ def _once(
             result = responses.from_exception(shown, exc)
         return result.model_dump(mode="json", by_alias=True, exclude_none=True), not result.is_error
 
-    answer = services.write_once(request_id=request_id, call=call, write=write)
+    answer = services.write_once(request_id=request_id, call=call, write=write, session_of=_session_of)
     return CallToolResult.model_validate(answer)
+
+
+def _session_of(answer: dict) -> str | None:
+    """The session a kept answer is about (every success names it), whose access a replay
+    checks again."""
+    structured = answer.get("structuredContent")
+    name = structured.get("session_name") if isinstance(structured, dict) else None
+    return name if isinstance(name, str) else None
 
 
 @overload

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
-from mcp_bridge.tools.arguments import RequestIdArg, one_of
+from mcp_bridge.tools.arguments import RequestIdArg, WholeNumber, one_of
 from sessions_app import services
 from sessions_app.reads import excerpts, interventions, queries
 
@@ -26,10 +26,10 @@ def session_create(
         ),
     ] = None,
     lease_seconds: Annotated[
-        int | None,
+        WholeNumber | None,
         Field(description="Claim lease, seconds (1800)."),
     ] = None,
-    max_attempts: Annotated[int | None, Field(description="Expired claims before a person decides (3).")] = None,
+    max_attempts: Annotated[WholeNumber | None, Field(description="Expired claims before a person decides (3).")] = None,
     project: Annotated[str | None, Field(description="Needed if your token has several.")] = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:

@@ -85,12 +85,20 @@ def once(request, endpoint: str, write, **call) -> Response:
             write=applied,
             scope=f"user:{request.user.pk}",
             field="Idempotency-Key",
+            # A kept answer is given back only to a caller who may still write there.
+            session_of=lambda answer: call.get("session") or _created_session(answer),
         )
     except ValidationFailed as exc:
         if exc.reason == errors.REQUEST_ID_REUSED:
             raise IdempotencyKeyReused(exc.message) from exc
         raise
     return Response(answer["body"], status=answer["status"], headers=answer["headers"])
+
+
+def _created_session(answer: dict) -> str | None:
+    body = answer.get("body")
+    name = body.get("name") if isinstance(body, dict) else None
+    return name if isinstance(name, str) else None
 
 
 def object_body(request) -> dict:

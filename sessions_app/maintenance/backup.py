@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from sessions_app import planfiles
 from sessions_app.maintenance.progress import Progress
+from sessions_app.store import datadir
 from sessions_app.version import version
 
 log = logging.getLogger("nineplan.backup")
@@ -52,7 +53,8 @@ def backup_create(*, destination: Path | None = None, progress: Progress | None 
     started = timezone.now()
     target = destination / started.strftime("9plan-%Y%m%dT%H%M%S%f")
     building = target.with_name(target.name + INCOMPLETE)
-    building.mkdir(parents=True, exist_ok=False)
+    datadir.private_folder(destination)
+    building.mkdir(mode=datadir.PRIVATE_FOLDER)
     if target.exists():  # only ever by hand: never overwrite it
         building.rmdir()
         raise FileExistsError(f"{target} exists already")
@@ -66,7 +68,7 @@ def backup_create(*, destination: Path | None = None, progress: Progress | None 
         elif notice is not None:
             notice("PostgreSQL: back up the database with pg_dump (see README, Maintenance); copying plan files only.")
         sessions = planfiles.sessions_root()
-        (building / SESSIONS_DIR).mkdir()
+        (building / SESSIONS_DIR).mkdir(mode=datadir.PRIVATE_FOLDER)
         if sessions.is_dir():
             progress.stage(f"Copying plan files from {sessions}")
             _copy_tree(sessions, building / SESSIONS_DIR, progress)
@@ -78,7 +80,9 @@ def backup_create(*, destination: Path | None = None, progress: Progress | None 
             "database": database,
             "files": _count_files(building / SESSIONS_DIR),
         }
-        (building / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n", encoding="utf-8")
+        fd = os.open(building / MANIFEST, os.O_WRONLY | os.O_CREAT | os.O_EXCL, datadir.PRIVATE_FILE)
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(json.dumps(manifest, indent=1) + "\n")
         # The one step that makes it a backup: until here it is named incomplete.
         os.rename(building, target)
     except BaseException:
@@ -206,6 +210,7 @@ def _sqlite_problem(path: Path) -> str:
 
 
 def _copy_sqlite(source_path: Path, copy_path: Path, *, journal: bool = True) -> None:
+    datadir.private_database(copy_path)
     source = sqlite3.connect(source_path, timeout=20)
     copy = sqlite3.connect(copy_path)
     try:
@@ -236,7 +241,7 @@ def _copy_tree(source: Path, target: Path, progress: Progress) -> None:
         if rel == Path("."):
             # An import's files aside are no session's yet (export_import/staging.py).
             dirs[:] = [name for name in dirs if not name.startswith(planfiles.IMPORT_FOLDER_PREFIX)]
-        (target / rel).mkdir(parents=True, exist_ok=True)
+        (target / rel).mkdir(parents=True, exist_ok=True, mode=datadir.PRIVATE_FOLDER)
         for name in dirs:
             if (Path(folder) / name).is_symlink():
                 log.warning("backup left out a link", extra={"file": str(rel / name)})
@@ -267,7 +272,8 @@ def _copy_regular(source: Path, target: Path) -> None:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode) or st.st_nlink > 1:
             raise _NotRegular(planfiles.kind_of(st.st_mode, st.st_nlink))
-        with open(target, "wb") as out:
+        # A copy is as private as the plan file it copies.
+        with os.fdopen(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, datadir.PRIVATE_FILE), "wb") as out:
             while chunk := os.read(fd, 1 << 20):
                 out.write(chunk)
         os.utime(target, ns=(st.st_atime_ns, st.st_mtime_ns))

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import argparse
 import logging
+import sys
 
-from django.core.management.base import BaseCommand
+from django.core.management.base import BaseCommand, CommandError
 
 from sessions_app.identifiers import is_session_name
 from sessions_app.maintenance.progress import Progress
@@ -53,6 +54,23 @@ class PersonCommand(BaseCommand):
 
     _progress: Progress | None = None
 
+    def confirm(self, question: str, *, yes: bool) -> None:
+        """Asks ``question`` on the terminal and goes on only on a yes; raises CommandError,
+        having changed nothing, on any other answer. ``yes`` (--yes) goes on without asking.
+        Without a terminal to ask on, and without --yes, it refuses: a script that forgot the
+        flag must not replace data unasked, nor hang waiting for an answer nobody sees."""
+        if yes:
+            return
+        if not sys.stdin.isatty():
+            raise CommandError(
+                "This command asks before it replaces anything, and its input is not a terminal to ask on: "
+                "run it again with --yes to go on without asking. Nothing was changed."
+            )
+        self.stderr.write(f"{question} [y/N] ", ending="")
+        self.stderr.flush()
+        if sys.stdin.readline().strip().lower() not in ("y", "yes"):
+            raise CommandError("Not confirmed. Nothing was changed.")
+
     def progress(self) -> Progress:
         """Progress lines on this command's stderr, shown only when it is a terminal."""
         if self._progress is None:
@@ -70,3 +88,20 @@ def session_name(value: str) -> str:
 
 def add_session_option(parser) -> None:
     parser.add_argument("--session", type=session_name, help="only this session (three-word name)")
+
+
+def add_confirm_options(parser, *, replaces: str) -> None:
+    """--yes (also --no-input) and --force, for a command that replaces ``replaces``."""
+    parser.add_argument(
+        "--yes",
+        "--no-input",
+        "--noinput",
+        dest="yes",
+        action="store_true",
+        help=f"replace {replaces} without asking (needed when the input is not a terminal)",
+    )
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="go on while other 9plan processes have the database open (restart them afterwards)",
+    )

@@ -148,7 +148,7 @@ def _open_below(parent: int, name: str, shown, *, create: bool) -> int:
     except OSError as exc:
         _refuse(exc, parent, name, shown)
     try:
-        os.mkdir(name, dir_fd=parent)
+        os.mkdir(name, 0o700, dir_fd=parent)
     except FileExistsError:
         pass  # made meanwhile by another writer, or something that is not a folder (refused below)
     try:
@@ -172,7 +172,7 @@ def _open_root(*, create: bool) -> int:
     except FileNotFoundError:
         if not create:
             raise
-    Path(root).mkdir(parents=True, exist_ok=True)
+    Path(root).mkdir(parents=True, exist_ok=True, mode=0o700)
     return os.open(root, _DIR_FLAGS)
 
 

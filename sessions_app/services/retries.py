@@ -18,8 +18,8 @@ from typing import Any
 from django.db import connection
 
 from sessions_app import access, clock, errors, inputs
-from sessions_app.errors import ValidationFailed
-from sessions_app.models import WriteRequest
+from sessions_app.errors import SessionNotFound, ValidationFailed
+from sessions_app.models import Session, WriteRequest
 from sessions_app.store import transactions
 
 log = logging.getLogger("nineplan.services")
@@ -41,14 +41,16 @@ def write_once(
     write: Callable[[], tuple[dict, bool]],
     scope: str | None = None,
     field: str = "request_id",
+    session_of: Callable[[dict], str | None] = lambda answer: None,
 ) -> dict:
     """The answer to ``call``: ``write()`` run inside one transaction with the record of its
     answer, or, when the caller sent this ``request_id`` before with the same call, the
-    answer it got then. ``write`` returns the answer and whether to keep it (an answer that
-    reports a refusal is not kept: the call changed nothing, and may be sent again).
-    The same id with a different call is refused, with nothing changed. ``scope``: whose ids
-    these are, when the caller's claimant does not tell callers apart (REST users); ``field``:
-    the name the caller gave the id under (an HTTP header)."""
+    answer it got then, if the caller may still write in the session that answer is about
+    (``session_of`` names it). ``write`` returns the answer and whether to keep it (an
+    answer that reports a refusal is not kept: the call changed nothing, and may be sent
+    again). The same id with a different call is refused, with nothing changed. ``scope``:
+    whose ids these are, when the caller's claimant does not tell callers apart (REST
+    users); ``field``: the name the caller gave the id under (an HTTP header)."""
     request_id = inputs.request_id(request_id, field=field)
     caller = scope or access.current().claimant or "local"
     printed = fingerprint(call)
@@ -63,6 +65,9 @@ def write_once(
                     field=field,
                     reason=errors.REQUEST_ID_REUSED,
                 )
+            # A kept answer carries the plan's text: a caller removed from the project since
+            # must not read it back by replaying the id for the next 48 hours.
+            _require_still_allowed(session_of(found.answer))
             log.info("write replayed", extra={"request_id": request_id})
             return found.answer
         answer, keep = write()
@@ -75,6 +80,16 @@ def write_once(
                 created_at=clock.now(),
             )
     return answer
+
+
+def _require_still_allowed(session_name: str | None) -> None:
+    if session_name is None:
+        return
+    project = Session.objects.filter(name=session_name).values_list("project_id", flat=True).first()
+    if project is None:
+        raise SessionNotFound.named(session_name)
+    # Agents and managers write; a caller who is neither there any more reads nothing back.
+    access.require(access.ADD, project=project, session_name=session_name)
 
 
 def _take_turn(caller: str, request_id: str) -> None:

@@ -1,4 +1,5 @@
-"""A fresh data directory made ready to use: its folders and the database's tables.
+"""A fresh data directory made ready to use: its folders and the database's tables, the
+owner's alone (folders 0700, database files 0600, as the secret key beside them).
 
 Every command that reads or writes 9plan's data prepares them first, quietly: `mcp` in
 its background start-up (mcp_bridge/readiness.py), every other 9plan command before it
@@ -10,9 +11,50 @@ from __future__ import annotations
 
 import io
 import logging
+import os
+import stat
 from pathlib import Path
 
 log = logging.getLogger("sessions_app.store.datadir")
+
+# Plans, notes and outcomes are a team's work, and tokens' digests sit in the database:
+# nothing of it is for the other users of the machine.
+PRIVATE_FOLDER = 0o700
+PRIVATE_FILE = 0o600
+SQLITE_COMPANIONS = ("-wal", "-shm", "-journal")
+
+
+def private_folder(path: Path) -> None:
+    """Makes the folder ``path`` (and any missing parent) if missing, the owner's alone. A
+    folder that exists is left as it is: it may be one a person chose and shares (the
+    parent of a sessions folder set with NINEPLAN_SESSIONS_PATH, say)."""
+    Path(path).mkdir(parents=True, exist_ok=True, mode=PRIVATE_FOLDER)
+
+
+def private_database(path: Path) -> None:
+    """The SQLite database file at ``path``, and its -wal and -shm, readable by the owner
+    alone. A missing database is made empty (a valid SQLite database) with mode 0600 before
+    SQLite opens it, since SQLite makes its files 0644 and gives the -wal and -shm the
+    database's own mode; files an older 9plan left open to others are narrowed."""
+    path = Path(path)
+    private_folder(path.parent)
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, PRIVATE_FILE))
+    except FileExistsError:
+        pass
+    for name in (path, *(path.with_name(path.name + end) for end in SQLITE_COMPANIONS)):
+        private_file(name)
+
+
+def private_file(path: Path) -> None:
+    """Narrows the mode of the regular file at ``path`` (if there is one) to its owner."""
+    try:
+        found = os.lstat(path)
+    except FileNotFoundError:
+        return
+    # A link is left alone: it could lead to a file that is not 9plan's.
+    if stat.S_ISREG(found.st_mode) and found.st_mode & 0o077:
+        os.chmod(path, stat.S_IMODE(found.st_mode) & 0o700)
 
 
 def make_folders() -> None:
@@ -20,8 +62,8 @@ def make_folders() -> None:
     from django.db import connection
 
     if connection.vendor == "sqlite":
-        Path(settings.DATABASES["default"]["NAME"]).parent.mkdir(parents=True, exist_ok=True)
-    settings.NINEPLAN_SESSIONS_PATH.mkdir(parents=True, exist_ok=True)
+        private_database(Path(settings.DATABASES["default"]["NAME"]))
+    private_folder(settings.NINEPLAN_SESSIONS_PATH)
 
 
 def migrate() -> None:

@@ -451,3 +451,37 @@ async def test_a_tool_failing_outside_its_error_mapper_is_answered_in_the_error_
         data = error(await connected.call_tool("9plan_broken", {}), "DATABASE_ERROR", None)
         assert "a bug" not in data["message"]
         ok(await connected.call_tool("9plan_admin_sessions", {}), None)  # the server serves on
+
+
+def integer_arguments(tool) -> list[str]:
+    """The arguments whose schema says integer (alone or beside null)."""
+    found = []
+    for name, schema in tool.input_schema.get("properties", {}).items():
+        kinds = [schema, *schema.get("anyOf", [])]
+        if any(kind.get("type") == "integer" for kind in kinds):
+            found.append(name)
+    return found
+
+
+async def test_every_integer_argument_refuses_a_flag_or_a_number_in_text(client, current, sessions_dir):
+    before = await in_thread(snapshot, sessions_dir)
+    checked = []
+    for tool in (await client.list_tools()).tools:
+        valid = {**VALID_ARGS.get(tool.name, {})} if tool.name != "9plan_session_create" else {}
+        for field in integer_arguments(tool):
+            for wrong in (True, "1800"):
+                result = await client.call_tool(tool.name, {**valid, field: wrong})
+                data = error(result, "VALIDATION_ERROR", current, field=field)
+                assert data["message"].startswith(f"Invalid arguments: {field}: input should be a valid integer")
+            checked.append((tool.name, field))
+    assert {("9plan_session_create", "lease_seconds"), ("9plan_session_create", "max_attempts")} <= set(checked)
+    assert ("9plan_history_search", "max_results") in checked
+    assert await in_thread(snapshot, sessions_dir) == before
+
+
+async def test_a_batch_dependency_index_is_a_whole_number_not_a_flag(client, current, sessions_dir):
+    before = await in_thread(snapshot, sessions_dir)
+    plans = [plan_args(goal="A"), plan_args(goal="B", depends_on=[True])]
+    data = error(await client.call_tool("9plan_queue_add_batch", {"plans": plans}), "VALIDATION_ERROR", current)
+    assert "plans[1].depends_on[0]" in data["message"]
+    assert await in_thread(snapshot, sessions_dir) == before

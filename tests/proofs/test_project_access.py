@@ -498,3 +498,19 @@ async def test_a_member_removed_loses_access_on_the_next_request(world, start_se
         403,
         404,
     )
+
+
+@pytest.mark.anyio
+async def test_a_removed_member_replaying_a_request_id_is_refused_without_the_plan(world, start_server):
+    server = start_server()
+    token, name = world["people"]["agent"]["mcp"], world["inside"]["name"]
+    asked = {"session_name": name, "worker": "w9", "request_id": "pull-1"}
+    first = call(server.url, token, "9plan_queue_pull", asked)
+    assert category(first) is None and SECRET in json.dumps(first)
+    assert call(server.url, token, "9plan_queue_pull", asked) == first  # a retry while a member
+    await in_thread(lambda: call_command("nineplan_project", "revoke", "alpha", "agent-of-alpha", stderr=io.StringIO()))
+
+    replayed = call(server.url, token, "9plan_queue_pull", asked)
+
+    assert category(replayed) == "SESSION_NOT_FOUND"
+    assert SECRET not in json.dumps(replayed) and first["structuredContent"]["plan_id"] not in json.dumps(replayed)

@@ -63,3 +63,20 @@ async def test_the_shared_optional_arguments_are_described_once_in_the_instructi
     assert "session_name (omit it" in instructions
     assert "worker (your worker name" in instructions and "1-64 of A-Za-z0-9._-" in instructions
     assert "request_id (a retry key" in instructions
+
+
+@pytest.mark.parametrize("value", [0, 1, 1800, -3])
+def test_a_whole_number_is_taken_as_it_is(value):
+    assert TypeAdapter(arguments.WholeNumber | None).validate_python(value) == value
+
+
+@pytest.mark.parametrize("value", [True, False, "1800", "1", 1.0, 2.5, "true"])
+def test_a_whole_number_refuses_a_flag_text_or_fraction(value):
+    # Lax pydantic takes true as 1 and "1800" as 1800: a slip would become a real value.
+    with pytest.raises(ValidationError) as refused:
+        TypeAdapter(arguments.WholeNumber | None).validate_python(value)
+    assert all(err["type"] in {"int_type", "none_required"} for err in refused.value.errors())
+
+
+def test_a_whole_number_is_described_as_an_integer_in_the_schema():
+    assert TypeAdapter(arguments.WholeNumber).json_schema() == {"type": "integer"}

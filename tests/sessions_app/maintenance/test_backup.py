@@ -259,7 +259,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
     # The restore refuses it, and changes nothing.
     before = files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))
     restoring = subprocess.run(
-        [PYTHON, MANAGE, "restore", str(left)], cwd=REPO, env=subprocess_env, capture_output=True,
+        [PYTHON, MANAGE, "restore", str(left), "--yes", "--force"], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=120,
     )  # fmt: skip
     assert restoring.returncode == 1 and restoring.stdout == ""
@@ -275,7 +275,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
         call_command("backup", verify=renamed, stdout=open(os.devnull, "w"))
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
-        call_command("restore", str(renamed), stdout=open(os.devnull, "w"))
+        call_command("restore", str(renamed), yes=True, stdout=open(os.devnull, "w"))
     assert (files_below(sessions_dir), list(Plan.objects.order_by("id").values_list("id", "status"))) == before
 
     done = subprocess.run(
@@ -305,13 +305,13 @@ def test_a_restore_killed_while_it_copies_changes_nothing_and_can_run_again(
     later = services.plan_enqueue(session_name=session.name, **plan_fields(goal="Added after the backup")).plan
     before = files_below(sessions_dir)
     staged = f"sessions.restoring-*/{session.name}/preserved"
-    kill_while_it_copies(subprocess_env, ["restore", str(folder)], tmp_path, staged)
+    kill_while_it_copies(subprocess_env, ["restore", str(folder), "--yes", "--force"], tmp_path, staged)
     # Only its copy aside is left: the plan files and the database are as they were.
     assert files_below(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     [staged] = tmp_path.glob("sessions.restoring-*")
 
     done = subprocess.run(
-        [PYTHON, MANAGE, "restore", str(folder)], cwd=REPO, env=subprocess_env, capture_output=True,
+        [PYTHON, MANAGE, "restore", str(folder), "--yes", "--force"], cwd=REPO, env=subprocess_env, capture_output=True,
         text=True, timeout=600,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from sessions_app import access, services
-from sessions_app.errors import ValidationFailed
+from sessions_app.errors import NotPermitted, SessionNotFound, ValidationFailed
 from sessions_app.models import Plan, WriteRequest
 from sessions_app.services import retries
 from tests.conftest import plan_fields
@@ -93,3 +93,26 @@ def test_the_fingerprint_tells_calls_apart_and_holds_any_text():
     assert retries.fingerprint({"a": 1, "b": 2}) == retries.fingerprint({"b": 2, "a": 1})
     assert retries.fingerprint(call("x")) != retries.fingerprint(call("y"))
     assert len(retries.fingerprint(call("\ud800 lone surrogate"))) == 64
+
+
+@pytest.mark.django_db
+def test_a_replay_checks_the_callers_access_to_the_session_again(session):
+    session.project_id = "acme"
+    services.project_create(name="acme")
+    session.save(update_fields=["project"])
+    member = access.Caller(label="agent:ann/laptop", roles={"acme": "agent"}, claimant="token:7")
+    reader = access.Caller(label="agent:ann/laptop", roles={"acme": "reader"}, claimant="token:7")
+    removed = access.Caller(label="agent:ann/laptop", claimant="token:7")
+
+    def named(answer: dict) -> str:
+        return session.name
+
+    with access.acting_as(member):
+        first = services.write_once(request_id="r-1", call=call("a"), write=add(session, "a"), session_of=named)
+        assert services.write_once(request_id="r-1", call=call("a"), write=add(session, "a"), session_of=named) == first
+    with access.acting_as(reader), pytest.raises(NotPermitted):
+        services.write_once(request_id="r-1", call=call("a"), write=add(session, "a"), session_of=named)
+    with access.acting_as(removed), pytest.raises(SessionNotFound):
+        services.write_once(request_id="r-1", call=call("a"), write=add(session, "a"), session_of=named)
+
+    assert Plan.objects.filter(session=session).count() == 1 and WriteRequest.objects.count() == 1

@@ -38,7 +38,7 @@ def test_a_restore_puts_back_the_database_and_the_plan_files_the_backup_holds(
     replaced_then = files_below(sessions_dir)
 
     out = io.StringIO()
-    call_command("restore", str(folder), stdout=out)
+    call_command("restore", str(folder), yes=True, stdout=out)
 
     assert list(Plan.objects.order_by("goal").values_list("goal", "status")) == [
         ("Done at the backup", "completed"), ("Queued at the backup", "queued"),
@@ -62,7 +62,7 @@ def test_a_restore_refuses_a_backup_with_a_part_missing_and_changes_nothing(sess
     before = files_below(sessions_dir)
     # The plan's file and its base were backed up; one of them is gone.
     with pytest.raises(CommandError, match=r"holds 1 files where the backup wrote 2; do not restore this backup\."):
-        call_command("restore", str(folder), stdout=io.StringIO())
+        call_command("restore", str(folder), yes=True, stdout=io.StringIO())
     assert files_below(sessions_dir) == before and Plan.objects.filter(id=later.id).exists()
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("sessions")) == ["sessions"]
 
@@ -74,7 +74,7 @@ def test_a_manifest_naming_another_database_file_is_refused(session, tmp_path):
         json.dumps({**manifest, "database": "../../elsewhere.sqlite3"}), encoding="utf-8"
     )
     with pytest.raises(CommandError, match="names the database '../../elsewhere.sqlite3', not 9plan.sqlite3"):
-        call_command("restore", str(folder), stdout=io.StringIO())
+        call_command("restore", str(folder), yes=True, stdout=io.StringIO())
 
 
 @pytest.mark.postgres
@@ -87,7 +87,7 @@ def test_on_postgresql_the_restore_puts_back_the_plan_files_and_leaves_the_datab
     plan_file(sessions_dir, kept).write_text("edited after the backup\n", encoding="utf-8")
     later = make_plan(session, goal="Added after the backup")
 
-    call_command("restore", str(folder), stdout=io.StringIO())
+    call_command("restore", str(folder), yes=True, stdout=io.StringIO())
 
     # The database is pg_restore's to put back: the plan added since is still there, and
     # the repair gave it its file again.
@@ -107,6 +107,6 @@ def test_a_folder_that_is_no_backup_is_refused_and_changes_nothing(session, make
     (stranger / "notes.txt").write_text("mine", encoding="utf-8")
     before = files_below(sessions_dir)
     with pytest.raises(CommandError, match="is not a finished 9plan backup"):
-        call_command("restore", str(stranger), stdout=io.StringIO())
+        call_command("restore", str(stranger), yes=True, stdout=io.StringIO())
     assert files_below(sessions_dir) == before and Plan.objects.filter(id=plan.id).exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["not-a-backup", "sessions"]
