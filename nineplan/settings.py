@@ -67,6 +67,9 @@ NINEPLAN_MAX_BATCH = env_int("NINEPLAN_MAX_BATCH", 50, minimum=1)
 NINEPLAN_MAX_REJECTIONS = env_int("NINEPLAN_MAX_REJECTIONS", 3, minimum=1)
 # How often a long-running MCP server reclaims expired claims, in seconds (0: never; the
 # next pull in a session, and nineplan_reclaim, still do).
+# The admin's live pages: how many polls a second a server (all its worker processes) aims
+# to answer; with more pages open than that, each page is told to ask less often.
+NINEPLAN_LIVE_POLLS_PER_SECOND = env_int("NINEPLAN_LIVE_POLLS_PER_SECOND", 50, minimum=1, maximum=100_000)
 NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, maximum=86_400)
 
 # The address people and other systems reach this server by, e.g. https://9plan.example.com:
@@ -305,6 +308,22 @@ STORAGES = {
 }
 
 LOGIN_URL = "admin:login"
+
+# The admin's live pages keep each changed view's render in the "live" cache, shared by all
+# of one machine's server processes (gunicorn's workers each have their own memory, so
+# Django's default in-memory cache would render a view once per worker and find nothing
+# the other workers rendered). Files in the data directory: no service to run, and no
+# database writes, which on SQLite would take turns with the agents' writes.
+CACHES = {
+    "default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"},
+    "live": {
+        "BACKEND": "django.core.cache.backends.filebased.FileBasedCache",
+        "LOCATION": str(NINEPLAN_DATA_DIR / "cache" / "live"),
+        # A render is of one minute (its ages move with the clock): two minutes is plenty.
+        "TIMEOUT": 120,
+        "OPTIONS": {"MAX_ENTRIES": 2000},
+    },
+}
 
 # --- Failed logins (django-axes) ---------------------------------------------------------
 # An admin on a network is open to password guessing: after NINEPLAN_LOGIN_FAILURE_LIMIT

@@ -63,6 +63,17 @@ def local_caller():
 
 
 @pytest.fixture(autouse=True)
+def empty_live_cache():
+    """Each test starts with no shared renders of the live pages: event ids start again in
+    each test's database, so a render kept from another test could match a key."""
+    from django.core.cache import caches
+
+    caches["live"].clear()
+    yield
+    caches["live"].clear()
+
+
+@pytest.fixture(autouse=True)
 def sessions_dir(tmp_path, settings) -> Path:
     """Each test gets its own, empty sessions directory."""
     path = tmp_path / "sessions"

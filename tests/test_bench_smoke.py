@@ -41,6 +41,8 @@ FIGURES = [
     "vs 1 process alone sleeping likewise",
     "admin: sessions list",
     "admin: session page",
+    "open home pages, 3 workers, a write every 2 s)",
+    "/admin/ p99 while they poll, against no polls",
     "manage.py mcp, start-up + one tool call (ru_maxrss)",
     "manage.py mcp, after the round trips at 100 plans (ru_maxrss)",
     "nineplan_export, 100 plans",

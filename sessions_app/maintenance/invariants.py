@@ -195,6 +195,13 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
         return
     current = {p.file_stem: p for p in plans}
     for stem, p in current.items():
+        if planfiles.unreadable_base(planfiles.read_base(session.name, stem)):
+            result.fail(
+                "files_match_database",
+                f"the base {planfiles.base_path(session.name, stem)} of plan {p.id}'s file is not a record 9plan can "
+                "read: the file is read as having no base (its edits never overwrite the database's text); fix: "
+                "none needed, the plan's next write replaces it (or remove it by hand).",
+            )
         what = found.files.get(stem)
         if what is None:
             # No copy on this machine is no fault (the database holds the plan; a pull writes

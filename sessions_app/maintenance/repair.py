@@ -154,6 +154,15 @@ def _repair_files(run: _Run) -> None:
             plan,
             lambda plan=plan: _rerender(name, plan),
         )
+    for stem in sorted(open_plans):
+        if planfiles.unreadable_base(planfiles.read_base(name, stem)):
+            run.act(
+                "forget_base",
+                f".bases/{stem}.txt",
+                "base is no record 9plan can read (the file was read as having none); removed",
+                open_plans[stem],
+                lambda stem=stem: planfiles.write_base(name, stem, None),
+            )
     for stem in sorted(set(open_plans) & on_disk):
         if found.files[stem]:
             run.left_alone(f"{stem}.txt", f"{open_plans[stem].status} plan's file is {found.files[stem]}, {NOT_A_FILE}")

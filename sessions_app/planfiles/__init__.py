@@ -16,6 +16,7 @@ file after 9plan read it, taken on when the file is replaced or removed) and ``l
 """
 
 from sessions_app.models import SECTION_TITLES
+from sessions_app.planfiles.bases import unreadable as unreadable_base
 from sessions_app.planfiles.displaced import Late
 from sessions_app.planfiles.file_io import (
     delete_plan,
@@ -37,6 +38,7 @@ from sessions_app.planfiles.file_io import (
     write_plan,
 )
 from sessions_app.planfiles.folders import (
+    BASES_DIR,
     IMPORT_FOLDER_PREFIX,
     LEFT_ALONE,
     MISSING,
@@ -49,6 +51,7 @@ from sessions_app.planfiles.folders import (
     TOO_LARGE,
     FileRead,
     UnsafeFolder,
+    base_path,
     enabled,
     kind_of,
     open_folder,
@@ -63,6 +66,7 @@ from sessions_app.planfiles.listing import Scan, list_plan_files, list_temp_file
 from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
 
 __all__ = [
+    "BASES_DIR",
     "HEADINGS",
     "IMPORT_FOLDER_PREFIX",
     "LEFT_ALONE",
@@ -80,6 +84,7 @@ __all__ = [
     "ParsedFile",
     "Scan",
     "UnsafeFolder",
+    "base_path",
     "delete_plan",
     "enabled",
     "ensure_session_dir",
@@ -107,6 +112,7 @@ __all__ = [
     "session_dir",
     "sessions_root",
     "split_stem",
+    "unreadable_base",
     "untouched",
     "write_base",
     "write_file",

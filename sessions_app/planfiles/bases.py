@@ -60,14 +60,29 @@ def _as_dict(record: Record | str | None) -> dict | str | None:
 
 def load(stored: str | None) -> Record | str | None:
     """The base as stored: a record of the last write, or plain text (see the module's
-    docstring; a rendered plan starts with its first heading, never with "{", and any text
-    that does not read as a record is taken as plain text: a fenced file's, say)."""
+    docstring; a rendered plan starts with its first heading, never with "{", and text that
+    is not JSON is taken as plain text: a fenced file's, say). JSON that is no record this
+    module wrote (a number past a float's range, nesting deeper than the decoder goes, a
+    field of the wrong kind) is unreadable: it is no base at all, so nothing is merged
+    against what it claims (``unreadable`` says so for the checks)."""
     if stored is None or not stored.startswith("{"):
         return stored
     try:
-        return _from(json.loads(stored))
-    except (ValueError, TypeError, KeyError):
+        value = json.loads(stored)
+    except RecursionError:
+        return None
+    except ValueError:
         return stored
+    try:
+        return _from(value)
+    except (ValueError, TypeError, KeyError, OverflowError, RecursionError):
+        return None
+
+
+def unreadable(stored: str | None) -> bool:
+    """Whether ``stored`` looks like a record but cannot be read as one (``load`` takes it
+    for no base)."""
+    return stored is not None and stored.startswith("{") and load(stored) is None
 
 
 def _from(value: object) -> Record | str | None:
@@ -75,6 +90,10 @@ def _from(value: object) -> Record | str | None:
         return value
     if not isinstance(value, dict):
         raise TypeError(f"a base record is an object, not {type(value).__name__}")
+    if not isinstance(value["version"], int) or not isinstance(value["inode"], int):
+        raise TypeError("a base record's version and inode are whole numbers")
+    if not isinstance(value["written"], str):
+        raise TypeError("a base record's text is text")
     record = Record(
         int(value["version"]),
         str(value["written"]),

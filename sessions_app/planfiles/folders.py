@@ -59,6 +59,10 @@ def plan_path(session_name: str, stem: str) -> Path:
     return plans_dir(session_name) / file_name(stem)
 
 
+def base_path(session_name: str, stem: str) -> Path:
+    return session_dir(session_name) / BASES_DIR / file_name(stem)
+
+
 # --- reaching the files ---------------------------------------------------------------------
 #
 # Plan files live where agents, and anything else running as the same user, can write, so

@@ -95,6 +95,19 @@ def merge_section(base: str, current: str, edited: str) -> tuple[str, bool]:
     return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
 
 
+def merge_without_base(current: str, edited: str) -> tuple[str, bool]:
+    """A section of a plan file that has no base (an older 9plan's, an unreadable base, a
+    base removed): with nothing to tell the agent's edit from text written since, the file
+    never overwrites the database's text. A file holding the database's whole text and more
+    adds the rest; one whose text the database's begins with is an older copy; otherwise both
+    are kept, the database's first, and the second value is True."""
+    if edited.startswith(current):
+        return edited, False
+    if current.startswith(edited):
+        return current, False
+    return _joined(current, f"{BOTH_KEPT}\n{edited}"), True
+
+
 def rebase_section(base: str, onto: str, edited: str) -> str:
     """A section of a file written from ``base`` and then edited, moved onto ``onto``: the
     text the file held before ``base`` was written over it (by a write that never committed).

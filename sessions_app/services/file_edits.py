@@ -20,7 +20,7 @@ import logging
 from dataclasses import dataclass, replace
 
 from django.conf import settings
-from django.db import DatabaseError
+from django.db import DatabaseError, transaction
 
 from sessions_app import errors, inputs, planfiles
 from sessions_app.errors import FileSystemFailed, NineplanError, ValidationFailed
@@ -131,8 +131,26 @@ def _oversize(plan: Plan, sections: dict[str, str]) -> str:
 def take_in_file(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) -> TakenIn:
     """Keep what the agent wrote in the plan file: the database takes the file's sections
     (``_take_in``); the file as read goes with the answer, for ``retire_file``."""
-    taken_in = _take_in(plan, actor, read, strict=strict)
+    if strict:
+        late_file_edits(plan, actor)
+        taken_in = _take_in(plan, actor, read, strict=strict)
+    else:
+        taken_in = _take_in_or_pass(plan, actor, read)
     return replace(taken_in, found=_found(read)) if read.state in (planfiles.OK, planfiles.NOT_UTF8) else taken_in
+
+
+def _take_in_or_pass(plan: Plan, actor: str, read: planfiles.FileRead) -> TakenIn:
+    """A discard's take-in, which never stops the discard: a file or base that breaks the
+    reading in a way nothing above foresaw (a decoder's limit, say) leaves the database's
+    text as it was, and the file is kept aside. A savepoint undoes what the take-in wrote."""
+    try:
+        with transaction.atomic():
+            late_file_edits(plan, actor)
+            return _take_in(plan, actor, read, strict=False)
+    except (ValueError, TypeError, OverflowError, RecursionError, UnicodeError) as exc:
+        log.warning("plan file not taken in", extra={"session": plan.session_id, "plan": plan.id, "error": str(exc)})
+        path = planfiles.plan_path(plan.session_id, plan.file_stem)
+        return TakenIn(f"The plan file {path} could not be read back ({exc}). {KEPT_LAST_GOOD}.", True)
 
 
 def _found(read: planfiles.FileRead) -> str | bytes | None:
@@ -205,8 +223,12 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
             # Applied as a change against the text the file was written from: a section the
             # agent did not touch keeps everything written since by anyone.
             text, clashed = plan_text.merge_section(base.sections.get(name, ""), current, text)
-            if clashed:
-                both.append(name)
+        else:
+            # No base to merge against: the database may hold newer text (a server with
+            # files off wrote it), which the file must never overwrite.
+            text, clashed = plan_text.merge_without_base(current, text)
+        if clashed:
+            both.append(name)
         if name == "goal" and inputs.is_blank(text):
             continue  # a plan always keeps a goal
         if text != current:
@@ -361,18 +383,43 @@ def refresh_copy(undo: transactions.Undo, plan: Plan) -> str | None:
     return read.text
 
 
+def late_file_edits(plan: Plan, actor: str) -> int:
+    """The files of the plan's earlier claims, edited by their workers after the claims were
+    taken back (``fence_file`` marked what it found as seen): each edit is kept as a late
+    write naming that claim's worker, on the plan where reviewers see it, and marked as
+    seen. Never taken in. Returns how many were kept."""
+    if not plan.reclaims or not planfiles.enabled():
+        return 0
+    holders = list(
+        Event.objects.filter(plan_id=plan.id, kind=Event.Kind.PLAN_RECLAIMED)
+        .order_by("id")
+        .values_list("detail__worker", flat=True)[: plan.reclaims]
+    )
+    kept = 0
+    for claim in range(plan.reclaims):
+        stem = Plan(id=plan.id, reclaims=claim).file_stem
+        worker = holders[claim] if claim < len(holders) and isinstance(holders[claim], str) else ""
+        kept += _keep_late_edits(plan, stem, worker, actor)
+    return kept
+
+
 def fence_file(plan: Plan, worker: str, actor: str) -> None:
     """A claim is taken back: what its worker edited in its plan file is not taken in (it
     would read as the next holder's work) but kept as a late write of that worker, shown to
     the next holder and to reviewers. The file stays where the worker has it, its edits
     marked as seen; the next claim gets a file of its own (``Plan.file_stem``)."""
-    stem = plan.file_stem
+    _keep_late_edits(plan, plan.file_stem, worker, actor)
+
+
+def _keep_late_edits(plan: Plan, stem: str, worker: str, actor: str) -> int:
+    """What ``worker`` edited in the plan's file ``stem`` beyond its base, as a late write
+    (1), the file's text then its base so that it is kept once; 0 when nothing was edited."""
     read = planfiles.read_plan_file(plan.session_id, stem)
     if not read.usable or read.text == planfiles.render(plan.sections()):
-        return
+        return 0
     base_text, file_text = planfiles.file_and_base(plan.session_id, stem, read, plan.version)
     if file_text == base_text:
-        return
+        return 0
     edited = planfiles.parse(file_text)
     was = planfiles.parse(base_text if base_text is not None else planfiles.render(plan.sections()))
     parts = [
@@ -383,7 +430,7 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
     if edited.preamble and edited.preamble != was.preamble:
         parts.insert(0, edited.preamble)
     if not parts:
-        return
+        return 0
     record_event(
         plan.session_id, Event.Kind.LATE_WRITE_KEPT, actor, plan, worker=worker, op="file", text="\n\n".join(parts)
     )
@@ -393,3 +440,4 @@ def fence_file(plan: Plan, worker: str, actor: str) -> None:
         log.warning(
             "fenced file's base not updated", extra={"session": plan.session_id, "plan": plan.id, "error": exc.message}
         )
+    return 1

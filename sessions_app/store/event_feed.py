@@ -9,11 +9,19 @@ the transaction holding event 10 is still open would move its cursor past 10 for
   the committed events are always a prefix of the id sequence: what a reader sees can
   never be overtaken by a lower id.
 - PostgreSQL draws ids from a sequence outside any lock, so transactions can commit out
-  of id order. Every transaction that writes an event first takes a shared advisory lock
-  (held until it ends); the reader takes the same lock exclusively for a moment, which
-  waits for every such transaction already running, and reads the highest id then. Every
-  id up to that watermark is committed, and any later writer draws a higher id, so the
-  reader hands out nothing above it.
+  of id order. A reader must never wait for writers (a waiting exclusive lock would queue
+  every new writer behind it), so each writer announces itself instead: before its first
+  event it reads a floor F, the highest event id it can see, and holds a shared advisory
+  lock whose key carries F until its transaction ends; every id it then draws is above F.
+  The reader, without waiting for anything, (1) reads the highest visible id M, then
+  (2) reads the floors of the feed locks held right now from ``pg_locks``, and hands out
+  nothing above W = min(M, every floor). Why no event at or below W can still appear: take
+  an id x <= W. Its writer took its lock before drawing x. If that writer were still
+  open at (2), its floor F < x would be among the floors, so W <= F < x: impossible. So it
+  had ended before (2), and PostgreSQL makes a commit visible before it releases the
+  transaction's locks, so the events query, a later statement, sees x (or x was rolled
+  back and never appears). A writer that began after (2) draws ids above M, which was
+  drawn before (1).
 """
 
 from __future__ import annotations
@@ -23,7 +31,7 @@ import logging
 import re
 from dataclasses import dataclass
 
-from django.db import connection, connections, transaction
+from django.db import connection, connections
 
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import Event, Plan, Session
@@ -36,8 +44,13 @@ log = logging.getLogger("nineplan.event_feed")
 CURSOR_VERSION = 1
 CURSOR_PATTERN = r"^A[Q-X][A-Za-z0-9_-]{10}$"
 CURSOR_RE = re.compile(CURSOR_PATTERN[1:-1])
-# Any constant works; it only has to be the same for the writers and the reader.
-FEED_LOCK_KEY = 0x39706C616E  # "9plan"
+# A writer's feed lock is the bigint advisory key FLOOR_KEY_BASE + its floor: "9p" in the top
+# 16 bits keeps it apart from other advisory keys, the low 48 bits carry the floor.
+FLOOR_KEY_BASE = 0x3970 << 48
+FLOOR_LIMIT = 1 << 48
+# Where a writer keeps its floor for the rest of its transaction (a transaction-local setting:
+# a savepoint rolled back takes it away together with the lock taken under it).
+FLOOR_SETTING = "nineplan.feed_floor"
 
 
 def encode_cursor(event_id: int) -> str:
@@ -61,16 +74,27 @@ def decode_cursor(token: object, field: str = "after") -> int:
 def before_event_write(using: str = "default") -> None:
     """Run by every writer right before it inserts events, inside its transaction (the
     pre_save signal does it for Event.save(), and so for every event the services record;
-    bulk_create callers call it themselves)."""
+    bulk_create callers call it themselves). On PostgreSQL it holds the feed lock carrying
+    this transaction's floor; it never waits, since no one takes the feed's keys exclusively."""
     conn = connections[using]
-    if conn.vendor == "postgresql":
-        if not conn.in_atomic_block:
-            # In autocommit the lock would end before the insert begins, and a reader
-            # could hand out a higher id while this one is still uncommitted.
-            log.warning("an event is written outside a transaction; the event feed may skip it")
-        # Raw: an advisory lock, which the ORM cannot take.
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock_shared(%s)", [FEED_LOCK_KEY])
+    if conn.vendor != "postgresql":
+        return
+    if not conn.in_atomic_block:
+        # In autocommit the lock would end before the insert begins, and a reader
+        # could hand out a higher id while this one is still uncommitted.
+        log.warning("an event is written outside a transaction; the event feed may skip it")
+    table = conn.ops.quote_name(Event._meta.db_table)
+    # The first call of a transaction reads the floor and keeps it; later calls take the
+    # same key again, which adds no entry to the lock table (an import calls this per batch).
+    # Raw: an advisory lock and a transaction-local setting, which the ORM cannot say.
+    with conn.cursor() as cur:
+        cur.execute(
+            "SELECT pg_advisory_xact_lock_shared(%s + f.floor) FROM (SELECT COALESCE("
+            "NULLIF(current_setting(%s, true), ''), "
+            f"set_config(%s, (SELECT COALESCE(MAX(id), 0) FROM {table})::text, true)"
+            ")::bigint AS floor) AS f",
+            [FLOOR_KEY_BASE, FLOOR_SETTING, FLOOR_SETTING],
+        )
 
 
 def before_event_saved(sender, instance, using: str = "default", **kwargs) -> None:
@@ -80,18 +104,26 @@ def before_event_saved(sender, instance, using: str = "default", **kwargs) -> No
 
 def _committed_watermark() -> int | None:
     """The highest id below which no event can still appear (PostgreSQL); None on SQLite,
-    where the visible events are already a gap-free prefix."""
+    where the visible events are already a gap-free prefix. Takes no lock: see the module's
+    docstring for why the answer is safe."""
     if connection.vendor != "postgresql":
         return None
-    # A transaction-level lock: it ends with the transaction whatever happens, so it can
-    # never outlive this read on a pooled connection (called inside a longer transaction,
-    # it is held until that one ends).
-    # Raw: an advisory lock, which the ORM cannot take.
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", [FEED_LOCK_KEY])
-        # READ COMMITTED (Django's default): this statement's snapshot is taken after the
-        # lock was granted, so it includes every transaction the lock waited for.
-        cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Event._meta.db_table}")
+    table = connection.ops.quote_name(Event._meta.db_table)
+    # One statement: its snapshot, which the MAX reads, is taken before pg_locks is read
+    # during execution, the order the argument needs. Under READ COMMITTED (Django's
+    # default) the caller's next statement sees every writer that had ended by then. The
+    # caller's own transaction is left out: it sees its own events already.
+    # Raw: pg_locks is a system view the ORM has no model for.
+    with connection.cursor() as cur:
+        cur.execute(
+            f"SELECT LEAST((SELECT COALESCE(MAX(id), 0) FROM {table}), "
+            "(SELECT MIN(k.key) - %s FROM (SELECT (l.classid::bigint << 32) | l.objid::bigint AS key "
+            "FROM pg_locks l WHERE l.locktype = 'advisory' AND l.objsubid = 1 AND l.pid <> pg_backend_pid() "
+            "AND l.database = "
+            "(SELECT oid FROM pg_database WHERE datname = current_database())) AS k "
+            "WHERE k.key >= %s AND k.key < %s))",
+            [FLOOR_KEY_BASE, FLOOR_KEY_BASE, FLOOR_KEY_BASE + FLOOR_LIMIT],
+        )
         return int(cur.fetchone()[0])
 
 

@@ -385,7 +385,10 @@ class _Writes:
         self._held += sum(len(getattr(plan, key)) for key in PLAN_TEXT)
         self._links.extend(PlanDependency(plan_id=plan.id, depends_on_id=dep) for dep in depends_on)
         if plan.is_open:
-            self.folder.write(plan.id, file_text if file_text is not None else planfiles.render(plan.sections()))
+            rendered = planfiles.render(plan.sections())
+            # The file's base is the plan's text as imported: an edit in the exported file
+            # reads as an edit, and the file never overwrites text written after the import.
+            self.folder.write(plan.id, file_text if file_text is not None else rendered, base=rendered)
         self._flush(full=True)
 
     def revision(self, revision: Revision) -> None:

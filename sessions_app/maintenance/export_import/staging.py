@@ -3,7 +3,8 @@ whole after the commit.
 
 The folder aside is ``{NINEPLAN_SESSIONS_PATH}/.import-{session}-{random}``: no session's
 folder, so nothing looks at it, and on the same file system as the session's folder, so
-one rename moves it there as the session's ``plans/``. A killed import thus leaves no file
+one rename moves it there as the session's ``plans/``. The files' bases wait in its
+``.bases`` subfolder and go to the session's ``.bases/`` just before. A killed import thus leaves no file
 where a session's files go, only this folder, which a new import does not trip on and the
 repair clears (docs/design.md, "Repair"). While the import runs it holds an exclusive
 ``flock`` on the folder, which the kernel releases when the process ends however it ends:
@@ -65,6 +66,7 @@ class ImportFolder:
         self.name = f"{PREFIX}{session_name}-{secrets.token_hex(6)}"
         self.path = planfiles.sessions_root() / self.name
         self.count = 0
+        self._bases_fd: int | None = None
         planfiles.sessions_root().mkdir(parents=True, exist_ok=True)
         root = _root()
         try:
@@ -78,13 +80,17 @@ class ImportFolder:
             os.close(root)
         _locked(self._fd)  # a new folder of this process: nobody else holds it
 
-    def write(self, plan_id: str, text: str) -> None:
+    def write(self, plan_id: str, text: str, base: str | None = None) -> None:
+        """The plan's file, and its base (the text it was written from) when given."""
         if not is_plan_id(plan_id):
             raise ValueError(f"not a plan id: {plan_id!r}")
         try:
-            fd = os.open(f"{plan_id}.txt", _NEW_FILE, 0o600, dir_fd=self._fd)
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(text.encode("utf-8"))
+            _new_file(self._fd, plan_id, text)
+            if base is not None:
+                if self._bases_fd is None:
+                    os.mkdir(planfiles.BASES_DIR, 0o700, dir_fd=self._fd)
+                    self._bases_fd = os.open(planfiles.BASES_DIR, _DIR, dir_fd=self._fd)
+                _new_file(self._bases_fd, plan_id, base)
         except OSError as exc:
             raise FileSystemFailed(
                 f"Could not write the imported plan file {self.path / plan_id}.txt: {exc.strerror or exc}."
@@ -95,6 +101,7 @@ class ImportFolder:
         """Moves the files into the session's plans folder: the whole folder in one rename
         when the session has no plans folder with entries yet, else file by file."""
         try:
+            _take_bases(self._fd, self.session_name, replace=True)
             with planfiles.open_folder(self.session_name, plans=False, create=True) as session:
                 root = _root()
                 try:
@@ -117,6 +124,7 @@ class ImportFolder:
     def discard(self) -> None:
         """Removes the folder and what was written in it (the transaction failed)."""
         try:
+            _drop_bases(self._fd)
             _remove_files(self._fd)
             self._remove_folder()
         except OSError as exc:
@@ -130,6 +138,8 @@ class ImportFolder:
             os.close(root)
 
     def close(self) -> None:
+        if self._bases_fd is not None:
+            os.close(self._bases_fd)
         os.close(self._fd)  # and with it the lock
 
 
@@ -155,6 +165,40 @@ def _move_files(source: int, plans: int, *, replace: bool) -> list[str]:
                 pass
         os.rename(name, name, src_dir_fd=source, dst_dir_fd=plans)
     return left
+
+
+def _new_file(fd: int, plan_id: str, text: str) -> None:
+    with os.fdopen(os.open(f"{plan_id}.txt", _NEW_FILE, 0o600, dir_fd=fd), "wb") as fh:
+        fh.write(text.encode("utf-8"))
+
+
+def _take_bases(fd: int, session_name: str, *, replace: bool) -> None:
+    """Moves the bases waiting in the import folder ``fd`` to the session's ``.bases/`` (those
+    it lacks, unless ``replace``), and removes their subfolder."""
+    try:
+        sub = os.open(planfiles.BASES_DIR, _DIR, dir_fd=fd)
+    except FileNotFoundError:
+        return
+    try:
+        with planfiles.open_folder(session_name, plans=False, create=True, sub=planfiles.BASES_DIR) as bases:
+            _move_files(sub, bases, replace=replace)
+        _remove_files(sub)
+    finally:
+        os.close(sub)
+    os.rmdir(planfiles.BASES_DIR, dir_fd=fd)
+
+
+def _drop_bases(fd: int) -> None:
+    """Removes the bases waiting in the import folder ``fd`` (its import never committed)."""
+    try:
+        sub = os.open(planfiles.BASES_DIR, _DIR, dir_fd=fd)
+    except FileNotFoundError:
+        return
+    try:
+        _remove_files(sub)
+    finally:
+        os.close(sub)
+    os.rmdir(planfiles.BASES_DIR, dir_fd=fd)
 
 
 def _remove_files(fd: int) -> None:
@@ -242,6 +286,10 @@ def clear_import_leftover(leftover: ImportLeftover, *, imported: bool) -> dict:
         if not _locked(fd):
             return {}  # an import took it up meanwhile (it cannot: the names are random), or another repair
         done = {"moved": 0, "kept_aside": 0, "removed": 0}
+        if imported:
+            _take_bases(fd, leftover.session_name, replace=False)
+        else:
+            _drop_bases(fd)
         if imported:
             with planfiles.open_folder(leftover.session_name, create=True) as plans:
                 before = len(_entries(fd))

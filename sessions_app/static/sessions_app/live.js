@@ -1,5 +1,5 @@
-/* Live pages (docs/design.md, "The edges"): every second, ask the page's live endpoint
-   whether anything changed (If-None-Match: a 304 costs one query beyond the sign-in), and on a change put
+/* Live pages (docs/design.md, "The edges"): every second (less often when hidden, when slow,
+   or when the server's Poll-After says so), ask the page's live endpoint whether anything changed (If-None-Match: a 304 costs one query beyond the sign-in), and on a change put
    the new parts in place. A part's children carry data-key: a child that is unchanged, or
    that the reviewer is typing in, stays as it is; only the others are replaced. */
 (function () {
@@ -9,6 +9,15 @@
   var url = marker.getAttribute("data-url");
   var etag = null;
   var PERIOD = 1000;
+  // A page in a hidden tab, or one whose server answers slowly, asks less often: many open
+  // pages then back off instead of queueing ever more polls on a busy server.
+  var HIDDEN_PERIOD = 10000;
+  var SLOWEST_PERIOD = 10000;
+  // Who this page is, so the server can count its open pages and pace them (Poll-After).
+  var page = Array.prototype.map.call(window.crypto.getRandomValues(new Uint8Array(12)), function (b) {
+    return ("0" + b.toString(16)).slice(-2);
+  }).join("");
+  var asked = PERIOD;
 
   function comparable(el) {
     var copy = el.cloneNode(true);
@@ -66,18 +75,31 @@
     });
   }
 
+  function next(started) {
+    if (document.hidden) return HIDDEN_PERIOD;
+    return Math.min(SLOWEST_PERIOD, Math.max(PERIOD, asked, 2 * (Date.now() - started)));
+  }
+
   function poll() {
-    var headers = { "Accept": "application/json" };
+    var headers = { "Accept": "application/json", "Live-Page": page };
     if (etag) headers["If-None-Match"] = etag;
+    var started = Date.now();
+    timer = null;
     fetch(url, { headers: headers, cache: "no-store", credentials: "same-origin" })
       .then(function (response) {
+        var after = parseFloat(response.headers.get("Poll-After"));
+        asked = isFinite(after) ? after * 1000 : PERIOD;
         if (response.status === 200) {
           etag = response.headers.get("ETag");
           return response.json().then(apply);
         }
       })
       .catch(function () {})
-      .then(function () { setTimeout(poll, PERIOD); });
+      .then(function () { timer = setTimeout(poll, next(started)); });
   }
-  setTimeout(poll, PERIOD);
+  var timer = setTimeout(poll, PERIOD);
+  // Back in view, a page waiting out its hidden period asks at once.
+  document.addEventListener("visibilitychange", function () {
+    if (!document.hidden && timer !== null) { clearTimeout(timer); timer = null; poll(); }
+  });
 })();

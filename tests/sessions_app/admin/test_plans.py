@@ -19,12 +19,15 @@ from sessions_app.models import Plan
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 - fixtures
     HOSTILE,
+    act_url,
     busy,
+    client_for,
     enqueue,
     plan_url,
     reviewer,
     reviewer_client,
     session_url,
+    staff,
     team,
     text_of,
 )
@@ -202,3 +205,30 @@ def test_the_plan_page_shows_dependencies_both_ways_and_late_writes(team, review
     page = reviewer_client.get(plan_url(a.id)).content.decode()
     late = page[page.index('id="np-late-writes"') :]
     assert "alice" in late and "my &lt;b&gt;late&lt;/b&gt; finding" in late
+
+
+@pytest.mark.parametrize(
+    "stored", ['{"version": 1e999, "written": "x", "inode": 1}', '{"version": ' + "[" * 100_000], ids=["inf", "deep"]
+)
+def test_a_staff_discard_goes_through_whatever_the_plan_files_base_holds(session, sessions_dir, staff, stored):
+    from sessions_app import planfiles
+
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Discard me"))
+    plan = services.plan_pull(session_name=session.name)
+    planfiles.write_base(session.name, plan.file_stem, stored)
+    response = client_for(staff).post(act_url(plan.id, "discard"), {"reason": "Out of scope"})
+    assert response.status_code == 302
+    assert Plan.objects.get(id=plan.id).status == Plan.Status.DISCARDED
+
+
+def test_a_fenced_workers_late_file_edit_is_on_the_plan_page(session, sessions_dir, reviewer_client, now):
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Fenced"))
+    plan = services.plan_pull(session_name=session.name, worker="w1")
+    old_path = plan_file(sessions_dir, plan)
+    now.advance(session.lease_seconds + 1)
+    services.plan_pull(session_name=session.name, worker="w2")
+    old_path.write_text(old_path.read_text().replace("# Notes\n", "# Notes\nw1 typed this after the reclaim\n"))
+    services.plan_note(session_name=session.name, worker="w2", text="w2 goes on")
+    html = text_of(reviewer_client.get(plan_url(plan.id)))
+    assert 'id="np-late-writes"' in html
+    assert "<code>w1</code> file" in html and "w1 typed this after the reclaim" in html

@@ -27,14 +27,32 @@ def test_a_plain_base_is_its_text_and_a_record_reads_back_as_written():
     assert record == bases.Record(2, T1, 11, T0, EDITED, 10)
 
 
-def test_text_that_is_not_a_record_is_a_plain_base():
+def test_text_that_is_not_json_is_a_plain_base():
+    stored = '{"version": "two"'
+    assert bases.load(stored) == stored and not bases.unreadable(stored)
+    assert bases.as_committed(bases.load(stored), stored, 3, 0) == (stored, stored)
+
+
+def test_json_that_is_no_record_is_no_base_at_all():
+    deep = '{"version": ' + "[" * 100_000
     for stored in (
-        '{"version": "two"',
         '{"written": "no version"}',
         '{"version": 1, "written": "x", "inode": 3, "before": 7}',
+        '{"version": 1e999, "written": "x", "inode": 3}',
+        '{"version": 1, "written": "x", "inode": 1e999}',
+        '{"version": 2.5, "written": "x", "inode": 3}',
+        '{"version": 1, "written": ["x"], "inode": 3}',
+        deep,
+        '{"version": 2, "written": "x", "inode": 3, "earlier": ' + "[" * 100_000,
     ):
-        assert bases.load(stored) == stored
-        assert bases.as_committed(bases.load(stored), stored, 3, 0) == (stored, stored)
+        assert bases.load(stored) is None, stored[:60]
+        assert bases.unreadable(stored)
+        # Read against nothing: the file's text, with no base to merge it against.
+        assert bases.as_committed(bases.load(stored), "the file", 3, 0) == (None, "the file")
+    # A record inside a record is read the same way: a bad one makes the whole unreadable.
+    nested = bases.dump(bases.Record(3, T1, 11, bases.Record(2, T0, 10)))
+    assert not bases.unreadable(nested)
+    assert bases.unreadable(nested.replace('"version":2', '"version":1e999'))
 
 
 def test_a_committed_write_s_text_is_the_base():

@@ -188,14 +188,14 @@ def test_a_reclaimed_workers_file_edits_are_a_late_write_not_the_next_holders(se
     done = Plan.objects.get(id=plan.id)
     assert "still typing" not in done.notes and "w2's note" in done.notes
     assert not Event.objects.filter(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT).exists()
-    # The old path is reported (text never taken in) and the repair keeps it aside.
-    result = invariants.check_invariants(session.name)
-    assert any(
-        f"{plan.id}.txt is the file of an earlier claim" in i or f"{plan.id}.txt belongs to no" in i
-        for i in result.issues
-    ), result.issues
+    # The edit after the reclaim is a late write of w1's too, kept once, where reviewers see it.
+    newest, first = queries.late_writes(plan.id)
+    assert (newest.worker, newest.op) == ("w1", "file") and "still typing after the reclaim" in newest.text
+    assert first == late
+    # Its text is kept: the old copy is no fault, and the repair removes it.
+    assert invariants.check_invariants(session.name).valid
     actions = repair.repair_all(apply=True)
-    assert [(a.kind, a.target) for a in actions] == [("preserve", f"{plan.id}.txt")]
+    assert [(a.kind, a.target) for a in actions] == [("delete_stale", f"{plan.id}.txt")]
     assert invariants.check_invariants(session.name).valid
 
 
@@ -337,3 +337,108 @@ def test_a_line_added_before_a_completed_plans_file_is_removed_is_kept_aside(act
     assert kept.read_text().endswith("added after the file was read\n")
     assert str(kept) in written.file_notice
     assert "added after the file was read" not in notes_of(active.id)
+
+
+# --- bases that lie, files without a base ---------------------------------------------------
+
+UNREADABLE_BASES = {
+    "a number past a float's range": '{"version": 1e999, "written": "x", "inode": 1}',
+    "nesting deeper than the decoder goes": '{"version": ' + "[" * 100_000,
+}
+
+
+@pytest.mark.parametrize("stored", UNREADABLE_BASES.values(), ids=UNREADABLE_BASES.keys())
+def test_an_unreadable_base_is_no_base_and_every_write_goes_through(session, make_plan, sessions_dir, stored):
+    for goal in ("First", "Second", "Third"):
+        make_plan(session, goal=goal)
+    plan = services.plan_pull(session_name=session.name)
+
+    def lie() -> None:
+        planfiles.write_base(session.name, Plan.objects.get(id=plan.id).file_stem, stored)
+
+    lie()
+    path = plan_file(sessions_dir, plan)
+    # The file, edited where the database's text is whole, adds to it.
+    edit_notes(path, "# Notes\n", "# Notes\nThe agent's edit\n")
+    services.plan_note(session_name=session.name, text="noted")
+    assert "The agent's edit" in notes_of(plan.id) and "noted" in notes_of(plan.id)
+    lie()
+    services.plan_defer(session_name=session.name, reason="later", position="back")
+    second = services.plan_pull(session_name=session.name)
+    planfiles.write_base(session.name, second.file_stem, stored)
+    services.plan_complete(session_name=session.name, outcome="Done.")
+    assert Plan.objects.get(id=second.id).status == Plan.Status.COMPLETED
+    third = services.plan_pull(session_name=session.name)
+    planfiles.write_base(session.name, third.file_stem, stored)
+    services.plan_discard(session_name=session.name, reason="not needed")
+    assert Plan.objects.get(id=third.id).status == Plan.Status.DISCARDED
+
+
+@pytest.mark.parametrize("stored", UNREADABLE_BASES.values(), ids=UNREADABLE_BASES.keys())
+def test_validate_names_an_unreadable_base_and_repair_removes_it(session, make_plan, sessions_dir, stored):
+    plan = make_plan(session)
+    planfiles.write_base(session.name, plan.file_stem, stored)
+    result = invariants.check_invariants(session.name)
+    assert not result.valid
+    assert any(str(planfiles.base_path(session.name, plan.file_stem)) in issue for issue in result.issues)
+    # The start-up repair passes over a session whose files are all there; one repaired removes it.
+    repaired = repair.session_repair(session_name=session.name, apply=True)
+    assert [(a.kind, a.target) for a in repaired] == [("forget_base", f".bases/{plan.id}.txt")]
+    assert planfiles.read_base(session.name, plan.file_stem) is None
+    assert invariants.check_invariants(session.name).valid
+
+
+def newer_text_with_files_off(session, note: str) -> None:
+    """A server with plan files off writes the plan: the database moves on, the file does not."""
+    with override_settings(NINEPLAN_PLAN_FILES="off"):
+        services.plan_note(session_name=session.name, text=note)
+
+
+def test_a_file_without_a_base_never_overwrites_newer_database_text(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    path = plan_file(sessions_dir, plan)
+    planfiles.write_base(session.name, plan.file_stem, None)
+    newer_text_with_files_off(session, "Written by the server with files off")
+    # The agent rewrites the Notes of its old copy.
+    edit_notes(path, "# Notes\n", "# Notes\nRewritten by the agent\n")
+    services.plan_note(session_name=session.name, text="next")
+    notes = notes_of(plan.id)
+    assert "Written by the server with files off" in notes and "Rewritten by the agent" in notes
+    assert notes.index("Written by the server") < notes.index(plan_text.BOTH_KEPT) < notes.index("Rewritten by")
+    event = Event.objects.filter(plan_id=plan.id, kind=Event.Kind.FILE_EDITS_KEPT).last()
+    assert event.detail["both_changed"] == ["notes"]
+
+
+def test_an_old_copy_without_a_base_is_not_taken_in_and_an_append_to_a_full_copy_is(session, make_plan, sessions_dir):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name)
+    path = plan_file(sessions_dir, plan)
+    old = path.read_text()
+    planfiles.write_base(session.name, plan.file_stem, None)
+    newer_text_with_files_off(session, "Written elsewhere")
+    services.plan_note(session_name=session.name, text="after")  # the untouched old copy adds nothing
+    assert notes_of(plan.id).count("Written elsewhere") == 1 and plan_text.BOTH_KEPT not in notes_of(plan.id)
+    assert path.read_text() != old
+    planfiles.write_base(session.name, plan.file_stem, None)
+    path.write_text(path.read_text().rstrip("\n") + "\n\nAdded at the end by the agent\n")
+    services.plan_note(session_name=session.name, text="last")
+    notes = notes_of(plan.id)
+    assert "Added at the end by the agent" in notes and plan_text.BOTH_KEPT not in notes
+
+
+def test_a_late_edit_of_a_fenced_file_is_a_late_write_on_the_plans_next_write(session, make_plan, sessions_dir, now):
+    make_plan(session)
+    plan = services.plan_pull(session_name=session.name, worker="w1")
+    old_path = plan_file(sessions_dir, plan)
+    now.advance(session.lease_seconds + 1)
+    services.plan_pull(session_name=session.name, worker="w2")
+    assert queries.late_writes(plan.id) == []  # nothing edited before the reclaim
+    edit_notes(old_path, "# Notes\n", "# Notes\nw1, after losing the plan\n")
+    services.plan_note(session_name=session.name, worker="w2", text="w2's note")
+    [late] = queries.late_writes(plan.id)
+    assert (late.worker, late.op) == ("w1", "file") and "w1, after losing the plan" in late.text
+    assert "w1, after losing the plan" not in notes_of(plan.id)
+    # Kept once: the next write finds nothing new in the old file.
+    services.plan_note(session_name=session.name, worker="w2", text="again")
+    assert len(queries.late_writes(plan.id)) == 1

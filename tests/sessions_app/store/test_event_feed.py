@@ -175,24 +175,29 @@ def test_a_follower_sees_every_event_exactly_once_while_another_process_writes(
 
 @pytest.mark.postgres
 @pytest.mark.slow
-@pytest.mark.serial
 @pytest.mark.django_db(transaction=True)
-def test_an_event_that_commits_after_a_higher_id_is_not_skipped(session, subprocess_env):
-    """On PostgreSQL ids are drawn before commit: event N can commit after N+1. The feed
-    waits for N's transaction instead of handing out N+1 and moving past N for good."""
+def test_a_feed_read_during_a_long_write_blocks_no_writer_and_skips_nothing(session, subprocess_env):
+    """On PostgreSQL ids are drawn before commit: event N can commit after N+1. While one
+    process holds a long write (as an import does), a feed read answers at once without
+    N+1, and a third process's writes in another project go through before the long write
+    ends; once it commits, the feed hands out N and N+1 in order."""
     import threading
 
     from django.db import connection, connections
 
+    services.project_create(name="elsewhere")
+    other = services.session_create(task_description="Another team's work", project="elsewhere")
+    env = {**subprocess_env, "DJANGO_SETTINGS_MODULE": "nineplan.settings"}
     holder = subprocess.Popen(
         [PYTHON, "-m", "tests.sessions_app.api_feed_holder", session.name],
         cwd=REPO,
-        env={**subprocess_env, "DJANGO_SETTINGS_MODULE": "nineplan.settings"},
+        env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
         text=True,
     )
+    writer = None
     try:
         late_id = int(holder.stdout.readline())
         services.plan_enqueue(session_name=session.name, context="c", goal="g", approach="a", success_criteria="s")
@@ -203,31 +208,87 @@ def test_an_event_that_commits_after_a_higher_id_is_not_skipped(session, subproc
 
         def read() -> None:
             try:
-                page = event_feed.events_after(after=0, limit=100, session=session)
+                page = event_feed.events_after(after=0, limit=100)
                 found.append([e.id for e in page.events])
             finally:
                 connections.close_all()
 
         reader = threading.Thread(target=read)
         reader.start()
-        # The reader is parked on the feed's lock while the holder's transaction is open.
+        # Until the reader has answered or queued for a lock, the writer must not start:
+        # a reader that queued for an exclusive lock would hold up every writer behind it.
         with connection.cursor() as cur:
             for _ in range(2000):
                 cur.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted")
-                if cur.fetchone()[0]:
+                if cur.fetchone()[0] or not reader.is_alive():
                     break
                 threading.Event().wait(0.01)
-            else:
-                pytest.fail("the reader never waited for the open transaction")
-        assert reader.is_alive() and not found
+        writer = subprocess.Popen(
+            [PYTHON, "-m", "tests.sessions_app.api_feed_writer", other.name, "1"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+        )
+        # The writer finishes while the long write is still open (it has not been told to
+        # commit); a reader parked on a lock would keep the writer waiting here for good.
+        assert writer.wait(timeout=120) == 0
+        assert writer.stdout.read().split() == ["ready", "done", "1"]
+        assert holder.poll() is None
+        assert not Event.objects.filter(id=late_id).exists()
+        reader.join(timeout=60)
+        assert not reader.is_alive()
+        first = found[0]
+        assert late_id not in first and early.id not in first
+        assert all(i < late_id for i in first)
         holder.stdin.write("commit\n")
         holder.stdin.flush()
-        reader.join(timeout=60)
+        assert holder.stdout.readline().strip() == "committed"
         assert holder.wait(timeout=60) == 0
     finally:
-        if holder.poll() is None:
-            holder.kill()
-            holder.wait()
-    ids = found[0]
-    assert late_id in ids and early.id in ids
-    assert ids == sorted(ids)
+        for proc in (holder, writer):
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.wait()
+    after = first[-1] if first else 0
+    rest = [e.id for e in event_feed.events_after(after=after, limit=1000).events]
+    assert late_id in rest and early.id in rest
+    assert first + rest == list(Event.objects.order_by("id").values_list("id", flat=True))
+    # The other project's events, written during the long write, come out too.
+    assert Event.objects.filter(session=other).count() == 6
+    assert set(Event.objects.filter(session=other).values_list("id", flat=True)) <= set(first + rest)
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_writer_keeps_one_feed_lock_per_transaction_and_a_rolled_back_savepoint_takes_it_back(session):
+    """A transaction writing events in many batches holds one feed lock whose floor is
+    below its first id; a savepoint rolled back drops the lock taken under it."""
+    from django.db import connection, transaction
+
+    def feed_locks() -> list[int]:
+        with connection.cursor() as cur:
+            cur.execute(
+                "SELECT (classid::bigint << 32) | objid::bigint FROM pg_locks "
+                "WHERE locktype = 'advisory' AND objsubid = 1 AND pid = pg_backend_pid()"
+            )
+            return [k - event_feed.FLOOR_KEY_BASE for (k,) in cur.fetchall()]
+
+    before = Event.objects.order_by("-id").values_list("id", flat=True).first()
+    with transaction.atomic():
+        with transaction.atomic():
+            Event.objects.create(session=session, kind=Event.Kind.REPAIRED, actor="t", detail={})
+            assert feed_locks() == [before]
+            transaction.set_rollback(True)
+        assert feed_locks() == []
+        first = Event.objects.create(session=session, kind=Event.Kind.REPAIRED, actor="t", detail={})
+        for _ in range(3):
+            event_feed.before_event_write()
+            Event.objects.bulk_create([Event(session=session, kind=Event.Kind.REPAIRED, actor="t", detail={})])
+        [floor] = feed_locks()
+        assert before <= floor < first.id
+        # The writer's own transaction already sees its events: its own lock holds nothing back.
+        assert event_feed.committed_up_to() == Event.objects.order_by("-id").values_list("id", flat=True).first()
+    assert feed_locks() == []
+    assert event_feed.committed_up_to() == Event.objects.order_by("-id").values_list("id", flat=True).first()

@@ -148,3 +148,30 @@ def test_the_rows_held_for_one_write_are_bounded_by_their_text_as_well_as_their_
     open_plans = sum(1 for plan in document["plans"] if plan["status"] in ("queued", "active"))
     assert len(planfiles.list_plan_files(name)) == open_plans
     assert invariants.check_invariants(name).valid
+
+
+def test_an_import_writes_each_files_base_so_a_later_edit_never_overwrites_newer_text(full_session):
+    from django.test import override_settings
+
+    from sessions_app.planfiles import text as plan_text
+
+    document = export_import.export_session(full_session.name)
+    Session.objects.filter(name=full_session.name).delete()
+    shutil.rmtree(planfiles.session_dir(full_session.name))
+    export_import.session_import(document)
+    open_plans = list(Plan.objects.filter(session_id=full_session.name, status__in=["queued", "active"]))
+    assert open_plans
+    for plan in open_plans:
+        assert planfiles.read_base(full_session.name, plan.file_stem) == planfiles.render(plan.sections())
+    active = next(p for p in open_plans if p.status == "active")
+    path = planfiles.plan_path(full_session.name, active.file_stem)
+    # A server with files off writes the plan; then the agent edits its imported file.
+    with override_settings(NINEPLAN_PLAN_FILES="off"):
+        services.plan_note(session_name=full_session.name, worker=active.worker, text="Written with files off")
+    text = path.read_text()
+    path.write_text(text.replace("# Goal\n", "# Goal\nSharpened by the agent: ", 1))
+    services.plan_note(session_name=full_session.name, worker=active.worker, text="next")
+    plan = Plan.objects.get(id=active.id)
+    assert "Written with files off" in plan.notes and plan_text.BOTH_KEPT not in plan.notes
+    assert plan.goal.startswith("Sharpened by the agent: ")
+    assert invariants.check_invariants(full_session.name).valid
