@@ -29,7 +29,9 @@ def session_create(
         WholeNumber | None,
         Field(description="Claim lease, seconds (1800)."),
     ] = None,
-    max_attempts: Annotated[WholeNumber | None, Field(description="Expired claims before a person decides (3).")] = None,
+    max_attempts: Annotated[
+        WholeNumber | None, Field(description="Expired claims before a person decides (3).")
+    ] = None,
     project: Annotated[str | None, Field(description="Needed if your token has several.")] = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:

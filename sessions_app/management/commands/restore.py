@@ -82,9 +82,7 @@ class Command(PersonCommand):
         for action in actions:
             self.stdout.write(f"{'could not repair' if action.failed else 'repaired'}: {action}")
         if failed:
-            raise CommandError(
-                f"{len(failed)} repair(s) failed; see the lines above, then run 9plan repair --apply."
-            )
+            raise CommandError(f"{len(failed)} repair(s) failed; see the lines above, then run 9plan repair --apply.")
 
     @staticmethod
     def _question(folder: Path, manifest: dict) -> str:

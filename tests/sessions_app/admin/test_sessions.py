@@ -151,8 +151,8 @@ def test_the_summary_names_every_worker_holding_a_plan(busy, reviewer_client):
     session, active = busy["session"], busy["active"]
     second = services.plan_pull(session_name=session.name, worker="tests-2")
     html = text_of(reviewer_client.get(session_url(session.name)))
-    shown = html[html.index('id="np-active"') :].split("</dd>")[0]
-    assert shown.startswith('id="np-active">2: ')
+    shown = html[html.index('id="np-active-summary"') :].split("</dd>")[0]
+    assert shown.startswith('id="np-active-summary">2: ')
     assert f">{active.id}</a> (default)" in shown and f">{second.id}</a> (tests-2)" in shown
 
 
