@@ -3,7 +3,8 @@
 Every session belongs to a project, and a user is a member of a project with one role:
 ``reader`` sees its sessions, plans, events and history; ``agent`` is a reader that may use
 every MCP tool; ``reviewer`` is a reader that may approve and reject; ``manager`` is a
-reviewer that may also take the staff actions and keep the project's members and webhooks.
+reviewer that may also take the staff actions, keep the project's members and webhooks, and
+put work in (create sessions, add and edit plans) as agents do.
 Superusers, and the local user who owns the local database (stdio, or HTTP on loopback
 without a token), see and do everything.
 
@@ -34,6 +35,9 @@ VIEW = "nineplan.view"
 WORK = "nineplan.work"
 REVIEW = "nineplan.review"
 MANAGE = "nineplan.manage"
+# Putting work in: creating a session, adding plans. Agents do it from their tools and
+# managers from the admin, through the same services.
+ADD = "nineplan.add"
 
 # Which roles may do what; superusers and the local user may do everything.
 ROLES_FOR = {
@@ -41,10 +45,16 @@ ROLES_FOR = {
     WORK: (Role.AGENT,),
     REVIEW: (Role.REVIEWER, Role.MANAGER),
     MANAGE: (Role.MANAGER,),
+    ADD: (Role.AGENT, Role.MANAGER),
 }
 # The role to name when a caller lacks the right to do something.
-ROLE_NEEDED = {WORK: Role.AGENT, REVIEW: Role.REVIEWER, MANAGE: Role.MANAGER}
-WHAT = {WORK: "use the agents' tools on", REVIEW: "approve or reject plans of", MANAGE: "manage"}
+ROLE_NEEDED = {WORK: Role.AGENT, REVIEW: Role.REVIEWER, MANAGE: Role.MANAGER, ADD: Role.AGENT}
+WHAT = {
+    WORK: "use the agents' tools on",
+    REVIEW: "approve or reject plans of",
+    MANAGE: "manage",
+    ADD: "add plans to (as an agent or a manager)",
+}
 
 
 @dataclass(frozen=True)

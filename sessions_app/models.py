@@ -317,6 +317,7 @@ class Event(Record):
         PLAN_REJECTED = "plan_rejected"
         PLAN_HELD = "plan_held"
         PLAN_RESTORED = "plan_restored"
+        PLAN_EDITED = "plan_edited"
         SESSION_CHANGED = "session_changed"
         REPAIRED = "repaired"
 
@@ -350,6 +351,7 @@ class Revision(Record):
         DEFER = "defer"
         REVIEW = "review"
         RESTORE = "restore"
+        EDIT = "edit"
         IMPORT = "import"
 
     plan = models.ForeignKey(Plan, on_delete=models.CASCADE, related_name="revisions")

@@ -8,12 +8,14 @@ One module per idea: ``write_kit`` (the write kit the others share), ``file_edit
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
 dependencies, moving them), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
-and restoring a revision), ``projects`` (projects and their members), ``webhooks``
+and restoring a revision), ``plan_edits`` (a person's edit of an open plan's text),
+``projects`` (projects and their members), ``webhooks``
 (subscriptions, resending, the delivery loops' claims and attempts) and ``retries`` (a write
 sent again with its request_id is answered, not applied twice).
 """
 
 from sessions_app.services.claims import RECLAIM_ACTOR, PullResult, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.plan_edits import plan_edit
 from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
@@ -49,6 +51,7 @@ __all__ = [
     "plan_defer",
     "plan_discard",
     "plan_discard_any",
+    "plan_edit",
     "plan_enqueue",
     "plan_enqueue_many",
     "plan_move",

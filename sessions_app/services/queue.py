@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F
 
 from sessions_app import access, clock, inputs, planfiles
 from sessions_app.errors import DatabaseFailed, ValidationFailed
@@ -127,7 +127,7 @@ def plan_enqueue_many(
     name = inputs.session_name(session_name)
     created: list[Plan] = []
     with transactions.write() as undo:
-        session = lock_session(name, access.WORK)
+        session = lock_session(name, access.ADD)
         check_queue_room(session, len(checked))
         _check_dependencies_exist(session, wanted, prefix)
         now = clock.now()
@@ -259,9 +259,17 @@ def _check_dependents_room(wanted: list[list[str | int]], named: set[str], prefi
                 )
 
 
-def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Written:
-    """Moves a queued plan to the front or back of its queue."""
-    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+def plan_move(
+    *, session_name: str, plan_id: str, position: str | None = None, before: str | None = None, actor: str
+) -> Written:
+    """Moves a queued plan to the front or back of its queue, or (``before``, a board's
+    drag) to just before another queued plan of the same queue."""
+    if before is not None:
+        if position is not None:
+            raise ValidationFailed("give position or before, not both.", field="position")
+        before = inputs.plan_id(before, field="before")
+    else:
+        position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write():
         plan = plan_for_write(name, plan_id, access.MANAGE)
@@ -270,8 +278,42 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id"
             )
+        if before is not None:
+            place = _put_before(session, plan, before)
+            record_event(session.name, Event.Kind.PLAN_MOVED, actor, plan, before=before)
+            return Written(plan, place)
+        position = position or "back"
         new_key = next_sort_key(session, position)
         Plan.objects.filter(id=plan.id).update(sort_key=new_key, updated_at=clock.now())
         plan.sort_key = new_key
         record_event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
     return Written(plan, place_at(session, position, was_queued=True))
+
+
+def _put_before(session: Session, plan: Plan, before: str) -> int:
+    """Gives ``plan`` the sort key just before the queued plan ``before``; returns its place.
+    The keys are unique among the queued plans at every moment (a constraint), so the plan
+    is first set aside at the back, then the run of consecutive keys just before the target
+    moves one step forward, the frontmost first, each into a key just freed."""
+    if before == plan.id:
+        raise ValidationFailed(f"before: plan {plan.id} cannot be moved before itself.", field="before")
+    queued = Plan.objects.filter(session_id=session.name, status=Plan.Status.QUEUED)
+    target = queued.filter(id=before).values_list("sort_key", flat=True).first()
+    if target is None:
+        raise ValidationFailed(
+            f"before: no queued plan {before} in session '{session.name}'; a plan moves before a queued plan of "
+            "its own queue.",
+            field="before",
+        )
+    Plan.objects.filter(id=plan.id).update(sort_key=next_sort_key(session, "back"))
+    ahead = queued.filter(sort_key__lt=target).exclude(id=plan.id)
+    run: list[str] = []
+    for plan_ahead, key in ahead.order_by("-sort_key").values_list("id", "sort_key").iterator(chunk_size=200):
+        if key != target - 1 - len(run):
+            break
+        run.append(plan_ahead)
+    for plan_ahead in reversed(run):
+        Plan.objects.filter(id=plan_ahead).update(sort_key=F("sort_key") - 1)
+    plan.sort_key = target - 1
+    Plan.objects.filter(id=plan.id).update(sort_key=plan.sort_key, updated_at=clock.now())
+    return ahead.count() + 1

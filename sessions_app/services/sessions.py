@@ -73,7 +73,7 @@ def session_create(
 
 def project_for_new_session(named: str | None) -> str:
     """The project a new session goes into, for the caller, who must hold the agent role
-    there. Named: that project. Unnamed: NINEPLAN_PROJECT for a caller who may work
+    there (or the manager role: ``access.ADD``). Named: that project. Unnamed: NINEPLAN_PROJECT for a caller who may work
     everywhere (the local user, made at first use), else the one project where the caller
     may work; with several, the caller must choose, and the error lists them."""
     caller = access.current()
@@ -81,7 +81,7 @@ def project_for_new_session(named: str | None) -> str:
         Project.objects.get_or_create(name=settings.NINEPLAN_PROJECT)
         return settings.NINEPLAN_PROJECT
     if named is None:
-        yours = caller.projects_allowing(access.WORK)
+        yours = caller.projects_allowing(access.ADD)
         if yours == [DEFAULT_PROJECT]:
             # The project tokens made before projects work in; made again if it was removed.
             Project.objects.get_or_create(name=DEFAULT_PROJECT)
@@ -89,8 +89,8 @@ def project_for_new_session(named: str | None) -> str:
             return yours[0]
         if not yours:
             raise NotPermitted(
-                "You hold the agent role in no project, so you cannot create sessions; ask a project's manager "
-                "for it. Nothing was changed.",
+                "You hold the agent role in no project (nor the manager role), so you cannot create sessions; "
+                "ask a project's manager for it. Nothing was changed.",
                 field="project",
             )
         raise ValidationFailed(
@@ -99,10 +99,10 @@ def project_for_new_session(named: str | None) -> str:
             field="project",
         )
     if not Project.objects.filter(name=named).exists() or not caller.allows(access.VIEW, named):
-        yours = caller.projects_allowing(access.WORK)
+        yours = caller.projects_allowing(access.ADD)
         listed = f"yours are: {', '.join(yours)}" if yours else "you hold the agent role in none"
         raise ValidationFailed(f"project {named!r}: no such project of yours; {listed}.", field="project")
-    access.require_in_project(access.WORK, named)
+    access.require_in_project(access.ADD, named)
     return named
 
 
