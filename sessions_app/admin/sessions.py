@@ -8,7 +8,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from sessions_app.admin import history_search, render, review_pages
+from sessions_app.admin import board as board_pages
+from sessions_app.admin import history_search, render, review_pages, work_pages
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
 from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, plan_url
@@ -41,6 +42,7 @@ class SessionAdmin(NineplanAdmin):
         "completed_count",
         "discarded_count",
         "last_activity",
+        "board_link",
     )
     search_fields = ("name", "task_description")
     # Only the projects of the sessions the user sees: another project's name is not shown.
@@ -100,11 +102,15 @@ class SessionAdmin(NineplanAdmin):
             format_html_join("", '<span class="np-muted np-sub">{}</span>', ((w,) for w in waiting)),
         )
 
+    @admin.display(description="board")
+    def board_link(self, obj):
+        return format_html('<a href="{}">board</a>', reverse("admin:sessions_app_board", args=[obj.name]))
+
     discarded_count = annotated_column("discarded_count", "discarded")
     last_activity = annotated_column("last_activity", "last activity")
 
     def get_urls(self):
-        return [*history_search.urls(self), *super().get_urls()]
+        return [*history_search.urls(self), *board_pages.urls(self), *work_pages.urls(self), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         page = self.read_page(request, object_id, is_session_name, admin_reads.session_page)

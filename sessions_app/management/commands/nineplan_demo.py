@@ -5,8 +5,8 @@ and completed plan, discarded plans (one by the agent, one by a staff user), a s
 and events spread over a few hours. The second is reviewed and worked by three workers at
 once: plans that depend on others, a plan in review, a plan held after its rejections and
 one behind it, a plan waiting for a person after its claim ran out, that worker's late
-write, and two workers holding plans. So every part of the admin, and every panel of its
-home, has something to show.
+write, two workers holding plans, and a plan ready for the next. So every part of the admin, and every panel of its
+home and every column of its board, has something to show.
 """
 
 from __future__ import annotations
@@ -121,6 +121,12 @@ PLANS = {
         goal="Issue and revoke API tokens",
         approach="1. Token model\n2. Admin page\n3. Revocation list",
         success_criteria="A revoked token is refused within a second",
+    ),
+    "api_changelog": dict(
+        context="Integrators read the changelog before every upgrade.",
+        goal="Start the API changelog",
+        approach="1. One entry a release\n2. Link it from the docs",
+        success_criteria="The first release has its entry",
     ),
     "api_sandbox": dict(
         context="Integrators want to try the API without real invoices.",
@@ -262,6 +268,8 @@ class Command(PersonCommand):
         services.plan_note(session_name=name, worker="alpha", text="Theme picked; examples for 3 of 5 endpoints.")
         enqueue("api_tokens")
         services.plan_pull(session_name=name, worker="beta")
+        # Ready for the next free worker: the board has a card in every column.
+        services.plan_enqueue_many(session_name=name, plans=[PLANS["api_changelog"]], position="back")
         return s
 
     @transaction.atomic
@@ -337,3 +345,4 @@ class Command(PersonCommand):
                 out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
             out(f"  events:     {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")
         out(f"Admin page: {reverse('admin:sessions_app_session_change', args=[session.name])}")
+        out(f"Board: {reverse('admin:sessions_app_board', args=[session.name])}")
