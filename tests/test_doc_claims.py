@@ -98,6 +98,7 @@ RESUME_REPORTS = {
     "plan_rejected": "rejections",
     "plan_held": "holds",
     "plan_restored": "text restores",
+    "plan_edited": "text edits",
 }
 
 

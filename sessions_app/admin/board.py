@@ -55,6 +55,8 @@ def urls(model_admin) -> list:
 
 
 def _node_state(plan: Plan, blocked: set[str]) -> str:
+    if plan.waiting_for_person:
+        return "waiting"
     return "blocked" if plan.id in blocked else plan.status
 
 

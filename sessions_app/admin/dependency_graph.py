@@ -26,13 +26,15 @@ PAD = 12
 # Plans with no dependency either way, this many a row.
 LOOSE_PER_ROW = 6
 SWEEPS = 4
-# Fill and text colour of a node by its plan's state (a blocked queued plan is "blocked").
+# Fill and text colour of a node by its plan's state (a blocked queued plan is "blocked", one
+# waiting for a person after its attempts "waiting").
 COLOURS = {
     "queued": ("#bee3f8", "#2a4365"),
     "blocked": ("#fefcbf", "#744210"),
     "active": ("#feebc8", "#7b341e"),
     "in_review": ("#e9d8fd", "#44337a"),
     "held": ("#fed7d7", "#742a2a"),
+    "waiting": ("#e2e8f0", "#2d3748"),
     "completed": ("#c6f6d5", "#22543d"),
 }
 
@@ -145,17 +147,17 @@ def svg(nodes: list[Node], edges: list[tuple[str, str]]) -> str:
             f'{x2 + bend},{y2} {x2},{y2}" fill="none" stroke="#718096" stroke-width="1" '
             'marker-end="url(#np-arrow)"/>'
         )
-    for n in nodes:
-        x, y = at[n.id]
-        fill, ink = COLOURS.get(n.state, ("#e2e8f0", "#2d3748"))
-        url = reverse("admin:sessions_app_plan_change", args=[n.id])
+    for node in nodes:
+        x, y = at[node.id]
+        fill, ink = COLOURS.get(node.state, ("#e2e8f0", "#2d3748"))
+        url = reverse("admin:sessions_app_plan_change", args=[node.id])
         parts.append(
-            f'<a href="{escape(url)}" class="np-node" data-plan="{n.id}" data-state="{n.state}">'
-            f"<title>{escape(n.id)} ({escape(n.state)}): {escape(n.label)}</title>"
+            f'<a href="{escape(url)}" class="np-node" data-plan="{node.id}" data-state="{node.state}">'
+            f"<title>{escape(node.id)} ({escape(node.state)}): {escape(node.label)}</title>"
             f'<rect x="{x}" y="{y}" width="{NODE_W}" height="{NODE_H}" rx="4" fill="{fill}" stroke="{ink}" '
             'stroke-width="1"/>'
-            f'<text x="{x + 6}" y="{y + 14}" font-size="11" font-weight="700" fill="{ink}">{escape(n.id)}</text>'
-            f'<text x="{x + 6}" y="{y + 27}" font-size="10" fill="{ink}">{escape(excerpts.one_line(n.label, 20))}</text>'
+            f'<text x="{x + 6}" y="{y + 14}" font-size="11" font-weight="700" fill="{ink}">{escape(node.id)}</text>'
+            f'<text x="{x + 6}" y="{y + 27}" font-size="10" fill="{ink}">{escape(excerpts.one_line(node.label, 18))}</text>'
             "</a>"
         )
     parts.append("</svg>")

@@ -6,6 +6,7 @@ an error is shown at the field it names (``show_error``)."""
 from __future__ import annotations
 
 import json
+from typing import cast
 
 from django import forms
 
@@ -52,7 +53,7 @@ class SessionForm(forms.Form):
 
     def __init__(self, *args, projects: list[str], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["project"].choices = [(p, p) for p in projects]
+        cast(forms.ChoiceField, self.fields["project"]).choices = [(p, p) for p in projects]
 
 
 class PlanForm(forms.Form):
@@ -72,7 +73,7 @@ class PlanForm(forms.Form):
 
     def __init__(self, *args, plans: list[tuple[str, str]], **kwargs):
         super().__init__(*args, **kwargs)
-        self.fields["depends_on"].choices = plans
+        cast(forms.MultipleChoiceField, self.fields["depends_on"]).choices = plans
 
 
 class BatchForm(forms.Form):
