@@ -243,9 +243,8 @@ def test_an_edit_from_a_stale_page_is_refused_and_changes_nothing(staff_client, 
     services.plan_edit(session_name=session.name, plan_id=plan.id, sections={"notes": "meanwhile"}, actor="user:ann")
     before = snapshot()
     response = staff_client.post(edit_url(plan), {**plan.sections(), "goal": "Mine", "version": stale})
-    assert "changed since you opened it" in form_errors(
-        response, "version"
-    ) or "changed since you opened it" in text_of(response)
+    assert "changed since you opened it" in form_errors(response, "version")
+    assert 'id="np-error-version"' in text_of(response)
     assert snapshot() == before
 
 
