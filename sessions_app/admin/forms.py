@@ -14,13 +14,13 @@ from sessions_app import planfiles
 from sessions_app.errors import NineplanError, ValidationFailed
 from sessions_app.models import LEASE_SECONDS, MAX_ATTEMPTS, SECTION_TITLES, ReviewPolicy
 
-# The sections a new plan is given (its Notes start empty, as an agent's added plan's do).
-NEW_PLAN_SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria")
+# The seven sections a new plan is given.
+NEW_PLAN_SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria", "notes")
 POSITION_CHOICES = (("back", "Back of the queue (eventual)"), ("front", "Front of the queue (next)"))
 # A plan-file text or a list as 9plan_queue_add_batch takes it.
 BATCH_HELP = (
     "Either plan-file texts, one after another: each plan under the headings # Context, # Goal, # Inputs, "
-    "# Outputs, # Approach and # Success Criteria; a heading its plan already has starts the next plan. "
+    "# Outputs, # Approach, # Success Criteria and # Notes; a heading its plan already has starts the next plan. "
     'Or a JSON list of plans as 9plan_queue_add_batch takes it: [{"context": ..., "goal": ..., '
     '"approach": ..., "success_criteria": ..., "depends_on": [0]}].'
 )
@@ -63,6 +63,7 @@ class PlanForm(forms.Form):
     outputs = _section("outputs", 2)
     approach = _section("approach", 5)
     success_criteria = _section("success_criteria")
+    notes = _section("notes", 2)
     position = forms.ChoiceField(choices=POSITION_CHOICES, initial="back")
     depends_on = forms.MultipleChoiceField(
         required=False,
@@ -132,11 +133,6 @@ def plans_from_text(text: str) -> list[dict]:
     plans = []
     for i, chunk in enumerate(c for c in chunks if "".join(c).strip()):
         parsed = planfiles.parse("\n".join(chunk))
-        if parsed.sections.get("notes"):
-            raise ValidationFailed(
-                f"plans[{i}].notes: a new plan starts without notes; put that text in another section.",
-                field=f"plans[{i}].notes",
-            )
         if parsed.preamble:
             raise ValidationFailed(
                 f"plans[{i}]: its text begins above any heading; put it under one of the plan's headings.",

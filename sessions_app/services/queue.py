@@ -40,6 +40,8 @@ class PlanInput:
     success_criteria: str
     inputs: str = ""
     outputs: str = ""
+    # A person may start a plan with notes (the admin's forms); the agents' tools do not.
+    notes: str = ""
 
 
 def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
@@ -51,6 +53,7 @@ def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
         success_criteria=inputs.text(prefix + "success_criteria", get("success_criteria"), required=True),
         inputs=inputs.text(prefix + "inputs", get("inputs"), required=False),
         outputs=inputs.text(prefix + "outputs", get("outputs"), required=False),
+        notes=inputs.text(prefix + "notes", get("notes"), required=False),
     )
     inputs.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
     return checked

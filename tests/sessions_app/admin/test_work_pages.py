@@ -55,7 +55,13 @@ def form_errors(response, field: str) -> str:
     return " ".join(response.context["form"].errors.get(field, []))
 
 
-PLAN_FORM = {**plan_fields(goal="Add the refund endpoint"), "inputs": "", "outputs": "", "position": "back"}
+PLAN_FORM = {
+    **plan_fields(goal="Add the refund endpoint"),
+    "inputs": "",
+    "outputs": "",
+    "notes": "Ask ops first",
+    "position": "back",
+}
 
 
 # --- a new session ---------------------------------------------------------------------------
@@ -115,7 +121,7 @@ def test_a_manager_adds_a_plan_with_dependencies_at_the_front_for_review(staff_c
     response = staff_client.post(reverse("admin:sessions_app_plan_add_form", args=[session.name]), data)
     assert response.status_code == 302
     added = Plan.objects.get(goal="Add the refund endpoint")
-    assert (added.status, added.review) == ("queued", True)
+    assert (added.status, added.review, added.notes) == ("queued", True, "Ask ops first")
     assert list(added.depends_on.values_list("id", flat=True)) == [first.id]
     assert Plan.objects.filter(session=session, status="queued").order_by("sort_key").first().id == added.id
     assert Revision.objects.get(plan=added).actor == "user:sam"
@@ -157,7 +163,9 @@ def test_a_plan_over_the_size_limit_is_refused_in_the_services_words(staff_clien
     assert snapshot() == before
 
 
-PASTED = """# Context
+PASTED = """# Notes
+Ask ops first
+# Context
 Billing port
 # Goal
 Write the parser
@@ -183,6 +191,7 @@ def test_several_plans_are_added_from_pasted_plan_file_texts(staff_client, sessi
     assert response.status_code == 302
     goals = list(Plan.objects.filter(session=session).order_by("sort_key").values_list("goal", "approach"))
     assert goals == [("Write the parser", "Table driven"), ("Document the parser", "One page")]
+    assert Plan.objects.get(goal="Write the parser").notes == "Ask ops first"
     assert set(Event.objects.filter(kind="plan_created").values_list("actor", flat=True)) == {"user:sam"}
 
 
@@ -205,7 +214,7 @@ def test_several_plans_are_added_from_a_list_with_their_dependencies(staff_clien
         ('[{"goal": "x"}', "not one"),
         ("Just some words", "text begins above any heading"),
         (json.dumps([plan_fields(depends_on=[3])]), "depends_on[0]"),
-        (PASTED + "# Notes\nHello\n", "a new plan starts without notes"),
+        (PASTED * 26, "plans has 52 entries; at most 50 are allowed in one call"),
     ],
 )
 def test_a_bad_batch_comes_back_naming_the_plan_and_field_and_adds_none(staff_client, session, text, words):
