@@ -298,3 +298,12 @@ def test_a_superuser_has_the_forms_too(superuser, session):
     response = client.post(reverse("admin:sessions_app_plan_add_form", args=[session.name]), PLAN_FORM)
     assert response.status_code == 302
     assert Event.objects.get(kind="plan_created").actor == "user:root"
+
+
+def test_the_plan_page_offers_the_edit_to_managers_only(staff_client, outsiders, session):
+    plan = enqueue(session, "Model the invoices")
+    page = reverse("admin:sessions_app_plan_change", args=[plan.id])
+    assert f'href="{edit_url(plan)}"' in text_of(staff_client.get(page))
+    for client in outsiders:
+        assert edit_url(plan) not in text_of(client.get(page))
+        assert client.get(edit_url(plan)).status_code == 403
