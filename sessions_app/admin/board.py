@@ -67,6 +67,8 @@ def live_context(request, name: str) -> dict:
     # For the keyboard and the buttons: the plan to move before, one place up or down.
     up = {p: (queue[i - 1] if i > 0 else "") for i, p in enumerate(queue)}
     down = {p: (queue[i + 2] if i + 2 < len(queue) else "back") for i, p in enumerate(queue[:-1])}
+    # Where "just after this plan" is: before the next one, or the back.
+    after = {p: (queue[i + 1] if i + 1 < len(queue) else "back") for i, p in enumerate(queue)}
     blocked = {c.plan.id for c in found.blocked}
     nodes = [
         dependency_graph.Node(p.id, _node_state(p, blocked), p.goal)
@@ -85,6 +87,7 @@ def live_context(request, name: str) -> dict:
                 "movable": movable and managing,
                 "up": up.get(c.plan.id, ""),
                 "down": down.get(c.plan.id, ""),
+                "after": after.get(c.plan.id, ""),
             }
             for c in column
         ]

@@ -46,6 +46,14 @@ def first_ready_is(page, plan_id: str) -> None:
     )
 
 
+def shown_as(page, expected: list[str]) -> None:
+    page.wait_for_function(
+        "ids => [...document.querySelectorAll('#np-col-ready .np-bcard')].map(e => e.dataset.plan).join() === ids",
+        arg=",".join(expected),
+        timeout=LIVE_WAIT_MS,
+    )
+
+
 def test_cards_are_moved_by_drag_and_by_keyboard_and_discarded_by_drop(browser, live_server, manager):
     session = services.session_create(task_description="Board moves")
     a, b, c = (enqueue(session, goal).id for goal in ("Alpha", "Bravo", "Charlie"))
@@ -57,13 +65,10 @@ def test_cards_are_moved_by_drag_and_by_keyboard_and_discarded_by_drop(browser, 
     assert order(session) == [c, a, b]
 
     page.focus(f'[data-plan="{b}"]')
-    page.keyboard.press("Alt+ArrowUp")
-    page.wait_for_function(
-        "() => [...document.querySelectorAll('#np-col-ready .np-bcard')].map(e => e.dataset.plan).join() === "
-        f"'{c},{b},{a}'",
-        timeout=LIVE_WAIT_MS,
-    )
-    assert order(session) == [c, b, a]
+    for key, expected in (("Alt+ArrowUp", [c, b, a]), ("Alt+ArrowUp", [b, c, a]), ("Alt+ArrowDown", [c, b, a])):
+        page.keyboard.press(key)
+        shown_as(page, expected)
+        assert order(session) == expected, key
     shot(page, "board-moved")
 
     page.drag_and_drop(f'[data-plan="{b}"]', "#np-discard-zone")

@@ -18,7 +18,10 @@
 
   function say(text) { if (status) status.textContent = text; }
 
+  function changed() { document.dispatchEvent(new Event("np-live-changed")); }
+
   function move(planId, fields) {
+    changed();
     var body = new URLSearchParams({ plan_id: planId });
     Object.keys(fields).forEach(function (k) { body.append(k, fields[k]); });
     return fetch(moveUrl, {
@@ -27,7 +30,7 @@
       credentials: "same-origin",
       headers: { "X-CSRFToken": csrf(), "Accept": "application/json" }
     }).then(function (r) { return r.json(); })
-      .then(function (answer) { say(answer.message); return answer.ok; })
+      .then(function (answer) { changed(); say(answer.message); return answer.ok; })
       .catch(function () { say("The move could not be sent; try again."); return false; });
   }
 
@@ -71,21 +74,31 @@
     }
   });
 
+  function cardNear(card, before) {
+    var next = before ? card.previousElementSibling : card.nextElementSibling;
+    return next && next.hasAttribute("data-plan") ? next : null;
+  }
+
   board.addEventListener("keydown", function (e) {
     if (!e.altKey || (e.key !== "ArrowUp" && e.key !== "ArrowDown")) return;
     var card = e.target.closest && e.target.closest("[data-plan][draggable=true]");
     if (!card) return;
     e.preventDefault();
-    var to = card.getAttribute(e.key === "ArrowUp" ? "data-up" : "data-down");
+    // The neighbours are read from the column's order on the page, which is as stored or
+    // ahead of it; a card's data-up, data-down and data-after (where it goes beyond its
+    // column) may lag, as live.js leaves a card in use (focused) as it is.
+    var up = e.key === "ArrowUp";
+    var sibling = cardNear(card, up);
+    var beyond = sibling && !up ? cardNear(sibling, false) : null;
+    var to = up
+      ? (sibling ? sibling.getAttribute("data-plan") : card.getAttribute("data-up"))
+      : (beyond ? beyond.getAttribute("data-plan") : (sibling || card).getAttribute(sibling ? "data-after" : "data-down"));
     if (!to) return;
     move(card.getAttribute("data-plan"), target(to)).then(function (ok) {
       if (!ok) return;
       // Moved here at once, so the card keeps the focus for the next step; the next poll
       // brings the order as stored.
-      var sibling = e.key === "ArrowUp" ? card.previousElementSibling : card.nextElementSibling;
-      if (sibling && sibling.hasAttribute("data-plan")) {
-        card.parentNode.insertBefore(card, e.key === "ArrowUp" ? sibling : sibling.nextSibling);
-      }
+      if (sibling) card.parentNode.insertBefore(card, up ? sibling : sibling.nextSibling);
       card.focus();
     });
   });

@@ -9,6 +9,10 @@
   var url = marker.getAttribute("data-url");
   var etag = null;
   var PERIOD = 1000;
+  // A page that changes itself (the board's moves) says so with an "np-live-changed" event:
+  // an answer to a poll sent before then may predate the change, and is dropped.
+  var generation = 0;
+  document.addEventListener("np-live-changed", function () { generation++; });
 
   function comparable(el) {
     var copy = el.cloneNode(true);
@@ -30,6 +34,7 @@
   }
 
   function update(container, html) {
+    var focused = document.activeElement;
     var template = document.createElement("template");
     template.innerHTML = html;
     var fresh = Array.prototype.slice.call(template.content.children);
@@ -52,6 +57,8 @@
     Array.prototype.slice.call(container.children).forEach(function (c) {
       if (!kept.has(c) && !busy(c)) c.remove();
     });
+    // Moving an element in the page takes the focus from it: given back.
+    if (focused && focused !== document.activeElement && container.contains(focused)) focused.focus();
   }
 
   function apply(data) {
@@ -69,9 +76,10 @@
   function poll() {
     var headers = { "Accept": "application/json" };
     if (etag) headers["If-None-Match"] = etag;
+    var sent = generation;
     fetch(url, { headers: headers, cache: "no-store", credentials: "same-origin" })
       .then(function (response) {
-        if (response.status === 200) {
+        if (response.status === 200 && sent === generation) {
           etag = response.headers.get("ETag");
           return response.json().then(apply);
         }
