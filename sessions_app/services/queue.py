@@ -294,10 +294,11 @@ def plan_move(
 
 
 def _put_before(session: Session, plan: Plan, before: str) -> int:
-    """Gives ``plan`` the sort key just before the queued plan ``before``; returns its place.
+    """Gives ``plan`` a sort key just before the queued plan ``before``; returns its place.
     The keys are unique among the queued plans at every moment (a constraint), so the plan
-    is first set aside at the back, then the run of consecutive keys just before the target
-    moves one step forward, the frontmost first, each into a key just freed."""
+    is first set aside beyond one end, then the run of consecutive keys on the shorter side
+    of the target moves one step away from it, the farthest first, each into a key just
+    freed; the plan takes the key so left free."""
     if before == plan.id:
         raise ValidationFailed(f"before: plan {plan.id} cannot be moved before itself.", field="before")
     queued = Plan.objects.filter(session_id=session.name, status=Plan.Status.QUEUED)
@@ -308,15 +309,24 @@ def _put_before(session: Session, plan: Plan, before: str) -> int:
             "its own queue.",
             field="before",
         )
-    Plan.objects.filter(id=plan.id).update(sort_key=next_sort_key(session, "back"))
-    ahead = queued.filter(sort_key__lt=target).exclude(id=plan.id)
+    others = queued.exclude(id=plan.id)
+    ahead = others.filter(sort_key__lt=target).count()
+    forward = ahead <= others.count() - ahead
+    # Forward: the plans just before the target step towards the front, and the plan takes
+    # target - 1. Backward: the target and the plans just behind it step back, and the plan
+    # takes the target's key.
+    aside = next_sort_key(session, "back" if forward else "front")
+    Plan.objects.filter(id=plan.id).update(sort_key=aside)
+    side = others.filter(sort_key__lt=target) if forward else others.filter(sort_key__gte=target)
+    start, step = (target - 1, -1) if forward else (target, 1)
     run: list[str] = []
-    for plan_ahead, key in ahead.order_by("-sort_key").values_list("id", "sort_key").iterator(chunk_size=200):
-        if key != target - 1 - len(run):
+    ordered = side.order_by("-sort_key" if forward else "sort_key").values_list("id", "sort_key")
+    for neighbour, key in ordered.iterator(chunk_size=200):
+        if key != start + step * len(run):
             break
-        run.append(plan_ahead)
-    for plan_ahead in reversed(run):
-        Plan.objects.filter(id=plan_ahead).update(sort_key=F("sort_key") - 1)
-    plan.sort_key = target - 1
+        run.append(neighbour)
+    for neighbour in reversed(run):
+        Plan.objects.filter(id=neighbour).update(sort_key=F("sort_key") + step)
+    plan.sort_key = start
     Plan.objects.filter(id=plan.id).update(sort_key=plan.sort_key, updated_at=clock.now())
-    return ahead.count() + 1
+    return ahead + 1

@@ -347,3 +347,15 @@ def test_a_move_before_a_plan_not_queued_or_itself_is_refused(session, make_plan
             session_name=session.name, plan_id=second.id, before=first.id, position="front", actor="user:sam"
         )
     assert _order(session) == ["B"]
+
+
+@pytest.mark.django_db
+def test_a_move_before_a_plan_shifts_the_shorter_side_of_the_queue(session, make_plan):
+    plans = {g: make_plan(session, goal=g) for g in "ABCDEFG"}
+    keys = dict(Plan.objects.filter(session=session).values_list("goal", "sort_key"))
+    services.plan_move(session_name=session.name, plan_id=plans["A"].id, before=plans["F"].id, actor="user:sam")
+    after = dict(Plan.objects.filter(session=session).values_list("goal", "sort_key"))
+    assert _order(session) == ["B", "C", "D", "E", "A", "F", "G"]
+    # Two plans behind the target, four ahead of it: only the target and those behind it moved.
+    assert [g for g in "BCDE" if after[g] != keys[g]] == []
+    assert invariants.check_invariants(session.name).valid
