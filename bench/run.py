@@ -138,6 +138,8 @@ def fmt(value, unit: str) -> str:
         return f"{value:,.0f}"
     if unit == "MB":
         return f"{value:,.1f} MB"
+    if unit == "bytes":
+        return f"{value:,.0f} B"
     return f"{value}"
 
 

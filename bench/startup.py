@@ -6,6 +6,7 @@ directory holding many sessions and plans."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import time
@@ -66,6 +67,20 @@ def first_session(env: dict[str, str]) -> str:
         ]
         server.close()
     return name
+
+
+# tools/list is sent with every model turn: its size is what every turn pays (bytes).
+TOOLS_LIST_TARGETS = {"all": 12 * 1024, "core": 7 * 1024}
+
+
+def tools_list_bytes(env: dict[str, str], tools: str) -> int:
+    """The size of tools/list's result, as compact JSON, from a real server listing
+    ``tools`` ('all' or 'core')."""
+    with StdioServer([PYTHON, MANAGE, "mcp", "--tools", tools], env, cwd=str(REPO)) as server:
+        server.initialize()
+        listed = server.request("tools/list")["result"]
+        server.close()
+    return len(json.dumps(listed, separators=(",", ":"), ensure_ascii=False).encode())
 
 
 def seed_populated(data_dir: Path, sessions: int, plans_each: int) -> str:
@@ -174,6 +189,20 @@ def run(data_dir: Path, params: dict) -> dict:
         row(f"spawn -> first tool answered, {scale}", med(populated, "first"), init_bare),
         row(f"fresh data dir -> first tool answered (median of {len(fresh)})", median(fresh) if fresh else None, None),
     ]
+    for tools, limit in TOOLS_LIST_TARGETS.items():
+        size = tools_list_bytes(env, tools)
+        rows.append(
+            {
+                "bench": "start-up",
+                "figure": f"tools/list size, {'every tool' if tools == 'all' else 'the core set'}",
+                "value": size,
+                "baseline": None,
+                "unit": "bytes",
+                "ratio": None,
+                "target": f"<= {limit // 1024} KB",
+                "met": size <= limit,
+            }
+        )
     memory = {
         "mcp_startup_kb": max(r["rss"] or 0 for r in ours),
         "mcp_startup_populated_kb": max(r["rss"] or 0 for r in populated),

@@ -37,6 +37,12 @@ leased (default 30 minutes): every write renews it, 9plan_plan_renew renews it w
 writing; past it, the plan stays yours until another worker's pull takes it (then
 LEASE_LOST on your next write).
 
+ARGUMENTS most tools take: session_name (omit it for the connection's current session),
+worker (your worker name when agents share a session: 1-64 of A-Za-z0-9._-; omit it
+when you work alone), request_id (a retry key, 1-64 of A-Za-z0-9._:-: a call resent with
+the same key returns the first answer and changes nothing; give one to every write you
+might retry, a note's append above all). ERRORS name the field and a suggested action.
+
 RECOVERY: every response starts with [Session: name]. After losing context, call
 9plan_session_resume with that name (9plan_admin_sessions lists sessions). Every other
 tool also takes session_name, to act on a session other than the current one; over HTTP,
@@ -74,6 +80,18 @@ PARALLEL: to hand parts to subagents, give each the session name and a worker na
 own; each passes worker=<name> on pull, note, defer, complete and discard. Plans queued
 with depends_on wait until those plans are completed.
 """
+
+# Added to the instructions when the server lists its core tools only (NINEPLAN_TOOLS=core).
+CORE_NOTE = """
+CORE SET: this server lists its core tools only. 9plan_plan_discard, 9plan_plan_renew,
+9plan_history_get and the 9plan_admin_* tools are not offered: defer a plan you would
+discard, read a completed plan with 9plan_plan_read, resume to see the sessions' state.
+"""
+
+
+def instructions(tools: str) -> str:
+    """The server instructions for the tool set ``tools`` ('all' or 'core')."""
+    return INSTRUCTIONS + (CORE_NOTE if tools == "core" else "")
 
 
 def bootstrap(task: str | None = None) -> str:

@@ -159,7 +159,9 @@ def build_server() -> NineplanServer:
 def new_server() -> NineplanServer:
     """The server with its instructions and prompt but no tools yet: it needs none of
     Django's apps, so it can answer `initialize` while they load (then add_tools)."""
-    server = NineplanServer("9plan", instructions=prompts.INSTRUCTIONS, version=version())
+    from django.conf import settings
+
+    server = NineplanServer("9plan", instructions=prompts.instructions(settings.NINEPLAN_TOOLS), version=version())
     server.prompt(name="bootstrap", title="Set up a 9plan session", description=description(prompts.bootstrap))(
         prompts.bootstrap
     )
@@ -181,7 +183,9 @@ def add_tools(server: NineplanServer) -> None:
 
     access.serve_requests()
     server.nineplan_state = tools.ConnectionState()
-    for name, fn, title in tools.TOOLS:
+    from django.conf import settings
+
+    for name, fn, title in tools.offered(settings.NINEPLAN_TOOLS):
         read_only = fn in tools.READ_ONLY
         server.add_tool(
             fn,

@@ -44,7 +44,10 @@ BY_CATEGORY = {
 
 BY_REASON = {
     errors.QUEUE_FULL: "Work through the queue (9plan_queue_pull) before adding more; nothing was changed.",
-    errors.TEXT_TOO_LONG: "Shorten the text (move detail into the plan file's Notes) and call again; nothing was changed.",
+    errors.TEXT_TOO_LONG: (
+        "Shorten the text (the plan file's Notes have the same limit: keep long output in a file of your own and "
+        "name its path) and call again; nothing was changed."
+    ),
     errors.PLAN_TOO_LARGE: "Write less, or split the work into several plans; nothing was changed.",
     errors.NOT_COMPLETED: "Read a plan in any state with 9plan_plan_read; 9plan_session_resume lists queued and active plans.",
     errors.STATELESS_CONNECTION: (
@@ -78,6 +81,10 @@ BY_REASON = {
     errors.OTHER_WORKERS_HOLD: (
         "If you work as one of the workers named, pass worker with its name (a call without worker acts for the "
         "default worker); otherwise pull a plan with 9plan_queue_pull."
+    ),
+    errors.NOTHING_HELD: (
+        "If you worked under a worker name, call 9plan_plan_read again with worker set to it; "
+        "9plan_session_resume lists the active plans and their workers. Pull new work only if you hold none."
     ),
     errors.UNSAFE_FOLDER: "Replace the folder named in the message with a real folder (or remove it), then call again.",
     UNKNOWN_TOOL: "Use one of the 9plan_* tools from tools/list.",

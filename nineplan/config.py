@@ -108,6 +108,28 @@ def env_path(name: str, default: Path, environ: Mapping[str, str] = os.environ) 
     return path
 
 
+def env_public_url(name: str, environ: Mapping[str, str] = os.environ) -> str | None:
+    """The address people and other systems reach this server by (scheme, host, optional
+    port and path prefix), without a trailing slash; None when unset."""
+    from urllib.parse import urlsplit
+
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    try:
+        port_ok = parts.port is None or parts.port > 0
+    except ValueError:  # not a number from 0 to 65535
+        port_ok = False
+    plain = not (parts.query or parts.fragment or parts.username or any(c.isspace() for c in raw))
+    if parts.scheme not in ("http", "https") or not parts.hostname or not port_ok or not plain:
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not accepted; use the server's public address, such as "
+            "https://9plan.example.com or https://example.com/9plan (http or https, no query)."
+        )
+    return raw.rstrip("/")
+
+
 def default_data_dir() -> Path:
     # platformdirs gives the platform's user data directory (XDG on Linux,
     # ~/Library/Application Support on macOS, %LOCALAPPDATA% on Windows).

@@ -21,6 +21,7 @@ from nineplan.config import (
     env_list,
     env_path,
     env_pattern,
+    env_public_url,
     env_seconds,
     env_str,
 )
@@ -36,6 +37,8 @@ NINEPLAN_SESSIONS_PATH = env_path("NINEPLAN_SESSIONS_PATH", default_data_dir() /
 NINEPLAN_DATA_DIR = NINEPLAN_SESSIONS_PATH.parent
 NINEPLAN_LOG_LEVEL = env_choice("NINEPLAN_LOG_LEVEL", ("debug", "info", "warn", "error"), "info")
 NINEPLAN_TRANSPORT = env_choice("NINEPLAN_TRANSPORT", ("stdio", "http"), "stdio")
+# The MCP tools listed: every one, or the core set for clients that pay per token.
+NINEPLAN_TOOLS = env_choice("NINEPLAN_TOOLS", ("all", "core"), "all")
 # Plan files are a local copy of each open plan for agents on this machine. "" (unset) means
 # "auto" (the default) means on, except in `mcp --transport http`, whose agents are on other
 # machines and cannot read them.
@@ -65,8 +68,10 @@ NINEPLAN_MAX_REJECTIONS = env_int("NINEPLAN_MAX_REJECTIONS", 3, minimum=1)
 # next pull in a session, and nineplan_reclaim, still do).
 NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, maximum=86_400)
 
-# The project new sessions go into when the caller names none and may work in every
-# project (the local user: stdio, and HTTP without a token).
+# The address people and other systems reach this server by, e.g. https://9plan.example.com:
+# links that leave the server (a webhook's link to a plan's page) are made from it.
+NINEPLAN_PUBLIC_URL = env_public_url("NINEPLAN_PUBLIC_URL")
+
 # Webhooks (docs/design.md, "Webhooks"). A subscription's URL that resolves to a loopback,
 # private or link-local address is refused unless this is true: the server would otherwise
 # post to its own network for whoever may subscribe (server-side request forgery).
@@ -74,20 +79,27 @@ NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = env_bool("NINEPLAN_WEBHOOKS_ALLOW_PRIVATE", Fa
 # How often a delivery loop (in `serve`, the HTTP MCP server, `nineplan_webhooks`) looks for
 # deliveries that are due, in seconds (0: no loop inside the servers).
 NINEPLAN_WEBHOOKS_INTERVAL = env_int("NINEPLAN_WEBHOOKS_INTERVAL", 2, minimum=0, maximum=3600)
-# How long one attempt may take, and how long a loop's claim on a delivery lasts before
-# another loop may send it (longer than an attempt, so two loops never send it at once).
+# How long one attempt may take, connecting, sending and reading the answer together, and
+# how long a loop's claim on a delivery lasts before another loop may send it: at least an
+# attempt and the margin (recording the attempt, clocks of servers a little apart), so two
+# loops never send it at once.
 NINEPLAN_WEBHOOKS_TIMEOUT = env_int("NINEPLAN_WEBHOOKS_TIMEOUT", 10, minimum=1, maximum=300)
-NINEPLAN_WEBHOOKS_CLAIM_SECONDS = env_int("NINEPLAN_WEBHOOKS_CLAIM_SECONDS", 60, minimum=2, maximum=3600)
+NINEPLAN_WEBHOOKS_CLAIM_SECONDS = env_int("NINEPLAN_WEBHOOKS_CLAIM_SECONDS", 60, minimum=6, maximum=3600)
+NINEPLAN_WEBHOOKS_CLAIM_MARGIN = 5
+# How many messages a loop sends at once, each to a different subscription.
+NINEPLAN_WEBHOOKS_CONCURRENCY = env_int("NINEPLAN_WEBHOOKS_CONCURRENCY", 8, minimum=1, maximum=64)
 # The wait after each failed attempt; after the last one the delivery is marked failed.
 # The default retries for a little over 28 hours.
 NINEPLAN_WEBHOOKS_RETRY_DELAYS = env_seconds(
     "NINEPLAN_WEBHOOKS_RETRY_DELAYS", (5, 30, 120, 600, 3600, 10_800, 21_600, 21_600, 21_600, 21_600)
 )
-if NINEPLAN_WEBHOOKS_CLAIM_SECONDS <= NINEPLAN_WEBHOOKS_TIMEOUT:
+if NINEPLAN_WEBHOOKS_CLAIM_SECONDS < NINEPLAN_WEBHOOKS_TIMEOUT + NINEPLAN_WEBHOOKS_CLAIM_MARGIN:
     raise ImproperlyConfigured(
-        f"NINEPLAN_WEBHOOKS_CLAIM_SECONDS={NINEPLAN_WEBHOOKS_CLAIM_SECONDS} is not accepted; use more than "
-        f"NINEPLAN_WEBHOOKS_TIMEOUT ({NINEPLAN_WEBHOOKS_TIMEOUT})."
+        f"NINEPLAN_WEBHOOKS_CLAIM_SECONDS={str(NINEPLAN_WEBHOOKS_CLAIM_SECONDS)!r} is not accepted; use at least "
+        f"NINEPLAN_WEBHOOKS_TIMEOUT ({NINEPLAN_WEBHOOKS_TIMEOUT}) + {NINEPLAN_WEBHOOKS_CLAIM_MARGIN}."
     )
+# The project new sessions go into when the caller names none and may work in every
+# project (the local user: stdio, and HTTP without a token).
 NINEPLAN_PROJECT = env_pattern(
     "NINEPLAN_PROJECT",
     r"[a-z0-9][a-z0-9-]{0,62}",

@@ -133,6 +133,7 @@ WAITING_FOR_PERSON = "waiting_for_person"
 AWAITING_REVIEW = "awaiting_review"
 UNKNOWN_PARAMETER = "unknown_parameter"
 OTHER_WORKERS_HOLD = "other_workers_hold"
+NOTHING_HELD = "nothing_held"
 HELD_PLANS = "held_plans"
 
 # Every category an edge may answer with, for the edges' tables and their tests: one for

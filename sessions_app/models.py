@@ -8,6 +8,8 @@ from django.db.models import Q
 from django.utils import timezone
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from sessions_app.services.claims import PullResult
 
 SECTIONS = ("context", "goal", "inputs", "outputs", "approach", "success_criteria", "notes")
@@ -386,6 +388,10 @@ class WebhookSubscription(models.Model):
     event_types = models.CharField(max_length=500)
     # "whsec_" and base64 of 32 random bytes: the key of the signatures (Standard Webhooks).
     secret = models.CharField(max_length=80)
+    # The secret before the last rotation, which also signs every message until
+    # ``previous_secret_until``, so receivers can change over without losing one; then dropped.
+    previous_secret = models.CharField(max_length=80, blank=True, default="")
+    previous_secret_until = models.DateTimeField("previous secret signs until", null=True, blank=True)
     active = models.BooleanField(default=True)
     created_by = models.CharField(max_length=150, blank=True, default="")
     created_at = models.DateTimeField(default=timezone.now)
@@ -401,6 +407,13 @@ class WebhookSubscription(models.Model):
         if self.event_types == self.ALL:
             return ["all"]
         return [t for t in self.event_types.split(",") if t]
+
+    def signing_secrets(self, at: datetime) -> list[str]:
+        """The secrets a message sent at ``at`` is signed with: the current one, and the
+        previous one while its overlap lasts."""
+        if self.previous_secret and self.previous_secret_until is not None and at < self.previous_secret_until:
+            return [self.secret, self.previous_secret]
+        return [self.secret]
 
 
 class DeliveryStatus(models.TextChoices):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import threading
@@ -219,6 +220,73 @@ class Receiver:
         self.release.set()
         self.server.shutdown()
         self.server.server_close()
+
+
+class Trickler:
+    """A receiver that takes each POST, then answers its status line one byte every
+    ``every`` seconds and never finishes its headers: each read of the sender gets a byte
+    long before any per-read timeout, so only a deadline for the whole attempt ends it.
+    It counts the requests it got and the answers the sender cut off."""
+
+    ANSWER = b"HTTP/1.1 200 OK\r\nx-slow: " + b"." * 200
+
+    def __init__(self, every: float = 0.25) -> None:
+        self.every = every
+        self.requests: list[bytes] = []
+        self.trickling = threading.Event()
+        self.cut = threading.Event()  # the sender closed the connection mid-answer
+        self.closing = threading.Event()
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.url = f"http://127.0.0.1:{self.listener.getsockname()[1]}/slow"
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closing.is_set():
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._answer, args=(conn,), daemon=True).start()
+
+    def _answer(self, conn: socket.socket) -> None:
+        with conn:
+            got = b""
+            while b"\r\n\r\n" not in got:
+                piece = conn.recv(65536)
+                if not piece:
+                    return
+                got += piece
+            head, _, body = got.partition(b"\r\n\r\n")
+            length = next(
+                (
+                    int(line.split(b":", 1)[1])
+                    for line in head.split(b"\r\n")
+                    if line.lower().startswith(b"content-length:")
+                ),
+                0,
+            )
+            while len(body) < length:
+                body += conn.recv(65536)
+            self.requests.append(got)
+            self.trickling.set()
+            try:
+                for byte in self.ANSWER:
+                    if self.closing.wait(self.every):
+                        return
+                    conn.sendall(bytes([byte]))
+            except OSError:
+                self.cut.set()
+
+    def close(self) -> None:
+        self.closing.set()
+        self.listener.close()
+
+
+@pytest.fixture
+def trickler():
+    made = Trickler()
+    yield made
+    made.close()
 
 
 @pytest.fixture

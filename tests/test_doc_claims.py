@@ -136,3 +136,20 @@ def test_the_rest_references_page_size_is_the_one_every_paged_endpoint_takes(api
         glue = "&" if "?" in path else "?"
         assert api.get(f"{path}{glue}page_size={params.MAX_PAGE_SIZE}").status_code == 200, path
         assert api.get(f"{path}{glue}page_size={params.MAX_PAGE_SIZE + 1}").status_code == 400, path
+
+
+@pytest.mark.anyio
+@pytest.mark.django_db(transaction=True)
+async def test_the_deployment_guide_names_the_protocol_versions_the_sdk_clients_speak(sessions_dir):
+    # mcp.client.Client speaks the stateless version; a bare ClientSession's handshake an older one.
+    from mcp import Client
+    from mcp.client.session import LATEST_HANDSHAKE_VERSION
+
+    from mcp_bridge.server import build_server
+
+    claim = next(s for s in sentences(DEPLOYMENT) if "`mcp.client.Client` speaks it" in s)
+    async with Client(build_server()) as client:
+        assert client.protocol_version == "2026-07-28"
+    text = " ".join(DEPLOYMENT.read_text(encoding="utf-8").split())
+    assert "The protocol version 2026-07-28 is stateless" in text and claim
+    assert f"negotiates {LATEST_HANDSHAKE_VERSION} by the older handshake" in text

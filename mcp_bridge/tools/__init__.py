@@ -18,7 +18,7 @@ from mcp_bridge.tools.runner import ConnectionState
 from mcp_bridge.tools.sessions import session_create, session_resume
 from mcp_bridge.tools.worker import plan_complete, plan_defer, plan_discard, plan_note
 
-__all__ = ["READ_ONLY", "TOOLS", "ConnectionState"]
+__all__ = ["CORE", "READ_ONLY", "TOOLS", "ConnectionState", "offered"]
 
 READ_ONLY = {
     session_resume,
@@ -48,3 +48,24 @@ TOOLS: list[tuple[str, Callable[..., CallToolResult], str]] = [
     ("9plan_admin_sessions", admin_sessions, "List sessions"),
     ("9plan_admin_state", admin_state, "Session state dump"),
 ]
+
+# The core set (NINEPLAN_TOOLS=core), for clients that pay for every byte of tools/list on
+# every model turn: what one agent needs to create or resume a session, queue, work, note,
+# finish and search.
+CORE = {
+    "9plan_session_create",
+    "9plan_session_resume",
+    "9plan_queue_add",
+    "9plan_queue_add_batch",
+    "9plan_queue_pull",
+    "9plan_plan_read",
+    "9plan_plan_note",
+    "9plan_plan_complete",
+    "9plan_plan_defer",
+    "9plan_history_search",
+}
+
+
+def offered(which: str) -> list[tuple[str, Callable[..., CallToolResult], str]]:
+    """The tools a server lists: every one ('all'), or the core set ('core')."""
+    return [tool for tool in TOOLS if which == "all" or tool[0] in CORE]

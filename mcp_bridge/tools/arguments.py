@@ -7,7 +7,11 @@ argument is ``Annotated[kind, Field(description=...)]``; an optional one is
 ``Annotated[kind | None, Field(description=...)] = None`` (None when left out); one of a
 few words is an optional ``str`` whose Field lists them, ``json_schema_extra=one_of(...)``.
 The words are advertised, not enforced by the schema: the service refuses another word with
-a message that names the accepted ones."""
+a message that names the accepted ones.
+
+The three arguments nearly every tool takes (``session_name``, ``worker``, ``request_id``)
+are described once, in the server instructions (mcp_bridge/prompts.py, "ARGUMENTS"), not in
+each tool: tools/list is spent from the model's context on every turn."""
 
 from __future__ import annotations
 
@@ -21,27 +25,15 @@ def one_of(*words: str) -> dict[str, Any]:
     return {"enum": list(words)}
 
 
-SessionArg = Annotated[
-    str | None, Field(description="Session name, e.g. 'brave-amber-otter'. Omit for this connection's current one.")
-]
+# Described in the server instructions (ARGUMENTS), not here: see the module's docstring.
+SessionArg = Annotated[str | None, Field()]
+WorkerArg = Annotated[str | None, Field()]
+RequestIdArg = Annotated[str | None, Field()]
+SHARED = ("session_name", "worker", "request_id")
+
 PositionArg = Annotated[
     str | None,
-    Field(
-        description="'front' = blocking work, done next; 'back' = eventual work (default).",
-        json_schema_extra=one_of("front", "back"),
-    ),
+    Field(description="'front': done next; 'back': later (default).", json_schema_extra=one_of("front", "back")),
 ]
-WorkerArg = Annotated[
-    str | None, Field(description="Your worker name if agents share the session (1-64 of A-Za-z0-9._-).")
-]
-DependsArg = Annotated[
-    list[str] | None, Field(description="Plan ids this plan waits for: it is pulled only once they are completed.")
-]
-ReviewArg = Annotated[
-    bool | None,
-    Field(description="true: when completed, the plan waits for a reviewer's approval before it counts as done."),
-]
-RequestIdArg = Annotated[
-    str | None,
-    Field(description="Retry key (1-64 of A-Za-z0-9._:-): a resend returns the first answer, changing nothing."),
-]
+DependsArg = Annotated[list[str] | None, Field(description="Plan ids to complete first.")]
+ReviewArg = Annotated[bool | None, Field(description="true: needs a reviewer's approval.")]

@@ -17,14 +17,12 @@ from sessions_app.reads import excerpts, queries
 
 def history_search(
     ctx: Context,
-    query: Annotated[str, Field(description="Words describing what you need, e.g. 'invoice model migration'.")],
-    max_results: Annotated[int | None, Field(description="How many results, 1 to 8 (default 5).")] = None,
+    query: Annotated[str, Field(description="What you need, in words.")],
+    max_results: Annotated[int | None, Field(description="1 to 8 (default 5).")] = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
-    """Search the session's completed plans (best match first) to find what earlier
-    work produced: use it to resolve a plan's inputs. Words match in any form ("caching"
-    finds "cached"), the last one also as a prefix. Plans matching all your words rank
-    first; partial matches follow. Discarded plans never appear.
+    """Search the session's completed plans for what earlier work produced; words match in
+    any form.
     Example: {"query": "invoice models"}"""
 
     def body(name: str) -> CallToolResult:
@@ -49,10 +47,10 @@ def history_search(
 
 def history_get(
     ctx: Context,
-    plan_id: Annotated[str, Field(description="A completed plan's 5-character id, e.g. 'k3x9q'.")],
+    plan_id: Annotated[str, Field(description="A completed plan's id.")],
     session_name: SessionArg = None,
 ) -> CallToolResult:
-    """Read one completed plan in full: every section, its notes and its outcome.
+    """Read one completed plan whole: its sections, notes and outcome.
     Example: {"plan_id": "k3x9q"}"""
 
     def body(name: str) -> CallToolResult:

@@ -14,8 +14,7 @@ from sessions_app.reads import excerpts, queries
 
 
 def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
-    """Check the session's invariants: one active plan at most, queue order intact, every
-    queued/active plan has its file, no stray files. Each issue names the plan and the fix.
+    """Check the session's invariants (queue order, plan files); each problem names its fix.
     Example: {}"""
 
     def body(name: str) -> CallToolResult:
@@ -36,8 +35,7 @@ def admin_validate(ctx: Context, session_name: SessionArg = None) -> CallToolRes
 
 
 def admin_sessions(ctx: Context) -> CallToolResult:
-    """List the sessions on this server, newest first, with queue length, completed count
-    and whether a plan is active. Use it to find a session name to resume.
+    """List the sessions, newest first, with their counts: find a name to resume.
     Example: {}"""
 
     def body(name: str | None) -> CallToolResult:
@@ -60,8 +58,7 @@ def admin_sessions(ctx: Context) -> CallToolResult:
 
 
 def admin_state(ctx: Context, session_name: SessionArg = None) -> CallToolResult:
-    """Detailed state of the session for debugging: queue with positions, active plan, plan
-    files on disk and whether they match the database.
+    """Debug view of the session: queue, active plans, plan files against the database.
     Example: {}"""
 
     def body(name: str) -> CallToolResult:

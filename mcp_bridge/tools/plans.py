@@ -17,13 +17,11 @@ from sessions_app.reads import queries
 
 def plan_read(
     ctx: Context,
-    plan_id: Annotated[str | None, Field(description="Any plan of the session, in any state. Omit for yours.")] = None,
+    plan_id: Annotated[str | None, Field(description="Any plan of the session; omit for yours.")] = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
 ) -> CallToolResult:
-    """Read a plan's full current text with its Notes: the plan your worker holds (no
-    plan_id), or any plan of the session by id. Use it after a restart or context loss, or
-    to read what a dependency produced. Changes nothing.
+    """Read a plan's text and Notes: yours (no plan_id) or any of the session's.
     Example: {}"""
 
     def body(name: str) -> CallToolResult:

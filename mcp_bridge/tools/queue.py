@@ -25,26 +25,24 @@ from sessions_app.reads import excerpts, queries
 
 def queue_add(
     ctx: Context,
-    context: Annotated[str, Field(description="Where this plan fits in the overall task.")],
-    goal: Annotated[str, Field(description="What this plan accomplishes, specific and checkable.")],
-    approach: Annotated[str, Field(description="Concrete steps to reach the goal.")],
-    success_criteria: Annotated[str, Field(description="Observable conditions that mean it is done.")],
+    context: Annotated[str, Field(description="Where it fits in the task.")],
+    goal: Annotated[str, Field(description="What it achieves, checkably.")],
+    approach: Annotated[str, Field(description="Concrete steps.")],
+    success_criteria: Annotated[str, Field(description="Observable signs it is done.")],
     inputs: Annotated[
         str | None,
-        Field(description="What it needs from other plans, described (not by id): '- schema: from the models plan'."),
+        Field(description="Needs from other plans, in words."),
     ] = None,
-    outputs: Annotated[str | None, Field(description="What it produces, specific enough to search for later.")] = None,
+    outputs: Annotated[str | None, Field(description="What it produces, for search.")] = None,
     position: PositionArg = None,
     review: ReviewArg = None,
     depends_on: DependsArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Add one self-contained plan to the queue and write its plan file. Use 'front' for work
-    that blocks what you are doing, 'back' for work that can wait. Adding A, B, C at the
-    front gives C, B, A: to keep an order, use 9plan_queue_add_batch.
-    Example: {"context": "Billing port", "goal": "Model invoices in Django",
-    "approach": "1. Read schema 2. Write models 3. Migrate", "success_criteria": "Tests pass"}"""
+    """Queue one self-contained plan: 'front' if it blocks your work, else 'back'.
+    Example: {"context": "Billing port", "goal": "Invoice models", "approach": "Write models",
+    "success_criteria": "Tests pass"}"""
     call = runner.asked(
         "queue_add",
         context=context,
@@ -89,31 +87,28 @@ def queue_add(
 
 class PlanSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    context: str = Field(description="Where this plan fits in the overall task.")
-    goal: str = Field(description="What this plan accomplishes.")
-    approach: str = Field(description="Concrete steps.")
-    success_criteria: str = Field(description="Observable completion conditions.")
-    inputs: str | None = Field(default=None, description="Needed from other plans, described.")
-    outputs: str | None = Field(default=None, description="What it produces.")
-    depends_on: list[str | int] | None = Field(
-        default=None,
-        description="Plan ids, or indexes of earlier plans in this batch, to complete first.",
-    )
+    # The fields of 9plan_queue_add, described there: tools/list is spent from the model's
+    # context on every turn, so they are not described twice.
+    context: str
+    goal: str
+    approach: str
+    success_criteria: str
+    inputs: str | None = None
+    outputs: str | None = None
+    depends_on: list[str | int] | None = Field(default=None, description="Plan ids or indexes in this batch.")
 
 
 def queue_add_batch(
     ctx: Context,
-    plans: Annotated[list[PlanSpec], Field(description="Plans in the order they should be worked (1 to 50).")],
+    plans: Annotated[list[PlanSpec], Field(description="1 to 50, fields as in 9plan_queue_add.")],
     position: PositionArg = None,
     review: ReviewArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Add several plans in one call, keeping their order, at the front or the back; all are
-    added or none. Use it to decompose: [A, B, C] at 'front' are worked A, then B, then C,
-    before anything already queued. For parallel work, C with depends_on [0, 1] waits for A and B.
-    Example: {"plans": [{"context": "...", "goal": "A", "approach": "...",
-    "success_criteria": "..."}, {...}], "position": "front"}"""
+    """Queue plans in order, all or none; depends_on [0, 1] waits for the first two.
+    Example: {"plans": [{"context": "..", "goal": "A", "approach": "..", "success_criteria":
+    ".."}]}"""
     call = runner.asked("queue_add_batch", plans=plans, position=position, review=review, session_name=session_name)
 
     def body(name: str) -> CallToolResult:
@@ -141,10 +136,7 @@ def queue_pull(
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Claim the first ready plan in the queue for your worker; returns its full text.
-    Work on it, then call 9plan_plan_complete, 9plan_plan_defer or 9plan_plan_discard.
-    Errors: PLAN_ALREADY_ACTIVE (finish yours first), QUEUE_BLOCKED (plans wait for others),
-    QUEUE_EMPTY (task complete).
+    """Claim the next ready plan and get its text; then complete, defer or discard it.
     Example: {}"""
     call = runner.asked("queue_pull", worker=worker, session_name=session_name)
 
@@ -207,8 +199,7 @@ def plan_renew(
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Renew the lease on your plan without writing to it, when the work takes longer than
-    the lease (any note, defer or complete renews it too).
+    """Extend your plan's lease without writing (every write extends it too).
     Example: {}"""
     call = runner.asked("plan_renew", worker=worker, session_name=session_name)
 

@@ -17,33 +17,25 @@ from sessions_app.reads import excerpts, interventions, queries
 
 def session_create(
     ctx: Context,
-    task_description: Annotated[
-        str | None, Field(description="The whole task in a sentence or two; shown when the session is resumed.")
-    ] = None,
+    task_description: Annotated[str | None, Field(description="The task in a sentence or two.")] = None,
     review: Annotated[
         str | None,
         Field(
-            description="'none' (default): a completed plan is done at once; 'required': every completed plan waits "
-            "for a reviewer's approval.",
+            description="'required': completed plans wait for a reviewer.",
             json_schema_extra=one_of("none", "required"),
         ),
     ] = None,
     lease_seconds: Annotated[
         int | None,
-        Field(description="A claim's lease without a write; past it, another worker's pull may take it (1800)."),
+        Field(description="Claim lease, seconds (1800)."),
     ] = None,
-    max_attempts: Annotated[
-        int | None, Field(description="Expired claims before a plan waits for a person (3).")
-    ] = None,
-    project: Annotated[
-        str | None, Field(description="The project it belongs to; needed only if your token has several.")
-    ] = None,
+    max_attempts: Annotated[int | None, Field(description="Expired claims before a person decides (3).")] = None,
+    project: Annotated[str | None, Field(description="Needed if your token has several.")] = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Start a new 9plan session: a work queue for one big task. Returns its three-word name
-    (e.g. 'brave-amber-otter'); write it down, it is how you resume after context loss.
-    The new session becomes this connection's current session.
-    Example: {"task_description": "Port the billing service to Django"}"""
+    """Start a session (one task's queue) and make it current; keep its three-word name to
+    resume.
+    Example: {"task_description": "Port billing"}"""
     call = runner.asked(
         "session_create",
         task_description=task_description,
@@ -76,11 +68,10 @@ def session_create(
 
 def session_resume(
     ctx: Context,
-    session_name: Annotated[str, Field(description="The session's three-word name, e.g. 'brave-amber-otter'.")],
+    session_name: Annotated[str, Field(description="Its three-word name.")],
 ) -> CallToolResult:
-    """Resume a session after a restart or context compaction: makes it current and returns
-    its whole state (task, queue in order, active plan, completed count). If a plan is
-    active, read it back with 9plan_plan_read and carry on with it.
+    """After a restart or context loss: make a session current and get its queue and
+    active plans.
     Example: {"session_name": "brave-amber-otter"}"""
 
     def body(name: str) -> CallToolResult:

@@ -17,17 +17,14 @@ from sessions_app.reads import excerpts, queries
 
 def plan_defer(
     ctx: Context,
-    reason: Annotated[str, Field(description="Why it is put back; appended to Notes with a timestamp.")],
+    reason: Annotated[str, Field(description="Why; added to its Notes.")],
     position: PositionArg = None,
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Put the active plan back in the queue without finishing it. Blocked on something?
-    Defer to 'back' (or add the blocker at the front first). Decomposing? Add the subplans
-    with 9plan_queue_add_batch at 'front', then defer this one to 'back'. Edits you made to
-    the plan file are kept.
-    Example: {"reason": "Needs the schema plan first", "position": "back"}"""
+    """Put your active plan back unfinished (blocked, or split into subplans).
+    Example: {"reason": "Needs the schema first"}"""
     call = runner.asked("plan_defer", reason=reason, position=position, worker=worker, session_name=session_name)
 
     def body(name: str) -> CallToolResult:
@@ -45,18 +42,14 @@ def plan_complete(
     ctx: Context,
     outcome: Annotated[
         str,
-        Field(
-            description="What was done and what it produced (files, names, decisions): later plans find it by search."
-        ),
+        Field(description="What was produced: files, names, decisions."),
     ],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Mark the active plan done. Stores the outcome, keeps your edits to the plan file,
-    makes the plan searchable with 9plan_history_search, and deletes the file. Returns the
-    queue status; pull the next plan after.
-    Example: {"outcome": "Added Invoice and Line models in billing/models.py; migration 0003."}"""
+    """Finish your active plan; later plans find its outcome by search.
+    Example: {"outcome": "Invoice models in billing/models.py"}"""
     call = runner.asked("plan_complete", outcome=outcome, worker=worker, session_name=session_name)
 
     def body(name: str) -> CallToolResult:
@@ -99,15 +92,14 @@ def plan_complete(
 
 def plan_discard(
     ctx: Context,
-    reason: Annotated[str, Field(description="Why the plan is dropped (obsolete, unnecessary, misconceived).")],
+    reason: Annotated[str, Field(description="Why it is dropped.")],
     worker: WorkerArg = None,
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Drop the active plan without doing it. A discarded plan is never searchable history.
-    Use it for work that turned out obsolete or wrong; use 9plan_plan_defer if it is
-    still needed later.
-    Example: {"reason": "Superseded by the new auth plan"}"""
+    """Drop your active plan undone (obsolete or wrong); it never enters history. Defer it
+    instead if it is still needed.
+    Example: {"reason": "Superseded by the auth plan"}"""
     call = runner.asked("plan_discard", reason=reason, worker=worker, session_name=session_name)
 
     def body(name: str) -> CallToolResult:
@@ -125,12 +117,11 @@ def plan_discard(
 
 def plan_note(
     ctx: Context,
-    text: Annotated[str, Field(description="The note to write (Markdown is fine).")],
+    text: Annotated[str, Field(description="The note (Markdown).")],
     mode: Annotated[
         str | None,
         Field(
-            description="'append' (default) adds the text after a blank line; 'replace' overwrites all Notes. "
-            "Exactly 'append' or 'replace', lowercase.",
+            description="'append' (default) or 'replace' (overwrites all Notes).",
             json_schema_extra=one_of("append", "replace"),
         ),
     ] = None,
@@ -138,10 +129,8 @@ def plan_note(
     session_name: SessionArg = None,
     request_id: RequestIdArg = None,
 ) -> CallToolResult:
-    """Write the active plan's Notes: findings, decisions, progress, so they survive context
-    loss. 'append' is safe alongside other writers and never loses earlier notes; pass a
-    request_id so that a retried append is not appended twice. 'replace' overwrites all Notes.
-    Example: {"text": "Schema uses UUID keys; see models.py", "mode": "append"}"""
+    """Write your active plan's Notes so findings survive context loss.
+    Example: {"text": "Schema uses UUID keys"}"""
     call = runner.asked("plan_note", text=text, mode=mode, worker=worker, session_name=session_name)
 
     def body(name: str) -> CallToolResult:

@@ -1,9 +1,12 @@
-"""The projects: their list, a project's page with its sessions and members, and granting
-and revoking a member's role (by the project's managers and superusers) and creating a
-project (by superusers). Each change is one service call (services/projects.py)."""
+"""The projects: their list, a project's page with its sessions, members and webhooks, and
+granting and revoking a member's role, subscribing a URL to the project's events, rotating
+its secret and removing it (by the project's managers and superusers) and creating a
+project (by superusers). Each change is one service call (services/projects.py,
+services/webhooks.py)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import admin, messages
 from django.core.exceptions import PermissionDenied
 from django.db.models import Count
@@ -12,11 +15,14 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from sessions_app import access, services
+from sessions_app.admin import webhooks as webhook_pages
 from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, redirect_back
 from sessions_app.admin.roles import can_intervene
 from sessions_app.errors import NineplanError, NotPermitted
 from sessions_app.identifiers import is_project_name
 from sessions_app.models import Membership, Project, Role
+from sessions_app.reads import queries
+from sessions_app.webhooks import event_types
 
 SESSIONS_SHOWN = 100
 GRANTED = "'{user}' is now {role} in project {project}."
@@ -54,6 +60,21 @@ class ProjectAdmin(NineplanAdmin):
             path("create/", wrap(self.create_view), name="sessions_app_project_create"),
             path("<str:name>/grant/", wrap(self.grant_view), name="sessions_app_project_grant"),
             path("<str:name>/revoke/", wrap(self.revoke_view), name="sessions_app_project_revoke"),
+            path(
+                "<str:name>/webhooks/subscribe/",
+                wrap(self.webhook_subscribe_view),
+                name="sessions_app_project_webhook_subscribe",
+            ),
+            path(
+                "<str:name>/webhooks/<int:subscription_id>/rotate/",
+                wrap(self.webhook_rotate_view),
+                name="sessions_app_project_webhook_rotate",
+            ),
+            path(
+                "<str:name>/webhooks/<int:subscription_id>/remove/",
+                wrap(self.webhook_remove_view),
+                name="sessions_app_project_webhook_remove",
+            ),
             *super().get_urls(),
         ]
 
@@ -65,6 +86,7 @@ class ProjectAdmin(NineplanAdmin):
     def change_view(self, request, object_id, form_url="", extra_context=None):
         project = self.read_page(request, object_id, is_project_name, self._visible)
         sessions = project.sessions.order_by("-created_at", "name")
+        can_manage = can_intervene(request.user, project)
         context = self.page_context(
             request,
             title=f"Project {project.name}",
@@ -73,7 +95,11 @@ class ProjectAdmin(NineplanAdmin):
             session_count=sessions.count(),
             members=list(Membership.objects.filter(project=project).select_related("user").order_by("user__username")),
             roles=Role.choices,
-            can_manage=can_intervene(request.user, project),
+            can_manage=can_manage,
+            webhooks=queries.webhook_subscriptions(project=project.name) if can_manage else [],
+            event_types=event_types.TYPES,
+            overlap_hours=services.DEFAULT_OVERLAP_HOURS,
+            public_url=settings.NINEPLAN_PUBLIC_URL,
             here=request.get_full_path(),
         )
         return TemplateResponse(request, "admin/sessions_app/project_page.html", context)
@@ -85,8 +111,9 @@ class ProjectAdmin(NineplanAdmin):
         return project
 
     def _change(self, request, name: str, act) -> HttpResponse:
-        """A POST that changes the project's members: one service call, its outcome in a
-        message; 403 for a user who may not manage the project, 404 for one who may not see it."""
+        """A POST that changes the project's members or webhooks: one service call, its
+        outcome in a message (or a page of its own, for a secret shown once); 403 for a user
+        who may not manage the project, 404 for one who may not see it."""
         if not can_intervene(request.user):
             raise PermissionDenied  # a manager of no project: refused before anything is looked up
         if request.method != "POST":
@@ -100,6 +127,8 @@ class ProjectAdmin(NineplanAdmin):
         except NineplanError as exc:
             messages.error(request, FAILED.format(project=name, category=exc.category, message=exc.message))
         else:
+            if isinstance(said, HttpResponse):
+                return said
             for line in said:
                 messages.success(request, line)
         return redirect_back(request, project_url(name))
@@ -124,6 +153,28 @@ class ProjectAdmin(NineplanAdmin):
             return [REVOKED.format(user=user, project=name)]
 
         return self._change(request, name, act)
+
+    def _secret_shown(self, request, name: str, shown: tuple[str, str]) -> HttpResponse:
+        said, secret = shown
+        context = self.page_context(
+            request, title=f"Project {name}: webhook secret", project_name=name, said=said, secret=secret
+        )
+        return webhook_pages.secret_page(request, context)
+
+    def webhook_subscribe_view(self, request, name: str):
+        return self._change(
+            request, name, lambda: self._secret_shown(request, name, webhook_pages.subscribe_posted(request, name))
+        )
+
+    def webhook_rotate_view(self, request, name: str, subscription_id: int):
+        return self._change(
+            request,
+            name,
+            lambda: self._secret_shown(request, name, webhook_pages.rotate_posted(request, name, subscription_id)),
+        )
+
+    def webhook_remove_view(self, request, name: str, subscription_id: int):
+        return self._change(request, name, lambda: webhook_pages.unsubscribe_posted(name, subscription_id))
 
     def create_view(self, request):
         if request.method != "POST":

@@ -27,7 +27,7 @@ from sessions_app.admin.roles import actor_for, can_intervene, can_review, can_v
 from sessions_app.errors import NineplanError, NotPermitted, SessionNotFound
 from sessions_app.identifiers import is_plan_id, is_session_name
 from sessions_app.models import SECTION_TITLES, Plan, ReviewPolicy
-from sessions_app.reads import needs_you
+from sessions_app.reads import needs_you, queries
 from sessions_app.store import revisions
 
 APPROVED = "Approved plan {plan}: it is completed and searchable."
@@ -77,6 +77,8 @@ def plan_context(request, plan: Plan) -> dict:
         ],
         "revision_count": revisions.count(plan),
         "changed_since_pulled": _changed_since_pulled(plan) if plan.status == Plan.Status.IN_REVIEW else [],
+        # Why a held plan is held: the reviewer's notes of its last rejection.
+        "last_rejection": queries.last_rejection(plan) if plan.status == Plan.Status.HELD else None,
     }
 
 

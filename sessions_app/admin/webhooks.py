@@ -1,16 +1,19 @@
 """Webhooks in the admin: each subscription (project, URL, event types, whether active)
 and the messages sent to it (status, attempts, the receiver's last answer, the next
-attempt), with an action that sends one again. Only superusers and the project's managers
-see them; the resend is a service call (services/webhooks.py), like every change here."""
+attempt), with an action that sends one again; and, on a project's page, subscribing a URL,
+rotating a subscription's secret and removing it (ProjectWebhooks). Only superusers and the
+project's managers see them; each change is a service call (services/webhooks.py)."""
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.db.models import Count, Q
+from django.template.response import TemplateResponse
 from django.urls import reverse
+from django.utils.cache import add_never_cache_headers
 from django.utils.html import format_html
 
-from sessions_app import access, services
+from sessions_app import access, clock, services
 from sessions_app.admin.model_admin import NineplanAdmin, plan_url, session_url
 from sessions_app.admin.roles import actor_for, can_intervene
 from sessions_app.errors import NineplanError
@@ -18,6 +21,56 @@ from sessions_app.models import WebhookDelivery, WebhookSubscription
 
 RESENT = "{count} webhook deliveries will be sent again shortly."
 NOT_RESENT = "Delivery {id}: {message}"
+UNSUBSCRIBED = "Removed webhook subscription {id} ({url}) and its deliveries."
+SECRET_PAGE = "admin/sessions_app/project/webhook_secret.html"
+
+
+# --- on a project's page (admin/projects.py): each takes the POST, calls one service and
+# says what it did, or raises the service's error for the page to show ------------------
+
+
+def subscribe_posted(request, name: str) -> tuple[str, str]:
+    """What the subscription made from the form says, and its secret (shown once)."""
+    made = services.webhook_subscribe(
+        project=name,
+        url=request.POST.get("url", ""),
+        events=request.POST.getlist("events"),
+        actor=actor_for(request.user),
+    )
+    sub = made.subscription
+    return f"Subscribed {sub.url} to {', '.join(sub.type_list())} (id {sub.id}).", made.secret
+
+
+def rotate_posted(request, name: str, subscription_id: int) -> tuple[str, str]:
+    """What the rotation says, and the new secret (shown once)."""
+    hours = request.POST.get("overlap_hours", str(services.DEFAULT_OVERLAP_HOURS)).strip()
+    rotated = services.webhook_secret_rotate(
+        subscription_id=subscription_id,
+        overlap_hours=int(hours) if hours.isdigit() else hours,
+        actor=actor_for(request.user),
+        project=name,
+    )
+    until = (
+        f"the old one signs beside it until {clock.utc_text(rotated.previous_until)}, then is dropped"
+        if rotated.previous_until
+        else "the old one no longer signs"
+    )
+    return (
+        f"New secret for subscription {rotated.subscription.id} ({rotated.subscription.url}): {until}.",
+        rotated.secret,
+    )
+
+
+def unsubscribe_posted(name: str, subscription_id: int) -> list[str]:
+    removed = services.webhook_unsubscribe(subscription_id=subscription_id, project=name)
+    return [UNSUBSCRIBED.format(id=removed.id, url=removed.url)]
+
+
+def secret_page(request, context: dict) -> TemplateResponse:
+    response = TemplateResponse(request, SECRET_PAGE, context)
+    # Shown this once: never kept by a browser's or a proxy's cache.
+    add_never_cache_headers(response)
+    return response
 
 
 class ManagersOnly(NineplanAdmin):
@@ -47,8 +100,17 @@ class WebhookSubscriptionAdmin(ManagersOnly):
     list_filter = ("active",)
     search_fields = ("url",)
     ordering = ("project", "id")
-    # The secret is never shown again after `nineplan_webhook add`.
-    fields = ("project", "url", "events", "active", "created_by", "created_at", "deliveries_link")
+    # The secret is shown once, when made (subscribing or rotating), never again.
+    fields = (
+        "project",
+        "url",
+        "events",
+        "active",
+        "previous_secret_until",
+        "created_by",
+        "created_at",
+        "deliveries_link",
+    )
     readonly_fields = fields
 
     def project_of(self, obj) -> str:

@@ -75,7 +75,7 @@ class ChoiceParam:
         if raw not in self.choices:
             accepted = ", ".join(f"'{c}'" for c in self.choices)
             raise ValidationFailed(
-                f"{self.name} must be exactly one of {accepted} (matched exactly); got {inputs.shown(raw)}.",
+                f"{self.name} must be exactly one of {accepted}; got {inputs.shown(raw)}.",
                 field=self.name,
             )
         return raw

@@ -64,8 +64,14 @@ def counts() -> Counts:
 
 def oldest_first(which: Q, *, limit: int = SHOWN, whole: bool = False) -> list[Plan]:
     """The visible plans ``which`` selects, the one waiting longest first (``whole``: with
-    their whole text, else the fields the lists show)."""
+    their whole text, else the fields the lists show). A held plan carries the reviewer's
+    notes of its last rejection (``rejected_by``, ``rejection_notes``): why it is held."""
     rows = queries.visible_plans().filter(which).order_by("updated_at", "id").annotate(project=F("session__project_id"))
+    if which is HELD:
+        last = Event.objects.filter(plan_id=OuterRef("id"), kind=Event.Kind.PLAN_REJECTED).order_by("-id")
+        rows = rows.annotate(
+            rejected_by=Subquery(last.values("actor")[:1]), rejection_notes=Subquery(last.values("detail__notes")[:1])
+        )
     return list((rows if whole else rows.only(*PLAN_FIELDS))[:limit])
 
 

@@ -11,7 +11,14 @@ from django.db.models import Case, Exists, F, OuterRef, Q, Value, When
 
 from sessions_app import access, inputs, planfiles, search
 from sessions_app.clock import utc_text
-from sessions_app.errors import NOT_COMPLETED, NoActivePlan, PlanNotFound, SessionNotFound
+from sessions_app.errors import (
+    NOT_COMPLETED,
+    NOTHING_HELD,
+    OTHER_WORKERS_HOLD,
+    NoActivePlan,
+    PlanNotFound,
+    SessionNotFound,
+)
 from sessions_app.models import (
     DEFAULT_WORKER,
     Event,
@@ -188,7 +195,7 @@ class Blocked:
 
     def describe(self) -> str:
         if self.waiting_for_person:
-            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claims ran out)"
+            return f"{self.plan_id} waits for a person to requeue or discard it ({self.attempts} claim{'s' if self.attempts != 1 else ''} ran out)"
         return f"{self.plan_id} waits for " + ", ".join(w.describe() for w in self.waits_for)
 
 
@@ -470,15 +477,46 @@ def plan_read(*, session_name: object, plan_id: object = None, worker: object = 
         )
         plan_id = next(iter(held.order_by().values_list("id", flat=True)), None)
         if plan_id is None:
-            whose = "Your default worker" if worker == DEFAULT_WORKER else f"Worker '{worker}'"
-            raise NoActivePlan(
-                f"{whose} holds no plan in session '{session.name}'; pass plan_id to read any plan of the session."
-            )
+            # An agent that lost its context may have worked under a worker name it no longer
+            # knows: name the workers that hold plans rather than send it to pull new work.
+            raise holds_nothing(session.name, worker, " Pass plan_id to read any plan of the session.", reading=True)
     plan_id = inputs.plan_id(plan_id)
     plan = Plan.objects.filter(session=session, id=plan_id).first()
     if plan is None:
         raise PlanNotFound.in_session(plan_id, session.name)
     return plan
+
+
+# How many workers an answer names when it lists those holding plans.
+HOLDERS_SHOWN = 5
+
+
+def holds_nothing(session_name: str, worker: str, fate_text: str, *, reading: bool = False) -> NoActivePlan:
+    """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
+    session hold plans, it names them (a call that left out its worker acts for the default
+    one, and may have meant one of them). ``reading``: the caller only wanted to read its
+    plan back, so the answer says how to find it rather than to pull new work."""
+    if worker != DEFAULT_WORKER:
+        return NoActivePlan(
+            f"Session '{session_name}' has no active plan held by worker '{worker}'.{fate_text}",
+            reason=NOTHING_HELD if reading else None,
+        )
+    holders = list(
+        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
+        .exclude(worker=worker)
+        .order_by("claimed_at", "id")
+        .values_list("worker", flat=True)[: HOLDERS_SHOWN + 1]
+    )
+    if not holders:
+        return NoActivePlan(
+            f"Session '{session_name}' has no active plan.{fate_text}", reason=NOTHING_HELD if reading else None
+        )
+    named = ", ".join(f"'{w}'" for w in holders[:HOLDERS_SHOWN]) + (" and more" if len(holders) > HOLDERS_SHOWN else "")
+    return NoActivePlan(
+        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{fate_text}",
+        reason=OTHER_WORKERS_HOLD,
+        field="worker",
+    )
 
 
 def last_rejection(plan: Plan) -> Event | None:
@@ -497,20 +535,40 @@ class SubscriptionRow:
     pending: int
     delivered: int
     failed: int
+    # Why its newest message not delivered failed its last attempt ("" when none did): a
+    # refused address says so here, where people look first.
+    last_error: str
+    last_error_delivery: int | None
 
 
-def webhook_subscriptions() -> list[SubscriptionRow]:
-    """The subscriptions of the projects the caller manages, with how many of their
-    deliveries are in each status; one query."""
-    from django.db.models import Count, QuerySet
+def webhook_subscriptions(project: str | None = None) -> list[SubscriptionRow]:
+    """The subscriptions of the projects the caller manages (of ``project`` only, when
+    named), with how many of their deliveries are in each status and the last error of
+    one not delivered; one query."""
+    from django.db.models import Count, QuerySet, Subquery
 
     qs = WebhookSubscription.objects.order_by("project_id", "id")
+    if project is not None:
+        qs = qs.filter(project_id=project)
     projects = access.projects_where(access.MANAGE)
     if projects is not None:
         qs = qs.filter(project_id__in=projects)
     counted = {
         status: Count("deliveries", filter=Q(deliveries__status=status)) for status in WebhookDelivery.Status.values
     }
+    failing = (
+        WebhookDelivery.objects.filter(subscription=OuterRef("pk"))
+        .exclude(status=WebhookDelivery.Status.DELIVERED)
+        .exclude(last_error="")
+        .order_by("-id")
+    )
     # Counted under the statuses' names, which the checker cannot follow.
-    annotated: QuerySet[Any] = qs.annotate(**counted)
-    return [SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed) for sub in annotated]
+    annotated: QuerySet[Any] = qs.annotate(
+        **counted,
+        last_error=Subquery(failing.values("last_error")[:1]),
+        last_error_delivery=Subquery(failing.values("id")[:1]),
+    )
+    return [
+        SubscriptionRow(sub, sub.pending, sub.delivered, sub.failed, sub.last_error or "", sub.last_error_delivery)
+        for sub in annotated
+    ]

@@ -23,10 +23,13 @@ from sessions_app.services.review import DECISIONS, plan_release, plan_restore, 
 from sessions_app.services.sessions import project_for_new_session, session_create, session_set_review
 from sessions_app.services.staff import plan_discard_any, plan_requeue
 from sessions_app.services.webhooks import (
+    DEFAULT_OVERLAP_HOURS,
+    Rotated,
     Subscribed,
     deliveries_claim,
     delivery_record,
     delivery_resend,
+    webhook_secret_rotate,
     webhook_subscribe,
     webhook_unsubscribe,
 )
@@ -35,11 +38,13 @@ from sessions_app.services.write_kit import Written, compose_append, worker_acto
 
 __all__ = [
     "DECISIONS",
+    "DEFAULT_OVERLAP_HOURS",
     "MAX_DEPENDENCIES",
     "RECLAIM_ACTOR",
     "Granted",
     "PlanInput",
     "PullResult",
+    "Rotated",
     "Subscribed",
     "Written",
     "compose_append",
@@ -70,6 +75,7 @@ __all__ = [
     "reclaim_expired",
     "session_create",
     "session_set_review",
+    "webhook_secret_rotate",
     "webhook_subscribe",
     "webhook_unsubscribe",
     "worker_actor",

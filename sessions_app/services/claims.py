@@ -18,7 +18,6 @@ from sessions_app.clock import utc_text
 from sessions_app.errors import (
     LeaseLost,
     NineplanError,
-    NoActivePlan,
     PlanAlreadyActive,
     QueueBlocked,
     QueueEmpty,
@@ -267,7 +266,7 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
         # not silently thrown away (read only on this error path).
         fate = interventions.fate_of_last_pulled(session_name, actor)
         fate_text = f" {fate.describe()}" if fate is not None else ""
-        raise _holds_nothing(session_name, worker, fate_text)
+        raise queries.holds_nothing(session_name, worker, fate_text)
     plan_id, lost_at = lost
     if text is not None:
         record_event(session_name, Event.Kind.LATE_WRITE_KEPT, actor, plan_id, worker=worker, op=op, text=text, **late)
@@ -286,29 +285,6 @@ def claim_of(session_name: str, worker: str, actor: str, op: str, text: str | No
             f"(by another worker's pull after its lease ran out, or by a person);{where}. Nothing of the plan was changed.{kept}",
             field="worker",
         ),
-    )
-
-
-def _holds_nothing(session_name: str, worker: str, fate_text: str) -> NoActivePlan:
-    """NO_ACTIVE_PLAN for ``worker``; for the default worker, while other workers of the
-    session hold plans, it names them (a call that left out its worker acts for the default
-    one, and may have meant one of them)."""
-    whose = "" if worker == DEFAULT_WORKER else f" held by worker '{worker}'"
-    if worker != DEFAULT_WORKER:
-        return NoActivePlan(f"Session '{session_name}' has no active plan{whose}.{fate_text}")
-    holders = list(
-        Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE)
-        .exclude(worker=worker)
-        .order_by("claimed_at", "id")
-        .values_list("worker", flat=True)[: BLOCKED_SHOWN + 1]
-    )
-    if not holders:
-        return NoActivePlan(f"Session '{session_name}' has no active plan.{fate_text}")
-    named = ", ".join(f"'{w}'" for w in holders[:BLOCKED_SHOWN]) + (" and more" if len(holders) > BLOCKED_SHOWN else "")
-    return NoActivePlan(
-        f"The default worker holds no plan in session '{session_name}'; other workers do: {named}.{fate_text}",
-        reason=errors.OTHER_WORKERS_HOLD,
-        field="worker",
     )
 
 

@@ -9,9 +9,10 @@ import base64
 import logging
 import secrets
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.conf import settings
+from django.db.models import Min, Q
 
 from sessions_app import access, clock, inputs
 from sessions_app.errors import NotPermitted, ValidationFailed
@@ -24,6 +25,14 @@ log = logging.getLogger("nineplan.webhooks")
 
 SECRET_PREFIX = "whsec_"
 MAX_ERROR_CHARS = 500
+
+
+DEFAULT_OVERLAP_HOURS = 24
+MAX_OVERLAP_HOURS = 24 * 30
+
+
+def new_secret() -> str:
+    return SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
 
 
 @dataclass(frozen=True)
@@ -64,7 +73,7 @@ def webhook_subscribe(*, project: str, url: str, events: object, actor: str) -> 
     access.require_in_project(access.MANAGE, name)
     stored = event_types(events)
     addresses.resolve(url)
-    secret = SECRET_PREFIX + base64.b64encode(secrets.token_bytes(32)).decode("ascii")
+    secret = new_secret()
     with transactions.write():
         subscription = WebhookSubscription.objects.create(
             project_id=name,
@@ -80,20 +89,25 @@ def webhook_subscribe(*, project: str, url: str, events: object, actor: str) -> 
     return Subscribed(subscription, secret)
 
 
-def _subscription(subscription_id: object) -> WebhookSubscription:
-    """The subscription, for a manager of its project; one the caller may not manage is not
-    found, as a missing one."""
+def _subscription(subscription_id: object, project: str | None = None) -> WebhookSubscription:
+    """The subscription (of ``project``, when named), for a manager of its project; one the
+    caller may not manage, or of another project, is not found, as a missing one."""
     if not isinstance(subscription_id, int) or isinstance(subscription_id, bool) or subscription_id < 1:
         raise ValidationFailed("id: give a subscription's number.", field="id")
     found = WebhookSubscription.objects.filter(id=subscription_id).first()
-    if found is None or not access.current().allows(access.MANAGE, found.project_id):
+    if (
+        found is None
+        or (project is not None and found.project_id != project)
+        or not access.current().allows(access.MANAGE, found.project_id)
+    ):
         raise ValidationFailed(f"id: no webhook subscription {subscription_id}.", field="id")
     return found
 
 
-def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
-    """Removes the subscription and its messages, sent or not (for its project's managers)."""
-    found = _subscription(subscription_id)
+def webhook_unsubscribe(*, subscription_id: int, project: str | None = None) -> WebhookSubscription:
+    """Removes the subscription (of ``project``, when named) and its messages, sent or not
+    (for its project's managers)."""
+    found = _subscription(subscription_id, project)
     with transactions.write():
         found.delete()
     found.id = subscription_id  # delete() forgets it; the caller reports which one went
@@ -102,6 +116,50 @@ def webhook_unsubscribe(*, subscription_id: int) -> WebhookSubscription:
         extra={"project": found.project_id, "subscription": subscription_id},
     )
     return found
+
+
+@dataclass(frozen=True)
+class Rotated:
+    """A subscription's new secret, shown this once, and until when the old one signs too."""
+
+    subscription: WebhookSubscription
+    secret: str
+    previous_until: datetime | None
+
+
+def webhook_secret_rotate(
+    *, subscription_id: int, overlap_hours: object = DEFAULT_OVERLAP_HOURS, actor: str, project: str | None = None
+) -> Rotated:
+    """A new secret for the subscription (for its project's managers); the old one goes on
+    signing every message beside it for ``overlap_hours`` (0: dropped at once). Messages
+    not yet delivered stay, and are signed as they are sent."""
+    if (
+        not isinstance(overlap_hours, int)
+        or isinstance(overlap_hours, bool)
+        or not 0 <= overlap_hours <= MAX_OVERLAP_HOURS
+    ):
+        raise ValidationFailed(
+            f"overlap_hours: give a whole number of hours from 0 to {MAX_OVERLAP_HOURS}.", field="overlap_hours"
+        )
+    found = _subscription(subscription_id, project)
+    secret = new_secret()
+    until = clock.now() + timedelta(hours=overlap_hours) if overlap_hours else None
+    with transactions.write():
+        # Compare-and-set on the secret read above: of two rotations at once, the second
+        # would otherwise keep as "previous" a secret no receiver was ever shown.
+        changed = WebhookSubscription.objects.filter(id=found.id, secret=found.secret).update(
+            secret=secret, previous_secret=found.secret if until else "", previous_secret_until=until
+        )
+    if not changed:
+        raise ValidationFailed(
+            f"id: subscription {found.id}'s secret was rotated meanwhile; nothing was changed.", field="id"
+        )
+    found.refresh_from_db()
+    log.info(
+        "webhook secret rotated",
+        extra={"project": found.project_id, "subscription": found.id, "actor": actor, "overlap_hours": overlap_hours},
+    )
+    return Rotated(found, secret, until)
 
 
 def delivery_resend(*, delivery_id: int, actor: str) -> WebhookDelivery:
@@ -131,8 +189,8 @@ def write_messages(event: Event, types: tuple[str, ...]) -> None:
     ``types`` (webhook_types.types_of the event), written in the event's own transaction, so
     an event is never recorded without its messages nor a message without its event. Without
     a subscription taking any of them (the common case) this is one read, and nothing is
-    written. session.queue_emptied is one of them only when the event's plan, not yet changed
-    (its event is written first), was queued or active and no other plan of the session is."""
+    written. session.queue_emptied is one of them only when the event leaves nothing to do in
+    the session (_empties_queue)."""
     if event.plan_id is None:
         types = tuple(t for t in types if t != webhook_types.QUEUE_EMPTIED)
     if not types:
@@ -165,11 +223,27 @@ def write_messages(event: Event, types: tuple[str, ...]) -> None:
     )
 
 
+# The kinds whose event is written before its plan's status changes (the others' after).
+_EVENT_BEFORE_CHANGE = frozenset({Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_DISCARDED})
+
+
 def _empties_queue(event: Event) -> bool:
-    """Whether the event's plan, as it was before the change the event records, was the
-    session's last plan queued or active."""
-    still_open = Plan.objects.filter(session_id=event.session_id, status__in=(Plan.Status.QUEUED, Plan.Status.ACTIVE))
-    return still_open.filter(id=event.plan_id).exists() and not still_open.exclude(id=event.plan_id).exists()
+    """Whether nothing is left to do in the session once the change the event records is
+    made: no other plan of it may be pulled (queued and not waiting for a person), is active
+    or is in review, and the event's own plan was one of those until this change."""
+    in_work = Q(status__in=(Plan.Status.ACTIVE, Plan.Status.IN_REVIEW)) | Q(
+        status=Plan.Status.QUEUED, waiting_for_person=False
+    )
+    plans = Plan.objects.filter(session_id=event.session_id)
+    if plans.filter(in_work).exclude(id=event.plan_id).exists():
+        return False
+    its_plan_in_work = plans.filter(in_work, id=event.plan_id).exists()
+    if event.kind in _EVENT_BEFORE_CHANGE:
+        # Not changed yet: a discard of a plan already out of work (held, waiting) empties nothing.
+        return its_plan_in_work
+    # Changed already: approved or held (it was in review), or left waiting by a reclaim (it
+    # was active); it must be out of work now.
+    return not its_plan_in_work
 
 
 # --- the delivery loops ---------------------------------------------------------------------
@@ -181,37 +255,56 @@ def _require_server() -> None:
         raise NotPermitted("Only the server's own delivery loop sends webhooks. Nothing was changed.")
 
 
-def deliveries_claim(*, limit: int) -> list[WebhookDelivery]:
-    """Up to ``limit`` messages that are due, each claimed for NINEPLAN_WEBHOOKS_CLAIM_SECONDS
-    by this loop: no other loop takes one before its claim passes (or it is recorded), and a
-    loop that died mid-attempt leaves it to the next once it has (at least once). Messages
+def deliveries_claim(*, limit: int, due_by: datetime | None = None) -> list[WebhookDelivery]:
+    """Up to ``limit`` messages that are due (by ``due_by``, default now), at most one per
+    subscription and none of a subscription whose message another attempt holds, each
+    claimed for NINEPLAN_WEBHOOKS_CLAIM_SECONDS by this loop: no other loop takes one before
+    its claim passes (or it is recorded), and a loop that died mid-attempt leaves it to the
+    next once it has (at least once). A subscription's messages go oldest first; messages
     of a subscription made inactive are left alone."""
     _require_server()
     now = clock.now()
+    due_by = now if due_by is None or due_by > now else due_by
     until = now + timedelta(seconds=settings.NINEPLAN_WEBHOOKS_CLAIM_SECONDS)
+    pending = WebhookDelivery.objects.filter(status=WebhookDelivery.Status.PENDING).order_by()
+    held = pending.filter(claimed_until__gt=now)
     due = (
-        WebhookDelivery.objects.filter(
-            status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now, subscription__active=True
-        )
+        pending.filter(next_attempt_at__lte=due_by, subscription__active=True)
         .exclude(claimed_until__gt=now)
-        .order_by("next_attempt_at", "id")
+        .exclude(subscription_id__in=held.values("subscription_id"))
     )
     # A plain read first: most rounds find nothing, and on SQLite a write transaction
     # would take the database's write lock from the agents every round of every loop.
+    _drop_overlapped_secrets(now)
     if not due.exists():
         return []
+    # One per subscription, so that a slow receiver's backlog never fills a round that
+    # other receivers' messages are waiting for.
+    firsts = list(
+        due.values("subscription_id")
+        .annotate(first=Min("id"))
+        .order_by("first")
+        .values_list("first", flat=True)[:limit]
+    )
     with transactions.write():
-        # PostgreSQL: rows another loop is claiming right now are passed over, never waited
-        # for (SQLite's writers are serialised already; the update below re-checks).
-        ids = list(due.select_for_update(skip_locked=True, of=("self",)).values_list("id", flat=True)[:limit])
-        if not ids:
-            return []
-        WebhookDelivery.objects.filter(id__in=ids).exclude(claimed_until__gt=now).update(claimed_until=until)
+        # Compare-and-set: a message another loop claimed (or recorded) since the read
+        # above is left to it.
+        WebhookDelivery.objects.filter(
+            id__in=firsts, status=WebhookDelivery.Status.PENDING, next_attempt_at__lte=now
+        ).exclude(claimed_until__gt=now).update(claimed_until=until)
         return list(
-            WebhookDelivery.objects.filter(id__in=ids, claimed_until=until)
-            .select_related("subscription", "event", "event__session")
-            .order_by("next_attempt_at", "id")
+            WebhookDelivery.objects.filter(id__in=firsts, claimed_until=until)
+            .select_related("subscription", "event", "event__session", "event__plan")
+            .order_by("id")
         )
+
+
+def _drop_overlapped_secrets(now: datetime) -> None:
+    """Forgets the previous secrets whose overlap has ended (they sign nothing any more)."""
+    over = WebhookSubscription.objects.filter(previous_secret_until__lte=now)
+    if over.exists():
+        with transactions.write():
+            over.update(previous_secret="", previous_secret_until=None)
 
 
 def delivery_record(*, delivery: WebhookDelivery, code: int | None, error: str = "") -> WebhookDelivery.Status | None:

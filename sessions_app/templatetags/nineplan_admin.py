@@ -4,10 +4,11 @@ cuts through words; waits in words; and the admin site's names for pages rendere
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django import template
 from django.utils.safestring import SafeString
+from django.utils.timesince import timesince
 
 from sessions_app.admin import render
 from sessions_app.reads import excerpts, needs_you
@@ -49,6 +50,17 @@ def nineplan_duration(value: timedelta | None) -> str:
     if minutes:
         parts.append(f"{minutes} minute{'s' if minutes != 1 else ''}")
     return " ".join(parts)
+
+
+@register.filter
+def since(value: datetime | None, now: datetime) -> str:
+    """How long ago ``value`` was, as Django's ``timesince`` says it, but "less than a minute"
+    rather than "0 minutes": ``waiting {{ plan.updated_at|since:now }}``."""
+    if value is None:
+        return ""
+    if (now - value).total_seconds() < 60:
+        return "less than a minute"
+    return timesince(value, now)
 
 
 @register.inclusion_tag("admin/sessions_app/button_form.html", takes_context=True)

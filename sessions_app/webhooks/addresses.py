@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ipaddress
 import socket
+import unicodedata
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -36,9 +37,18 @@ class Target:
 
 def parse(url: object) -> tuple[str, str, int, str]:
     """(scheme, host, port, path with query) of an acceptable URL, else VALIDATION_ERROR."""
-    if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS or any(c.isspace() for c in url):
+    if not isinstance(url, str) or not url or len(url) > MAX_URL_CHARS:
         raise ValidationFailed(
             f"url: give an http or https URL of at most {MAX_URL_CHARS} characters.",
+            field="url",
+        )
+    # Refused here rather than by the HTTP client at every attempt for a day: a URL with a
+    # control character or a space can never be sent to.
+    bad = next((i for i, c in enumerate(url) if c.isspace() or unicodedata.category(c) in ("Cc", "Cf")), None)
+    if bad is not None:
+        raise ValidationFailed(
+            f"url: it holds a control character or whitespace ({url[bad]!r} at position {bad + 1}); "
+            "percent-encode it or leave it out.",
             field="url",
         )
     parts = urlsplit(url)
@@ -57,6 +67,10 @@ def parse(url: object) -> tuple[str, str, int, str]:
     path = parts.path or "/"
     if parts.query:
         path += f"?{parts.query}"
+    if not path.isascii():
+        raise ValidationFailed(
+            "url: its path or query holds a character that is not ASCII; percent-encode it.", field="url"
+        )
     return scheme, parts.hostname, port, path
 
 
@@ -66,8 +80,14 @@ def refusal(address: str) -> str | None:
     if settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE:
         return None
     ip = ipaddress.ip_address(address.split("%", 1)[0])
-    if isinstance(ip, ipaddress.IPv6Address) and ip.ipv4_mapped is not None:
-        ip = ip.ipv4_mapped
+    if isinstance(ip, ipaddress.IPv6Address):
+        # An IPv6 address that carries an IPv4 one reaches it: through the host's own
+        # stack (mapped), a 6to4 relay or a Teredo relay (its client's address), or a NAT64
+        # gateway. What it carries is checked as if it had been given.
+        for how, inner in _carried(ip):
+            why = refusal(str(inner))
+            if why is not None:
+                return f"it resolves to {address}, {how} carrying {why.removeprefix('it resolves to ')}"
     for what, hit in (
         ("a loopback", ip.is_loopback),
         ("a private", ip.is_private),
@@ -80,6 +100,24 @@ def refusal(address: str) -> str | None:
         if hit:
             return f"it resolves to {address}, {what} address"
     return None
+
+
+NAT64 = ipaddress.IPv6Network("64:ff9b::/96")
+
+
+def _carried(ip: ipaddress.IPv6Address) -> list[tuple[str, ipaddress.IPv4Address]]:
+    """The IPv4 addresses an IPv6 address carries, each with the name of how."""
+    found = []
+    if ip.ipv4_mapped is not None:
+        found.append(("an IPv4-mapped address", ip.ipv4_mapped))
+    if ip.sixtofour is not None:
+        found.append(("a 6to4 address", ip.sixtofour))
+    if ip.teredo is not None:
+        server, client = ip.teredo
+        found += [("a Teredo address", client), ("a Teredo address", server)]
+    if ip in NAT64:
+        found.append(("a NAT64 address", ipaddress.IPv4Address(int(ip) & 0xFFFFFFFF)))
+    return found
 
 
 def resolve(url: object) -> Target:

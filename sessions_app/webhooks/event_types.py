@@ -25,15 +25,21 @@ TYPES = {
     PLAN_WAITING_FOR_PERSON: "a plan waits for a person: its attempts ran out",
     LEASE_LOST: "a worker's lease ran out (or staff took its plan back) and the plan was reclaimed",
     LATE_WRITE_KEPT: "a worker wrote after losing its claim, and its text was kept aside",
-    QUEUE_EMPTIED: "a session's last queued or active plan was completed, submitted or discarded",
+    QUEUE_EMPTIED: (
+        "nothing is left to do in a session: no plan may be pulled (none queued, or each waits for a person),"
+        " is being worked on or is in review"
+    ),
 }
 # What a subscription names to get every type, now and later.
 ALL = "all"
 
-# The kinds after which the session's queue may have emptied: the event is written before
-# the plan's status changes, and the outbox checks that the plan was the last one queued or
-# active (services/webhooks.py, write_messages).
-EMPTYING_KINDS = frozenset({Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_SUBMITTED, Event.Kind.PLAN_DISCARDED})
+# The kinds that may take a session's last plan out of work: each ends the work on its plan
+# (completed, approved, discarded, held after a rejection, or left waiting for a person by
+# a reclaim). A plan entering review does not: a reviewer has it yet, and may send it back.
+# The outbox checks that nothing else is left (services/webhooks.py, write_messages).
+EMPTYING_KINDS = frozenset(
+    {Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_APPROVED, Event.Kind.PLAN_DISCARDED, Event.Kind.PLAN_HELD}
+)
 
 _OF_KIND = {
     Event.Kind.PLAN_SUBMITTED: (PLAN_IN_REVIEW,),
@@ -49,6 +55,6 @@ def types_of(kind: str, detail: dict) -> tuple[str, ...]:
     found = _OF_KIND.get(kind, ())
     if kind == Event.Kind.PLAN_RECLAIMED and detail.get("waiting_for_person"):
         found = (*found, PLAN_WAITING_FOR_PERSON)
-    if kind in EMPTYING_KINDS:
+    if kind in EMPTYING_KINDS or (kind == Event.Kind.PLAN_RECLAIMED and detail.get("waiting_for_person")):
         found = (*found, QUEUE_EMPTIED)
     return found

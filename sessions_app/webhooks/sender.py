@@ -7,6 +7,11 @@ database: each message is claimed by one loop at a time (services.deliveries_cla
 is never sent by two at once, and a loop killed mid-attempt leaves it to the next. No write
 of 9plan waits for a receiver: a write only inserts the message; the loop sends it later,
 outside any transaction.
+
+One receiver never holds up another's messages: a loop sends side by side, on a pool of
+threads, at most one message per subscription at a time, and each attempt ends by its
+deadline (webhooks/exchange.py), which ends before the message's claim does. The loop's own
+thread does every database read and write; the pool's threads only talk HTTP.
 """
 
 from __future__ import annotations
@@ -14,26 +19,26 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import socket
-import ssl
+import queue
 import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 
 from django.conf import settings
+from django.urls import reverse
 from standardwebhooks import Webhook
 
-from sessions_app import access, services
+from sessions_app import access, clock, services
 from sessions_app.errors import NineplanError
 from sessions_app.models import WebhookDelivery
-from sessions_app.webhooks import addresses
+from sessions_app.webhooks import addresses, exchange
 
 log = logging.getLogger("nineplan.webhooks")
 
-BATCH = 20
-# A receiver's answer is not read beyond this: only its status counts.
-MAX_ANSWER_BYTES = 4096
 USER_AGENT = "9plan-webhooks"
 MAX_DETAIL_TEXT = 4000
+REFUSED = "refused: "
 
 
 def message_id(delivery: WebhookDelivery) -> str:
@@ -42,15 +47,32 @@ def message_id(delivery: WebhookDelivery) -> str:
     return f"msg_{delivery.id}"
 
 
+def admin_url(plan_id: str | None, session_name: str) -> str | None:
+    """The absolute address of the plan's admin page (the session's, for an event of no
+    plan), or None while NINEPLAN_PUBLIC_URL is unset: the server cannot know its own."""
+    base = settings.NINEPLAN_PUBLIC_URL
+    if not base:
+        return None
+    if plan_id:
+        return base + reverse("admin:sessions_app_plan_change", args=[plan_id])
+    return base + reverse("admin:sessions_app_session_change", args=[session_name])
+
+
+def _clip(value):
+    return value[:MAX_DETAIL_TEXT] if isinstance(value, str) else value
+
+
 def payload(delivery: WebhookDelivery) -> str:
     """The body: the Standard Webhooks envelope (type, timestamp, data) around the event
-    as the REST event feed shows it, with its project."""
+    as the REST event feed shows it, with its project, the plan's goal and the address of
+    its page in the admin."""
     event = delivery.event
     # A late write keeps the agent's whole text; a message carries its start (the event
     # feed and the plan page have all of it).
-    detail = {k: v[:MAX_DETAIL_TEXT] if isinstance(v, str) else v for k, v in (event.detail or {}).items()}
+    detail = {k: _clip(v) for k, v in (event.detail or {}).items()}
+    goal = event.plan.goal if event.plan_id and event.plan is not None else None
     clipped = detail != (event.detail or {})
-    body = {
+    body: dict = {
         "type": delivery.event_type,
         "timestamp": event.created_at.astimezone(UTC).isoformat(),
         "data": {
@@ -59,111 +81,195 @@ def payload(delivery: WebhookDelivery) -> str:
             "project": event.session.project_id,
             "session": event.session_id,
             "plan": event.plan_id,
+            "goal": _clip(goal),
+            "admin_url": admin_url(event.plan_id, event.session_id),
             "actor": event.actor,
             "detail": detail,
         },
     }
     if clipped:
         body["data"]["detail_clipped"] = True
+    if goal is not None and len(goal) > MAX_DETAIL_TEXT:
+        body["data"]["goal_clipped"] = True
     return json.dumps(body, ensure_ascii=False, separators=(",", ":"))
 
 
 def signed_headers(delivery: WebhookDelivery, body: str, at: datetime) -> dict[str, str]:
+    """The Standard Webhooks headers; while a rotated secret's overlap lasts, the message is
+    signed with both secrets (the new first), space-separated, so a receiver holding either
+    verifies it."""
     msg_id = message_id(delivery)
-    signature = Webhook(delivery.subscription.secret).sign(msg_id=msg_id, timestamp=at, data=body)
+    signatures = [
+        Webhook(secret).sign(msg_id=msg_id, timestamp=at, data=body)
+        for secret in delivery.subscription.signing_secrets(at)
+    ]
     return {
         "webhook-id": msg_id,
         "webhook-timestamp": str(int(at.timestamp())),
-        "webhook-signature": signature,
+        "webhook-signature": " ".join(signatures),
         "content-type": "application/json",
         "user-agent": USER_AGENT,
     }
 
 
-class _PinnedHTTP(http.client.HTTPConnection):
-    """Connects to the address that was checked, whatever a new lookup of the name says."""
-
-    def __init__(self, target: addresses.Target, timeout: float):
-        super().__init__(target.host, target.port, timeout=timeout)
-        self.address = target.address
-
-    def connect(self) -> None:
-        self.sock = socket.create_connection((self.address, self.port), self.timeout)
-
-
-class _PinnedHTTPS(_PinnedHTTP):
-    def connect(self) -> None:
-        super().connect()
-        self.sock = ssl.create_default_context().wrap_socket(self.sock, server_hostname=self.host)
-
-
 def attempt(delivery: WebhookDelivery) -> tuple[int | None, str]:
     """One POST of the message: the status the receiver answered (None when there was no
     answer) and, for a failure, why. A redirect is an answer like any other non-2xx: it is
-    not followed, since its target was never checked."""
+    not followed, since its target was never checked. The whole attempt, name lookup
+    included, ends by NINEPLAN_WEBHOOKS_TIMEOUT, and always NINEPLAN_WEBHOOKS_CLAIM_MARGIN
+    before the message's claim: no other loop can take it while this one may still send."""
+    seconds = settings.NINEPLAN_WEBHOOKS_TIMEOUT
+    budget = float(seconds)
+    if delivery.claimed_until is not None:
+        claim_left = (delivery.claimed_until - clock.now()).total_seconds()
+        budget = min(budget, claim_left - settings.NINEPLAN_WEBHOOKS_CLAIM_MARGIN)
+    if budget <= 0:
+        return None, "not sent: too little of its claim was left for an attempt"
+    deadline = time.monotonic() + budget
     try:
         target = addresses.resolve(delivery.subscription.url)
     except NineplanError as exc:
-        return None, f"refused: {exc.message}"
+        return None, REFUSED + exc.message
     body = payload(delivery)
     headers = signed_headers(delivery, body, datetime.now(UTC))
-    kind = _PinnedHTTPS if target.scheme == "https" else _PinnedHTTP
-    conn = kind(target, timeout=settings.NINEPLAN_WEBHOOKS_TIMEOUT)
     try:
-        conn.request("POST", target.path, body=body.encode("utf-8"), headers=headers)
-        answer = conn.getresponse()
-        answer.read(MAX_ANSWER_BYTES)
-        code = answer.status
+        code = exchange.post(target, body.encode("utf-8"), headers, deadline)
+    except TimeoutError:
+        return (
+            None,
+            f"no answer by the attempt's deadline ({budget:.1f} s; NINEPLAN_WEBHOOKS_TIMEOUT={seconds}); it was cut",
+        )
     except (OSError, http.client.HTTPException) as exc:
         return None, f"{type(exc).__name__}: {exc}"
-    finally:
-        conn.close()
     if 300 <= code < 400:
         return code, f"the receiver answered {code} (a redirect, not followed)"
     return code, "" if 200 <= code < 300 else f"the receiver answered {code}"
 
 
-def deliver_due(limit: int = BATCH) -> int:
-    """Claims the messages that are due and sends each once; returns how many it sent
-    (whatever the receivers answered)."""
-    with access.acting_as(access.LOCAL):
-        claimed = services.deliveries_claim(limit=limit)
+def _logged(delivery: WebhookDelivery, code: int | None, error: str, status) -> None:
+    fields = {
+        "delivery": delivery.id,
+        "subscription": delivery.subscription_id,
+        "project": delivery.subscription.project_id,
+        "type": delivery.event_type,
+        "code": code,
+        "status": status,
+    }
+    if error.startswith(REFUSED):
+        # Said where the people who run the server look, not only in the admin: nothing
+        # will reach this URL until its address or NINEPLAN_WEBHOOKS_ALLOW_PRIVATE changes.
+        log.warning(
+            "webhook not sent: its URL is refused",
+            extra={**fields, "url": delivery.subscription.url, "error": error},
+        )
+    elif error:
+        log.info("webhook attempt failed", extra={**fields, "error": error})
+    else:
+        log.info("webhook attempt", extra=fields)
+
+
+class Dispatcher:
+    """Claims due messages for its free threads (one per subscription at a time), sends
+    them side by side, and records each attempt as it ends. Only the thread that made it
+    calls its methods."""
+
+    def __init__(self, workers: int) -> None:
+        self.workers = workers
+        self.pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="nineplan-webhook")
+        self.ended: queue.SimpleQueue = queue.SimpleQueue()
+        self.in_flight = 0
+
+    def start_due(self, *, due_by: datetime | None = None) -> int:
+        """Starts the attempts of the messages it could claim; returns how many."""
+        free = self.workers - self.in_flight
+        if free <= 0:
+            return 0
+        claimed = services.deliveries_claim(limit=free, due_by=due_by)
         for delivery in claimed:
+            self.in_flight += 1
+            self.pool.submit(self._attempt, delivery)
+        return len(claimed)
+
+    def _attempt(self, delivery: WebhookDelivery) -> None:
+        try:
+            code, error = attempt(delivery)
+        except Exception as exc:  # counted as a failed attempt, so it cannot come back forever
+            log.exception("webhook attempt failed unexpectedly", extra={"delivery": delivery.id})
+            code, error = None, f"{type(exc).__name__}: {exc}"
+        self.ended.put((delivery, code, error))
+
+    def record_ended(self, timeout: float | None) -> int:
+        """Records the attempts that have ended, waiting up to ``timeout`` seconds (None:
+        for as long as it takes) for the first; returns how many."""
+        try:
+            ended = [self.ended.get(timeout=timeout)]
+        except queue.Empty:
+            return 0
+        while True:
             try:
-                code, error = attempt(delivery)
-            except Exception as exc:  # counted as a failed attempt, so it cannot come back forever
-                log.exception("webhook attempt failed unexpectedly", extra={"delivery": delivery.id})
-                code, error = None, f"{type(exc).__name__}: {exc}"
+                ended.append(self.ended.get_nowait())
+            except queue.Empty:
+                break
+        self.in_flight -= len(ended)
+        for delivery, code, error in ended:
             status = services.delivery_record(delivery=delivery, code=code, error=error)
-            log.info(
-                "webhook attempt",
-                extra={
-                    "delivery": delivery.id,
-                    "type": delivery.event_type,
-                    "code": code,
-                    "status": status,
-                },
-            )
-    return len(claimed)
+            _logged(delivery, code, error, status)
+        return len(ended)
+
+    def close(self) -> None:
+        """Waits for the attempts in flight (each ends by its deadline) and records them."""
+        self.pool.shutdown(wait=True)
+        while self.in_flight and self.record_ended(0):
+            pass
 
 
-def run(stop: threading.Event, interval: float) -> None:
-    """Sends what is due every ``interval`` seconds (at once again while a round found a
-    full batch) until ``stop`` is set. Never raises: a database that is briefly unavailable
-    is tried again on the next round."""
+def deliver_due(*, workers: int | None = None) -> int:
+    """Sends each message that is due now once (side by side across subscriptions, one at
+    a time for each), and returns when every attempt is recorded: how many were made,
+    whatever the receivers answered. A message another loop is sending is left to it."""
+    due_by = clock.now()
+    dispatcher = Dispatcher(workers or settings.NINEPLAN_WEBHOOKS_CONCURRENCY)
+    sent = 0
+    with access.acting_as(access.LOCAL):
+        try:
+            while True:
+                sent += dispatcher.start_due(due_by=due_by)
+                if not dispatcher.in_flight:
+                    break
+                dispatcher.record_ended(None)
+        finally:
+            dispatcher.close()
+    return sent
+
+
+def run(stop: threading.Event, interval: float, *, workers: int | None = None) -> None:
+    """Sends what is due until ``stop`` is set: looks every ``interval`` seconds, and at once
+    when an attempt ends (its subscription's next message may be due). Never raises: a
+    database that is briefly unavailable is tried again on the next round. Once stopped,
+    it waits for the attempts in flight and records them."""
     from django.db import close_old_connections
 
-    while not stop.is_set():
-        sent = 0
+    dispatcher = Dispatcher(workers or settings.NINEPLAN_WEBHOOKS_CONCURRENCY)
+    with access.acting_as(access.LOCAL):
         try:
-            close_old_connections()
-            sent = deliver_due()
-        except Exception:
-            log.exception("webhook delivery round failed; trying again on the next round")
+            while not stop.is_set():
+                try:
+                    close_old_connections()
+                    dispatcher.start_due()
+                    if dispatcher.in_flight:
+                        dispatcher.record_ended(interval)
+                    else:
+                        stop.wait(interval)
+                except Exception:
+                    log.exception("webhook delivery round failed; trying again on the next round")
+                    stop.wait(interval)
+                finally:
+                    close_old_connections()
         finally:
-            close_old_connections()
-        if sent < BATCH:
-            stop.wait(interval)
+            try:
+                dispatcher.close()
+            except Exception:
+                log.exception("webhook attempts in flight at the stop were not recorded")
 
 
 _stop = threading.Event()

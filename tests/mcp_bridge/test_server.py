@@ -14,6 +14,8 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult
 
 from mcp_bridge.server import build_server
+from mcp_bridge.tools import CORE
+from mcp_bridge.tools.arguments import SHARED
 from sessions_app import services
 from sessions_app.models import Session
 from tests.conftest import plan_fields
@@ -108,6 +110,9 @@ async def test_read_only_hint_is_true_exactly_on_the_read_only_tools(client):
 
 
 async def test_every_tool_and_argument_is_described_for_the_model(client):
+    # The arguments nearly every tool takes are described once, in the instructions.
+    for shared in SHARED:
+        assert f"{shared} (" in " ".join(client.instructions.split()), shared
     for tool in (await client.list_tools()).tools:
         assert tool.title, tool.name
         assert "Example:" in tool.description, tool.name
@@ -117,7 +122,10 @@ async def test_every_tool_and_argument_is_described_for_the_model(client):
         assert schema.get("additionalProperties") is False, tool.name
         for arg, spec in schema.get("properties", {}).items():
             described = spec.get("description") or spec.get("items", {}).get("description")
-            assert described, f"{tool.name}.{arg}"
+            if arg in SHARED and arg not in schema.get("required", []):
+                assert not described, f"{tool.name}.{arg} is described in the instructions, not again here"
+            else:
+                assert described, f"{tool.name}.{arg}"
         assert sorted(schema.get("required", [])) == REQUIRED.get(tool.name, []), tool.name
 
 
@@ -152,9 +160,30 @@ async def test_descriptions_carry_no_source_indentation(client):
         assert "\n " not in text, (name, text)
 
 
-async def test_tools_list_fits_in_16_kb(client):
-    listing = (await client.list_tools()).model_dump_json(by_alias=True, exclude_none=True)
-    assert len(listing.encode()) <= 16 * 1024, len(listing.encode())
+def listed_bytes(listing) -> int:
+    """tools/list's result as the server sends it (compact JSON, unset fields left out)."""
+    return len(listing.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+async def test_tools_list_fits_in_12_kb(client):
+    # Sent with every model turn: 12 KB for every tool, 7 KB for the core set.
+    assert listed_bytes(await client.list_tools()) <= 12 * 1024
+
+
+async def test_the_core_set_lists_ten_tools_within_7_kb_and_says_what_it_leaves_out(settings, sessions_dir):
+    settings.NINEPLAN_TOOLS = "core"
+    async with Client(build_server()) as core:
+        listing = await core.list_tools()
+        assert {t.name for t in listing.tools} == CORE
+        assert listed_bytes(listing) <= 7 * 1024
+        assert "CORE SET" in core.instructions and "9plan_plan_discard" in core.instructions
+        # A tool left out is refused like any unknown name, with nothing changed.
+        refused = await core.call_tool("9plan_admin_sessions", {})
+        assert refused.is_error and "no tool named" in text_of(refused)
+    settings.NINEPLAN_TOOLS = "all"
+    async with Client(build_server()) as every:
+        assert len((await every.list_tools()).tools) == 16
+        assert "CORE SET" not in every.instructions
 
 
 # --- argument errors -----------------------------------------------------------------------

@@ -7,7 +7,9 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from django.core.exceptions import ImproperlyConfigured
 
+from nineplan.config import env_public_url
 from tests.conftest import MANAGE, PYTHON, REPO
 from validation.replay import server_environment
 
@@ -21,6 +23,10 @@ REFUSED = [
     ("check", "NINEPLAN_LOGIN_LOCKOUT", "maybe", "is not accepted"),
     ("check", "DJANGO_SECURE_HSTS_SECONDS", "a year", "whole number"),
     ("check", "DATABASE_URL", "mysql://db/nineplan", "must name SQLite (sqlite:///PATH) or PostgreSQL"),
+    # A claim must outlast an attempt and the margin, or a second loop could send a message
+    # while the first is still sending it.
+    ("check", "NINEPLAN_WEBHOOKS_CLAIM_SECONDS", "14", "at least NINEPLAN_WEBHOOKS_TIMEOUT (10) + 5"),
+    ("check", "NINEPLAN_PUBLIC_URL", "9plan.example.com", "the server's public address"),
 ]
 
 
@@ -43,3 +49,36 @@ def test_a_refused_setting_stops_9plan_before_it_starts(tmp_path, command, varia
     if variable != "DATABASE_URL":  # a URL may hold a password: it is never echoed
         assert repr(value) in message, message
     assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "parsed"),
+    [
+        ("", None),
+        ("  ", None),
+        ("https://9plan.example.com", "https://9plan.example.com"),
+        ("https://9plan.example.com/", "https://9plan.example.com"),
+        ("http://127.0.0.1:8000/team/", "http://127.0.0.1:8000/team"),
+    ],
+)
+def test_the_public_url_is_the_servers_address_without_a_trailing_slash(raw, parsed):
+    assert env_public_url("NINEPLAN_PUBLIC_URL", {"NINEPLAN_PUBLIC_URL": raw}) == parsed
+    assert env_public_url("NINEPLAN_PUBLIC_URL", {}) is None
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        "9plan.example.com",
+        "ftp://9plan.example.com",
+        "https://",
+        "https://x.example/?a=1",
+        "https://x.example/#top",
+        "https://u:p@x.example",
+        "https://x.example:port",
+        "https://x.example/a b",
+    ],
+)
+def test_a_public_url_that_is_not_an_http_address_is_refused(raw):
+    with pytest.raises(ImproperlyConfigured, match=r"NINEPLAN_PUBLIC_URL=.* is not accepted; use the server's public"):
+        env_public_url("NINEPLAN_PUBLIC_URL", {"NINEPLAN_PUBLIC_URL": raw})

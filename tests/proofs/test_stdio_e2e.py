@@ -217,3 +217,28 @@ async def test_the_server_reports_an_expired_claim_leaves_it_held_and_stdout_sta
     assert reported and reported[0]["plan"] == plan_id and reported[0]["worker"] == "thinker"
     # One reclaim only: the other worker's pull's.
     assert [entry["worker"] for entry in logs if entry["msg"] == "claim reclaimed"] == ["thinker"]
+
+
+@pytest.mark.anyio
+async def test_the_core_set_over_stdio_lists_ten_tools_and_works_a_plan_through(tmp_path):
+    # `mcp --tools core` (NINEPLAN_TOOLS=core): the ten tools one agent needs, a whole plan
+    # worked with them, and a tool outside the set refused.
+    data_dir = tmp_path / "data"
+    stdout_copy, stderr_log = tmp_path / "stdout.jsonl", tmp_path / "stderr.log"
+    params = teed_server(data_dir, stdout_copy, stderr_log, NINEPLAN_TOOLS="core")
+    with anyio.fail_after(180):
+        async with Client(params) as client:
+            assert "CORE SET" in client.instructions
+            listing = await client.list_tools()
+            assert len(listing.tools) == 10 and "9plan_plan_discard" not in {t.name for t in listing.tools}
+            assert len(listing.model_dump_json(by_alias=True, exclude_none=True).encode()) <= 7 * 1024
+            name = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
+            ok(await client.call_tool("9plan_queue_add", plan_args(goal="Write the parser")), name)
+            ok(await client.call_tool("9plan_queue_pull", {}), name)
+            ok(await client.call_tool("9plan_plan_note", {"text": "Tokens are split on blanks"}), name)
+            ok(await client.call_tool("9plan_plan_complete", {"outcome": "parser.py reads the grammar"}), name)
+            found = ok(await client.call_tool("9plan_history_search", {"query": "parser"}), name)
+            assert found["results"][0]["goal"] == "Write the parser"
+            refused = await client.call_tool("9plan_plan_renew", {})
+            assert refused.is_error and "no tool named" in body_of(refused) + str(refused.structured_content)
+    assert_only_json_rpc(stdout_copy)

@@ -1,8 +1,9 @@
 """Proves webhooks with a real receiver on loopback and real delivering processes: every
 message is signed so the Standard Webhooks library verifies it; a receiver that fails gets
 it again with the same webhook-id; a delivering process killed mid-attempt delivers after a
-restart; a private URL is refused when subscribed and when sent to; and no write waits for a
-receiver (docs/design.md, "Webhooks")."""
+restart; a private URL is refused when subscribed and when sent to; no write waits for a
+receiver; and a receiver that trickles its answer neither holds up another's messages nor
+gets a message twice (docs/design.md, "Webhooks")."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def env(subprocess_env, settings) -> dict[str, str]:
         "NINEPLAN_WEBHOOKS_RETRY_DELAYS": "0,0,0",
         "NINEPLAN_WEBHOOKS_INTERVAL": "1",
         "NINEPLAN_WEBHOOKS_TIMEOUT": "5",
-        "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "6",
+        "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "10",
     }
 
 
@@ -64,7 +65,7 @@ def subscribe(url: str, events: str = "all") -> str:
 
 
 def submit_a_plan(session) -> str:
-    """A plan completed in a reviewed session: it enters review (and empties the queue)."""
+    """A plan completed in a reviewed session: it enters review."""
     plan = services.plan_enqueue(session_name=session.name, review=True, **plan_fields()).plan
     services.plan_pull(session_name=session.name)
     services.plan_complete(session_name=session.name, outcome="done")
@@ -82,12 +83,16 @@ def test_each_message_is_signed_so_the_library_verifies_it(session, env, receive
     receiver = receivers()
     secret = subscribe(receiver.url)
     plan_id = submit_a_plan(session)
+    services.plan_review(session_name=session.name, plan_id=plan_id, decision="approve", notes="", actor="x")
     deliver_once(env)
     assert len(receiver.got) == 2
     bodies = [Webhook(secret).verify(body, headers) for headers, body in receiver.got]
-    assert [b["type"] for b in bodies] == ["plan.in_review", "session.queue_emptied"]
-    assert {(b["data"]["kind"], b["data"]["plan"], b["data"]["session"], b["data"]["project"]) for b in bodies} == {
-        ("plan_submitted", plan_id, session.name, "default")
+    assert [(b["type"], b["data"]["kind"]) for b in bodies] == [
+        ("plan.in_review", "plan_submitted"),
+        ("session.queue_emptied", "plan_approved"),
+    ]
+    assert {(b["data"]["plan"], b["data"]["session"], b["data"]["project"]) for b in bodies} == {
+        (plan_id, session.name, "default")
     }
     assert receiver.ids() == [f"msg_{d.id}" for d in WebhookDelivery.objects.order_by("id")]
     # Signed with this subscription's secret and no other, over these very bytes.
@@ -124,7 +129,7 @@ def test_a_delivering_process_killed_mid_attempt_delivers_after_a_restart(sessio
     secret = subscribe(receiver.url, events="plan.in_review")
     submit_a_plan(session)
     # A timeout far longer than the kill takes, so the attempt is cut by the kill, not by it.
-    env = {**env, "NINEPLAN_WEBHOOKS_TIMEOUT": "20", "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "21"}
+    env = {**env, "NINEPLAN_WEBHOOKS_TIMEOUT": "20", "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "25"}
     first = loop(env)
     try:
         receiver.wait_for(1)  # the loop is inside its attempt: the receiver holds it
@@ -304,3 +309,43 @@ def test_loops_running_together_send_each_message_once(session, env, receivers):
         assert process.wait(WAIT) == 0, process.stderr.read()
     assert sorted(receiver.ids()) == sorted(f"msg_{d.id}" for d in WebhookDelivery.objects.all())
     assert set(WebhookDelivery.objects.values_list("status", "attempts")) == {("delivered", 1)}
+
+
+def test_a_trickling_receiver_holds_up_no_other_and_gets_its_message_once(session, env, receivers, trickler):
+    """Two delivery loops; one receiver answers a byte at a time for far longer than the
+    attempt's deadline, the other at once. The fast one's message arrives while the slow one
+    is still trickling; the slow attempt is cut at its deadline; the claim outlasts the
+    attempt, so neither loop sends the slow message a second time meanwhile."""
+    env = {
+        **env,
+        "NINEPLAN_WEBHOOKS_TIMEOUT": "10",
+        "NINEPLAN_WEBHOOKS_CLAIM_SECONDS": "15",
+        "NINEPLAN_WEBHOOKS_RETRY_DELAYS": "3600",
+    }
+    fast = receivers()
+    subscribe(trickler.url, events="plan.in_review")  # the older subscription: its message comes first
+    subscribe(fast.url, events="plan.in_review")
+    submit_a_plan(session)
+    loops = [loop(env), loop(env)]
+    try:
+        assert trickler.trickling.wait(WAIT)
+        fast.wait_for(1)
+        assert not trickler.cut.is_set(), "the fast message waited for the slow attempt to end"
+        wait_until(
+            lambda: WebhookDelivery.objects.filter(subscription__url=fast.url, status="delivered").exists(),
+            "the fast message to be recorded",
+        )
+        assert WebhookDelivery.objects.get(subscription__url=trickler.url).attempts == 0  # still in flight
+        wait_until(
+            lambda: WebhookDelivery.objects.get(subscription__url=trickler.url).attempts == 1,
+            "the slow attempt to end",
+        )
+        assert trickler.cut.wait(WAIT)
+    finally:
+        for process in loops:
+            stop(process)
+    slow = WebhookDelivery.objects.get(subscription__url=trickler.url)
+    assert (slow.status, slow.last_response_code) == ("pending", None)
+    assert slow.last_error.startswith("no answer by the attempt's deadline (")
+    assert "NINEPLAN_WEBHOOKS_TIMEOUT=10); it was cut" in slow.last_error
+    assert len(trickler.requests) == 1 and len(fast.got) == 1

@@ -21,3 +21,14 @@ def test_now_is_aware_and_in_utc():
     now = clock.now()
     assert now.tzinfo is not None and now.utcoffset() == timedelta(0)
     assert before <= now <= datetime.now(UTC)
+
+
+def test_stopped_at_holds_the_time_inside_the_block_only():
+    from datetime import UTC, datetime
+
+    from sessions_app import clock
+
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    with clock.stopped_at(at):
+        assert clock.now() == at
+    assert clock.now() > at

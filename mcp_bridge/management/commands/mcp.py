@@ -23,14 +23,22 @@ class Command(BaseCommand):
         parser.add_argument("--transport", choices=("stdio", "http"), default=None)
         parser.add_argument("--host", default=None, help="HTTP bind address (default NINEPLAN_HTTP_HOST, 127.0.0.1)")
         parser.add_argument("--port", type=int, default=None, help="HTTP port (default NINEPLAN_HTTP_PORT, 8080)")
+        parser.add_argument(
+            "--tools",
+            choices=("all", "core"),
+            default=None,
+            help="the tools listed: all, or the core set of ten (default NINEPLAN_TOOLS, all)",
+        )
 
-    def handle(self, *args, transport=None, host=None, port=None, **options):
+    def handle(self, *args, transport=None, host=None, port=None, tools=None, **options):
         import django
 
         from mcp_bridge import readiness, sweep
         from mcp_bridge.server import add_tools, build_server, new_server
 
         transport = transport or settings.NINEPLAN_TRANSPORT
+        if tools:
+            settings.NINEPLAN_TOOLS = tools
         _keep_sqlite_connections()
         if transport == "stdio":
             # manage.py runs this command before Django loads its apps: loading them takes

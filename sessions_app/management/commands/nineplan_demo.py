@@ -15,14 +15,13 @@ import logging
 import random
 from datetime import timedelta
 
-from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from sessions_app import services
+from sessions_app import clock, services
 from sessions_app.errors import LeaseLost
 from sessions_app.management.person_command import PersonCommand
-from sessions_app.models import Event, Plan, Revision, Session
+from sessions_app.models import Event, Plan, Session
 from sessions_app.reads import queries
 
 TASK = "Port the billing service from Flask to Django without downtime"
@@ -149,6 +148,45 @@ PLANS = {
 }
 
 
+# How many service calls each story makes: its span is shared out between them, so that
+# its last step lands a few minutes before the demo runs (a test checks both counts).
+FIRST_STEPS = 24
+PARALLEL_STEPS = 32
+
+
+class Story:
+    """The services, each call made a few minutes after the one before it.
+
+    The services read the time from ``clock.now()``; each call here runs with the clock
+    stopped at its moment in the story, so every time written (events, revisions, claims,
+    leases, the stamps in Notes) agrees with every other, and the last step lands just
+    before now: the leases of plans still held read as they would in a real session."""
+
+    def __init__(self, span: timedelta, steps: int, *, seed: int):
+        rng = random.Random(seed)
+        weights = [rng.uniform(0.4, 1.6) for _ in range(steps)]
+        # The gaps before each step, summing to the span less the last step's distance
+        # from now; a step beyond the count (the story grew) comes a minute after the last.
+        self.gaps = [(span - LAST_STEP_BEFORE_NOW) * (w / sum(weights)) for w in weights]
+        self.at = timezone.now() - span
+        self.steps = 0
+
+    def __getattr__(self, name: str):
+        call = getattr(services, name)
+
+        def at_its_moment(*args, **kwargs):
+            self.at += self.gaps[self.steps] if self.steps < len(self.gaps) else timedelta(minutes=1)
+            self.steps += 1
+            with clock.stopped_at(self.at):
+                return call(*args, **kwargs)
+
+        return at_its_moment
+
+
+# Where the last step of a story may land, at the latest: a few minutes ago.
+LAST_STEP_BEFORE_NOW = timedelta(minutes=3)
+
+
 class Command(PersonCommand):
     help = (
         "Create a realistic demo session to look at in the admin. It has a queue, an active plan, history and "
@@ -161,27 +199,29 @@ class Command(PersonCommand):
 
     def handle(self, *args, hours: int, verbosity: int = 1, **options):
         span = timedelta(hours=max(hours, 1))
-        session = self._build()
-        self._spread_over_time(session, span)
-        parallel = self._build_parallel()
-        self._spread_over_time(parallel, span)
+        # Both stories run side by side over the last ``hours`` hours, each step a few
+        # minutes after the one before, on the clock the services read.
+        session = self._build(Story(span, FIRST_STEPS, seed=1))
+        parallel = self._build_parallel(Story(span, PARALLEL_STEPS, seed=2))
+        self._dated(session)
+        self._dated(parallel)
         if verbosity >= 1:
             self._report(session, detailed=verbosity >= 2)
             self._report(parallel, detailed=verbosity >= 2)
 
-    def _build(self) -> Session:
-        s = services.session_create(task_description=TASK)
+    def _build(self, story: Story) -> Session:
+        s = story.session_create(task_description=TASK)
         name = s.name
 
         def enqueue(*keys: str, position: str = "back") -> list[Plan]:
-            added = services.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
+            added = story.plan_enqueue_many(session_name=name, plans=[PLANS[k] for k in keys], position=position)
             return [placed.plan for placed in added]
 
         def work(outcome: str, *, note: str | None = None) -> None:
-            services.plan_pull(session_name=name)
+            story.plan_pull(session_name=name)
             if note is not None:
-                services.plan_note(session_name=name, text=note)
-            services.plan_complete(session_name=name, outcome=outcome)
+                story.plan_note(session_name=name, text=note)
+            story.plan_complete(session_name=name, outcome=outcome)
 
         enqueue("routes", "models", "webhook", "pdf", "customers", "tax")
         work(
@@ -189,10 +229,10 @@ class Command(PersonCommand):
             note="Two routes are dead code: `/legacy/export` and `/ping2`.",
         )
         work("Three models with constraints; `makemigrations --check` clean; sample of 10,000 invoices round-trips.")
-        services.plan_pull(session_name=name)
-        services.plan_defer(session_name=name, reason="Blocked: waiting for the provider's signing secret for staging.")
-        services.plan_pull(session_name=name)
-        services.plan_discard(
+        story.plan_pull(session_name=name)
+        story.plan_defer(session_name=name, reason="Blocked: waiting for the provider's signing secret for staging.")
+        story.plan_pull(session_name=name)
+        story.plan_discard(
             session_name=name, reason="Superseded: invoice PDFs move to the reporting service next quarter."
         )
         work(
@@ -204,41 +244,39 @@ class Command(PersonCommand):
         later = enqueue("refunds", "ratelimit", "runbook", "cleanup")
         enqueue("currency", position="front")
         # A reviewer with change rights tidied the queue: these go through the same services.
-        services.plan_discard_any(
+        story.plan_discard_any(
             session_name=name, plan_id=later[2].id, reason="The runbook lives in the ops repository.", actor=STAFF
         )
-        services.plan_pull(session_name=name)
-        services.plan_move(session_name=name, plan_id=later[1].id, position="front", actor=STAFF)
-        services.plan_note(session_name=name, text="Reproduced: Flask used ROUND_HALF_EVEN, we use ROUND_HALF_UP.")
+        story.plan_pull(session_name=name)
+        story.plan_move(session_name=name, plan_id=later[1].id, position="front", actor=STAFF)
+        story.plan_note(session_name=name, text="Reproduced: Flask used ROUND_HALF_EVEN, we use ROUND_HALF_UP.")
         return s
 
-    def _build_parallel(self) -> Session:
+    def _build_parallel(self, story: Story) -> Session:
         # One claim may run out before a plan waits for a person: the demo shows one.
-        s = services.session_create(task_description=PARALLEL_TASK, review="required", max_attempts=1)
+        s = story.session_create(task_description=PARALLEL_TASK, review="required", max_attempts=1)
         name = s.name
 
         def enqueue(key: str, *, after: tuple[Plan, ...] = ()) -> Plan:
             wanted = {**PLANS[key], "depends_on": [p.id for p in after]} if after else PLANS[key]
-            return services.plan_enqueue_many(session_name=name, plans=[wanted], position="front")[0].plan
+            return story.plan_enqueue_many(session_name=name, plans=[wanted], position="front")[0].plan
 
         def work(key: str, worker: str, outcome: str, *, after: tuple[Plan, ...] = ()) -> Plan:
             plan = enqueue(key, after=after)
-            services.plan_pull(session_name=name, worker=worker)
-            services.plan_note(session_name=name, worker=worker, text=f"Started by {worker}.")
-            services.plan_complete(session_name=name, worker=worker, outcome=outcome)
+            story.plan_pull(session_name=name, worker=worker)
+            story.plan_note(session_name=name, worker=worker, text=f"Started by {worker}.")
+            story.plan_complete(session_name=name, worker=worker, outcome=outcome)
             return plan
 
         schema = work("api_schema", "alpha", "Schema in `openapi.yaml`: 14 fields; support signed off the names.")
-        services.plan_review(
-            session_name=name, plan_id=schema.id, decision="approve", notes="Clear names.", actor=STAFF
-        )
+        story.plan_review(session_name=name, plan_id=schema.id, decision="approve", notes="Clear names.", actor=STAFF)
         # Rejected until it is held: nobody pulls it until a person decides.
         pagination = work("api_pagination", "beta", "Offset pagination; fast enough on the sample.", after=(schema,))
         while Plan.objects.get(id=pagination.id).status != Plan.Status.HELD:
             if Plan.objects.get(id=pagination.id).status == Plan.Status.QUEUED:
-                services.plan_pull(session_name=name, worker="beta")
-                services.plan_complete(session_name=name, worker="beta", outcome="Offset pagination, with an index.")
-            services.plan_review(
+                story.plan_pull(session_name=name, worker="beta")
+                story.plan_complete(session_name=name, worker="beta", outcome="Offset pagination, with an index.")
+            story.plan_review(
                 session_name=name,
                 plan_id=pagination.id,
                 decision="reject",
@@ -248,66 +286,35 @@ class Command(PersonCommand):
         enqueue("api_export", after=(pagination,))  # blocked behind the held plan
         # Waiting for a person: its one claim was taken back, and the worker wrote late.
         sandbox = enqueue("api_sandbox")
-        services.plan_pull(session_name=name, worker="gamma")
+        story.plan_pull(session_name=name, worker="gamma")
         services_log = logging.getLogger("nineplan.services")
         level = services_log.level
         services_log.setLevel(logging.ERROR)  # a staged reclaim is no warning for whoever runs the demo
         try:
-            services.plan_reclaim(session_name=name, plan_id=sandbox.id, actor=STAFF)
+            story.plan_reclaim(session_name=name, plan_id=sandbox.id, actor=STAFF)
         finally:
             services_log.setLevel(level)
         try:
-            services.plan_note(session_name=name, worker="gamma", text="Seeded 500 invoices; the PDFs are next.")
+            story.plan_note(session_name=name, worker="gamma", text="Seeded 500 invoices; the PDFs are next.")
         except LeaseLost:
             pass  # the note is kept as a late write, shown with the plan
         # In review: the reviewer has not got to it yet.
         work("api_list", "alpha", "`GET /api/invoices/` serves the schema; 12 tests.", after=(schema,))
         # Two workers holding plans now.
         enqueue("api_docs", after=(schema,))
-        services.plan_pull(session_name=name, worker="alpha")
-        services.plan_note(session_name=name, worker="alpha", text="Theme picked; examples for 3 of 5 endpoints.")
+        story.plan_pull(session_name=name, worker="alpha")
+        story.plan_note(session_name=name, worker="alpha", text="Theme picked; examples for 3 of 5 endpoints.")
         enqueue("api_tokens")
-        services.plan_pull(session_name=name, worker="beta")
+        story.plan_pull(session_name=name, worker="beta")
         # Ready for the next free worker: the board has a card in every column.
-        services.plan_enqueue_many(session_name=name, plans=[PLANS["api_changelog"]], position="back")
+        story.plan_enqueue_many(session_name=name, plans=[PLANS["api_changelog"]], position="back")
         return s
 
-    @transaction.atomic
-    def _spread_over_time(self, session: Session, span: timedelta) -> None:
-        # The services stamp everything "now"; for a demo, events minutes apart read like
-        # a real session. Only timestamps change here, never a status or a position.
-        rng = random.Random(session.name)
-        events = list(Event.objects.filter(session=session).order_by("id"))
-        gaps = [rng.uniform(0.3, 1.7) for _ in events]
-        scale = span / sum(gaps)
-        at = timezone.now() - span
-        first_seen: dict[str, object] = {}
-        last_seen: dict[str, object] = {}
-        # Each revision moves with the first event of its plan written at or after it (the
-        # write that made both), so "what changed since the pull" reads as it did.
-        moved: dict[str, list[tuple[object, object]]] = {}
-        for event, gap in zip(events, gaps):
-            at += gap * scale
-            if event.plan_id:
-                moved.setdefault(event.plan_id, []).append((event.created_at, at))
-            event.created_at = at
-            if event.plan_id:
-                first_seen.setdefault(event.plan_id, at)
-                last_seen[event.plan_id] = at
-        Event.objects.bulk_update(events, ["created_at"])
-        revisions = list(Revision.objects.filter(plan__session=session))
-        for rev in revisions:
-            rev.created_at = next((new for old, new in moved.get(rev.plan_id, []) if old >= rev.created_at), at)
-        Revision.objects.bulk_update(revisions, ["created_at"])
-        Session.objects.filter(name=session.name).update(created_at=events[0].created_at)
-        for plan in Plan.objects.filter(session=session):
-            plan.created_at = first_seen[plan.id]
-            plan.updated_at = last_seen[plan.id]
-            if plan.completed_at:
-                plan.completed_at = last_seen[plan.id]
-            if plan.discarded_at:
-                plan.discarded_at = last_seen[plan.id]
-            plan.save(update_fields=["created_at", "updated_at", "completed_at", "discarded_at"])
+    @staticmethod
+    def _dated(session: Session) -> None:
+        # The session row takes the database's time; its story began with its first event.
+        first = Event.objects.filter(session=session).order_by("id").values_list("created_at", flat=True).first()
+        Session.objects.filter(name=session.name).update(created_at=first)
 
     @staticmethod
     def _awaiting(plans) -> str:

@@ -28,12 +28,7 @@ class Command(PersonCommand):
 
     def handle(self, *args, once: bool, **options):
         if once:
-            sent = 0
-            # Everything due now, batch after batch.
-            while (batch := webhook_sender.deliver_due()) > 0:
-                sent += batch
-                if batch < webhook_sender.BATCH:
-                    break
+            sent = webhook_sender.deliver_due()
             self.stderr.write(f"Sent {sent} webhook deliveries.")
             return
         stop = threading.Event()

@@ -34,8 +34,12 @@ def test_one_of_advertises_its_words_in_the_schema():
 )
 def test_the_shared_arguments_are_optional_and_described(shared, kind):
     schema = TypeAdapter(shared).json_schema()
-    assert schema["description"].strip()
+    # session_name, worker and request_id are described in the instructions instead.
+    assert bool(schema.get("description", "").strip()) is (shared not in SHARED_TYPES)
     assert schema["anyOf"] == [kind, {"type": "null"}]
+
+
+SHARED_TYPES = (arguments.SessionArg, arguments.WorkerArg, arguments.RequestIdArg)
 
 
 def test_the_position_names_both_ends_in_its_words_and_its_description():
@@ -46,17 +50,16 @@ def test_the_position_names_both_ends_in_its_words_and_its_description():
 
 @pytest.mark.anyio
 @pytest.mark.django_db(transaction=True)
-async def test_every_tool_taking_a_shared_optional_argument_describes_it_in_the_shared_words(client):
-    shared = {
-        "session_name": TypeAdapter(arguments.SessionArg).json_schema()["description"],
-        "worker": TypeAdapter(arguments.WorkerArg).json_schema()["description"],
-        "request_id": TypeAdapter(arguments.RequestIdArg).json_schema()["description"],
-    }
+async def test_the_shared_optional_arguments_are_described_once_in_the_instructions(client):
+    instructions = " ".join(client.instructions.split())
     seen = set()
     for tool in (await client.list_tools()).tools:
         for name, spec in tool.input_schema.get("properties", {}).items():
             # A tool that requires one (resuming names its session) words it itself.
-            if name in shared and name not in tool.input_schema.get("required", []):
-                assert spec["description"] == shared[name], f"{tool.name}.{name}"
+            if name in arguments.SHARED and name not in tool.input_schema.get("required", []):
+                assert "description" not in spec, f"{tool.name}.{name}"
                 seen.add(name)
-    assert seen == set(shared)
+    assert seen == set(arguments.SHARED)
+    assert "session_name (omit it" in instructions
+    assert "worker (your worker name" in instructions and "1-64 of A-Za-z0-9._-" in instructions
+    assert "request_id (a retry key" in instructions

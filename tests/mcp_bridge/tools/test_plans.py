@@ -81,7 +81,9 @@ async def test_plan_read_refusals_change_nothing(client, sessions_dir, other_ses
     await add_plan(client, name)
     before = await in_thread(snapshot, sessions_dir)
     nothing = error(await client.call_tool("9plan_plan_read", {}), "NO_ACTIVE_PLAN", name)
-    assert "holds no plan" in nothing["message"] and "plan_id" in nothing["message"]
+    assert "has no active plan" in nothing["message"] and "plan_id" in nothing["message"]
+    # Reading is not a reason to take new work: the agent is told how to find what it holds.
+    assert "9plan_session_resume" in nothing["suggestion"] and "worker" in nothing["suggestion"]
     error(await client.call_tool("9plan_plan_read", {"plan_id": "zzzzz"}), "PLAN_NOT_FOUND", name)
     error(
         await client.call_tool("9plan_plan_read", {"plan_id": "NOT AN ID"}), "VALIDATION_ERROR", name, field="plan_id"
@@ -90,6 +92,22 @@ async def test_plan_read_refusals_change_nothing(client, sessions_dir, other_ses
     before = await in_thread(snapshot, sessions_dir)
     error(await client.call_tool("9plan_plan_read", {"plan_id": theirs}), "PLAN_NOT_FOUND", name)
     assert await in_thread(snapshot, sessions_dir) == before
+
+
+async def test_plan_read_without_worker_names_the_workers_that_hold_plans(client, sessions_dir):
+    # An agent that lost its context calls plan_read without the worker name it pulled as:
+    # the answer names the workers holding plans, and does not send it to pull new work.
+    name = await new_session(client)
+    await add_plan(client, name, goal="First")
+    await add_plan(client, name, goal="Second")
+    ok(await client.call_tool("9plan_queue_pull", {"worker": "tests-1"}), name)
+    before = await in_thread(snapshot, sessions_dir)
+    lost = error(await client.call_tool("9plan_plan_read", {}), "NO_ACTIVE_PLAN", name, field="worker")
+    assert "other workers do: 'tests-1'" in lost["message"]
+    assert "pass worker" in lost["suggestion"] and "pull" not in lost["suggestion"].split(";")[0].lower()
+    assert await in_thread(snapshot, sessions_dir) == before
+    found = await client.call_tool("9plan_plan_read", {"worker": "tests-1"})
+    assert ok(found, name)["worker"] == "tests-1" and "# Goal\nFirst" in body_of(found)
 
 
 def _fields():

@@ -146,7 +146,7 @@ def test_a_finished_plans_page_shows_no_path_of_a_file_that_is_not_there(busy, r
     assert not plan_file(sessions_dir, done).exists()
     html = text_of(response)
     assert response.context["file"].path not in html and 'id="np-file-path"' not in html
-    assert "a completed plan keeps no file" in html
+    assert "a plan that is completed keeps no file" in html
     # A queued plan whose file is there shows where it is; one whose file went missing says so.
     q1, q2, _ = busy["queued"]
     assert f'id="np-file-path">{plan_file(sessions_dir, q1)}<' in text_of(reviewer_client.get(plan_url(q1.id)))

@@ -192,3 +192,35 @@ def test_a_restore_is_not_even_asked_of_a_manager_of_another_project(session, se
         == 403
     )
     assert db_rows() == before
+
+
+def test_a_held_plan_says_why_on_the_inbox_the_home_and_its_page(approver, settings):
+    # A reviewer deciding on a held plan needs the last rejection's words, not only a count.
+    settings.NINEPLAN_MAX_REJECTIONS = 1
+    plan = submitted(goal="Parse the config")
+    services.plan_review(
+        session_name=plan.session_id, plan_id=plan.id, decision="reject", notes="Offsets skip rows", actor="user:rita"
+    )
+    assert Plan.objects.get(id=plan.id).status == "held"
+    client = client_for(approver)
+    for url, where in [(INBOX, f'id="np-held-{plan.id}"'), ("/admin/", f'data-key="{plan.id}"')]:
+        html = client.get(url).content.decode()
+        item = html[html.index(where) :].split("</div>")[0]
+        assert "Last rejected by user:rita: Offsets skip rows" in item, url
+    page = client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
+    quote = page[page.index('id="np-last-rejection"') :].split("</blockquote>")[0]
+    assert "Last rejected by user:rita" in quote and "Offsets skip rows" in quote
+
+
+def test_the_plan_page_approves_with_notes(approver):
+    plan = submitted()
+    client = client_for(approver)
+    page = client.get(f"/admin/sessions_app/plan/{plan.id}/change/").content.decode()
+    assert 'id="np-approve-notes"' in page
+    response = client.post(
+        f"/admin/sessions_app/plan/{plan.id}/review/", {"decision": "approve", "notes": "Clear names, merged."}
+    )
+    assert response.status_code == 302
+    assert Plan.objects.get(id=plan.id).status == "completed"
+    approved = Event.objects.get(plan=plan, kind="plan_approved")
+    assert approved.detail["notes"] == "Clear names, merged." and approved.actor == "user:ada"

@@ -146,6 +146,16 @@ def test_session_page_shows_queue_active_history_and_timeline(busy, reviewer_cli
     assert ctx["event_count"] == Event.objects.filter(session=session).count()
 
 
+def test_the_summary_names_every_worker_holding_a_plan(busy, reviewer_client):
+    # Two workers hold plans: the summary says so, rather than naming one as "the" active plan.
+    session, active = busy["session"], busy["active"]
+    second = services.plan_pull(session_name=session.name, worker="tests-2")
+    html = text_of(reviewer_client.get(session_url(session.name)))
+    shown = html[html.index('id="np-active"') :].split("</dd>")[0]
+    assert shown.startswith('id="np-active">2: ')
+    assert f">{active.id}</a> (default)" in shown and f">{second.id}</a> (tests-2)" in shown
+
+
 def test_timeline_names_who_did_it(busy, reviewer_client):
     session, (q1, q2, _) = busy["session"], busy["queued"]
     services.plan_move(session_name=session.name, plan_id=q2.id, position="front", actor="user:sam")

@@ -1,5 +1,7 @@
 """The admin's webhook pages: subscriptions and their deliveries, shown to superusers and
-the project's managers only, never the secret, and a resend that goes through the service."""
+the project's managers only, never the secret, and a resend that goes through the service;
+and on a project's page, its managers subscribe a URL (the secret shown once), rotate a
+secret and remove a subscription, while its readers and other projects' managers cannot."""
 
 from __future__ import annotations
 
@@ -8,7 +10,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from sessions_app import services
-from sessions_app.models import Event, Project, WebhookDelivery
+from sessions_app.models import Event, Project, WebhookDelivery, WebhookSubscription
 from sessions_app.services import write_kit
 from tests.conftest import plan_fields
 from tests.sessions_app.admin_fixtures import (  # noqa: F401 (fixtures)
@@ -117,3 +119,114 @@ def test_the_webhook_lists_run_as_many_queries_for_many_rows_as_for_few(hooks, s
         services.webhook_subscribe(project="default", url=f"http://127.0.0.1:9/{n}", events="all", actor="x")
     assert WebhookDelivery.objects.filter(subscription=mine).count() == 31
     assert counts() == few
+
+
+# --- on a project's page -----------------------------------------------------------------------
+
+PAGE = reverse("admin:sessions_app_project_change", args=["default"])
+SUBSCRIBE = reverse("admin:sessions_app_project_webhook_subscribe", args=["default"])
+
+
+def rotate_url(sub_id: int, project: str = "default") -> str:
+    return reverse("admin:sessions_app_project_webhook_rotate", args=[project, sub_id])
+
+
+def remove_url(sub_id: int, project: str = "default") -> str:
+    return reverse("admin:sessions_app_project_webhook_remove", args=[project, sub_id])
+
+
+@pytest.fixture
+def reader(db, settings):
+    """Rhea, who may read the default project and nothing more."""
+    from django.contrib.auth import get_user_model
+
+    user = get_user_model().objects.create_user("rhea", password="x", is_staff=True)
+    services.project_grant(project="default", username="rhea", role="reader")
+    return get_user_model().objects.get(pk=user.pk)
+
+
+def subscriptions() -> list[tuple]:
+    return list(WebhookSubscription.objects.order_by("id").values_list("project_id", "url", "event_types", "secret"))
+
+
+def test_a_manager_subscribes_from_the_projects_page_and_sees_the_secret_once(staff, settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+    client = client_for(staff)
+    page = text_of(client.get(PAGE))
+    assert 'id="np-webhook-subscribe"' in page and "No webhook yet." in page
+    assert "plan.in_review" in page and "NINEPLAN_PUBLIC_URL" in page
+
+    answer = client.post(SUBSCRIBE, {"url": "http://127.0.0.1:9/in", "events": ["plan.in_review", "plan.held"]})
+
+    sub = WebhookSubscription.objects.get()
+    assert answer.status_code == 200 and "no-store" in answer["Cache-Control"]
+    shown = text_of(answer)
+    assert f'<code id="np-secret">{sub.secret}</code>' in shown
+    assert f"Subscribed http://127.0.0.1:9/in to plan.in_review, plan.held (id {sub.id})." in shown
+    assert (sub.project_id, sub.created_by, sub.type_list()) == ("default", "user:sam", ["plan.in_review", "plan.held"])
+    # Listed on the page from then on, never with its secret.
+    page = text_of(client.get(PAGE))
+    assert f'id="np-webhook-{sub.id}"' in page and "http://127.0.0.1:9/in" in page and sub.secret not in page
+
+
+def test_a_refused_subscription_is_said_on_the_page_and_writes_nothing(staff, settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    client = client_for(staff)
+    answer = client.post(SUBSCRIBE, {"url": "http://127.0.0.1:9/in", "events": ["all"]}, follow=True)
+    assert "Project default: VALIDATION_ERROR: url: it resolves to 127.0.0.1, a loopback address" in text_of(answer)
+    answer = client.post(SUBSCRIBE, {"url": "https://hooks.example.com/\x07", "events": ["all"]}, follow=True)
+    assert "url: it holds a control character or whitespace" in text_of(answer)
+    answer = client.post(SUBSCRIBE, {"url": "https://hooks.example.com/", "events": []}, follow=True)
+    assert "events: name at least one event type" in text_of(answer)
+    assert subscriptions() == []
+
+
+def test_a_manager_rotates_and_removes_from_the_projects_page(staff, settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+    made = services.webhook_subscribe(project="default", url="http://127.0.0.1:9/in", events="all", actor="x")
+    sub_id = made.subscription.id
+    client = client_for(staff)
+
+    answer = client.post(rotate_url(sub_id), {"overlap_hours": "3"})
+
+    row = WebhookSubscription.objects.get()
+    assert answer.status_code == 200 and row.secret != made.secret and row.previous_secret == made.secret
+    assert f'<code id="np-secret">{row.secret}</code>' in text_of(answer)
+    assert "the old one signs beside it until" in text_of(answer)
+    assert "previous secret signs too until" in text_of(client.get(PAGE))
+    one = text_of(client.get(reverse("admin:sessions_app_webhooksubscription_change", args=[sub_id])))
+    assert "Previous secret signs until" in one and row.secret not in one and made.secret not in one
+    answer = client.post(rotate_url(sub_id), {"overlap_hours": "a week"}, follow=True)
+    assert "overlap_hours: give a whole number of hours" in text_of(answer)
+    assert WebhookSubscription.objects.get().secret == row.secret
+
+    answer = client.post(remove_url(sub_id), follow=True)
+    assert f"Removed webhook subscription {sub_id} (http://127.0.0.1:9/in) and its deliveries." in text_of(answer)
+    assert subscriptions() == []
+
+
+def test_a_reader_or_a_manager_of_another_project_is_refused_and_nothing_changes(staff, reader, outsider, settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
+    Project.objects.create(name="beta")
+    beta = services.webhook_subscribe(project="beta", url="http://127.0.0.1:9/b", events="all", actor="x")
+    mine = services.webhook_subscribe(project="default", url="http://127.0.0.1:9/a", events="all", actor="x")
+    before = subscriptions()
+    as_reader = client_for(reader)
+    assert 'id="np-webhook-subscribe"' not in text_of(as_reader.get(PAGE))
+    for url, data in (
+        (SUBSCRIBE, {"url": "http://127.0.0.1:9/r", "events": ["all"]}),
+        (rotate_url(mine.subscription.id), {}),
+        (remove_url(mine.subscription.id), {}),
+    ):
+        assert as_reader.post(url, data).status_code == 403
+        assert client_for(outsider).post(url, data).status_code == 403
+    # The default project's manager reaches beta's subscription neither through beta's
+    # page (not found) nor through its own.
+    as_staff = client_for(staff)
+    assert as_staff.post(rotate_url(beta.subscription.id, "beta")).status_code == 404
+    answer = as_staff.post(rotate_url(beta.subscription.id), follow=True)
+    assert f"no webhook subscription {beta.subscription.id}" in text_of(answer)
+    answer = as_staff.post(remove_url(beta.subscription.id), follow=True)
+    assert f"no webhook subscription {beta.subscription.id}" in text_of(answer)
+    assert as_staff.get(SUBSCRIBE).status_code == 405
+    assert subscriptions() == before

@@ -123,3 +123,17 @@ def test_page_size_is_honoured_by_the_feed_and_the_lists(api, full_session):
     assert len(api.get("/api/events/?page_size=2").json()["results"]) == 2
     assert len(api.get(f"/api/sessions/{full_session.name}/plans/?page_size=2").json()["results"]) == 2
     assert len(api.get("/api/history/?q=goal&page_size=1").json()["results"]) == 1
+
+
+def test_a_choice_outside_the_list_is_named_once_as_exact():
+    status = params.ChoiceParam("status", ("queued", "active"), "Plans in this state.")
+
+    class Request:
+        class query_params:  # the attribute DRF's request has
+            @staticmethod
+            def getlist(name):
+                return ["Queued"] if name == "status" else []
+
+    with pytest.raises(params.ValidationFailed) as refused:
+        status.parse(Request())
+    assert refused.value.message == "status must be exactly one of 'queued', 'active'; got 'Queued'."

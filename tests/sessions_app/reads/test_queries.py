@@ -82,3 +82,11 @@ def test_the_state_reads_load_rows_as_the_orm_does(session, make_plan):
     whole, total = queries.queue(orm_session, limit=None)
     assert total == 2
     assert [p.updated_at for p in whole] == [p.updated_at for p in queued]
+
+
+def test_a_plan_waiting_for_a_person_counts_its_claims_in_words():
+    from sessions_app.reads.queries import Blocked
+
+    one = Blocked(plan_id="abcde", goal="g", waiting_for_person=True, attempts=1, waits_for=())
+    three = Blocked(plan_id="abcde", goal="g", waiting_for_person=True, attempts=3, waits_for=())
+    assert one.describe().endswith("(1 claim ran out)") and three.describe().endswith("(3 claims ran out)")

@@ -71,6 +71,8 @@ def test_a_subscription_gets_a_secret_of_32_random_bytes_shown_once(db):
         ("http://user:pw@example.org/", "all", "url", "without a user name"),
         ("http:///nohost", "all", "url", "name a host"),
         ("http://example.org:99999/", "all", "url", "port"),
+        ("http://example.org/in\x00", "all", "url", "a control character or whitespace"),
+        ("http://example.org/in\r\nX-Injected: 1", "all", "url", "a control character or whitespace"),
         (HOOK, "plan.eaten", "events", "'plan.eaten' is not an event type"),
         (HOOK, " , ", "events", "at least one"),
     ],
@@ -89,6 +91,8 @@ def test_a_private_url_is_refused_unless_allowed(db, settings, rejects):
         "http://[::1]/",
         "http://10.1.2.3/",
         "http://169.254.169.254/",
+        "http://[2002:7f00:1::]/",
+        "http://[2002:a9fe:a9fe::]/",
     ):
         with rejects("VALIDATION_ERROR", field="url", match="NINEPLAN_WEBHOOKS_ALLOW_PRIVATE=true") as info:
             services.webhook_subscribe(project="default", url=url, events="all", actor="agent")
@@ -114,6 +118,50 @@ def test_only_the_projects_managers_subscribe_and_remove(db, rejects):
     assert list(WebhookSubscription.objects.values_list("id", flat=True)) == [beta.id]
 
 
+def test_a_manager_rotates_a_secret_and_the_old_one_signs_until_the_overlap_ends(db, now, rejects):
+    made = services.webhook_subscribe(project="default", url=HOOK, events="all", actor="agent")
+    sub_id = made.subscription.id
+    with access.acting_as(member("rob", Role.REVIEWER)):
+        with rejects("VALIDATION_ERROR", field="id", match=f"no webhook subscription {sub_id}"):
+            services.webhook_secret_rotate(subscription_id=sub_id, actor="rob")
+    for overlap in (-1, 24 * 30 + 1, "24", True):
+        with rejects("VALIDATION_ERROR", field="overlap_hours"):
+            services.webhook_secret_rotate(subscription_id=sub_id, overlap_hours=overlap, actor="x")
+    with access.acting_as(member("mia", Role.MANAGER)):
+        rotated = services.webhook_secret_rotate(subscription_id=sub_id, overlap_hours=2, actor="mia")
+    row = WebhookSubscription.objects.get()
+    assert rotated.secret.startswith("whsec_") and rotated.secret != made.secret == row.previous_secret
+    assert row.secret == rotated.secret and row.previous_secret_until == now.at + timedelta(hours=2)
+    assert rotated.previous_until == row.previous_secret_until
+    assert row.signing_secrets(now.at) == [rotated.secret, made.secret]
+    assert row.signing_secrets(now.at + timedelta(hours=2)) == [rotated.secret]
+    # The overlap over, a delivery round drops the old secret.
+    now.advance(2 * 3600)
+    assert services.deliveries_claim(limit=10) == []
+    row.refresh_from_db()
+    assert (row.previous_secret, row.previous_secret_until) == ("", None)
+    # No overlap: the old secret stops signing at once.
+    again = services.webhook_secret_rotate(subscription_id=sub_id, overlap_hours=0, actor="x")
+    row.refresh_from_db()
+    assert (row.secret, row.previous_secret, row.previous_secret_until, again.previous_until) == (
+        again.secret,
+        "",
+        None,
+        None,
+    )
+
+
+def test_a_rotation_keeps_every_message_not_yet_delivered(session):
+    subscribe("plan.held")
+    plan = add(session)
+    with transaction.atomic():
+        write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+    before = list(WebhookDelivery.objects.values_list("id", "status", "attempts", "next_attempt_at"))
+    services.webhook_secret_rotate(subscription_id=WebhookSubscription.objects.get().id, actor="x")
+    assert list(WebhookDelivery.objects.values_list("id", "status", "attempts", "next_attempt_at")) == before
+    assert len(before) == 1 and before[0][1] == "pending"
+
+
 # --- the outbox ---------------------------------------------------------------------------------
 
 
@@ -126,10 +174,10 @@ def test_each_type_is_written_with_its_event(session, now):
     services.plan_note(session_name=session.name, text="n")
     services.plan_complete(session_name=session.name, outcome="done")
     submitted = Event.objects.get(kind=Event.Kind.PLAN_SUBMITTED)
+    # In review is not done: a reviewer may send it back, so the queue has not emptied.
     assert messages() == [
         (everything.id, "plan.in_review", "plan_submitted"),
         (review_only.id, "plan.in_review", "plan_submitted"),
-        (everything.id, "session.queue_emptied", "plan_submitted"),
     ]
     assert set(WebhookDelivery.objects.values_list("event_id", flat=True)) == {submitted.id}
     assert set(WebhookDelivery.objects.values_list("status", "attempts", "next_attempt_at")) == {
@@ -158,6 +206,45 @@ def test_a_held_plan_a_lost_lease_a_waiting_plan_and_a_late_write(session, now, 
         (sub.id, "late_write.kept", "late_write_kept"),
         (sub.id, "plan.held", "plan_held"),
     ]
+
+
+def test_the_queue_empties_when_the_last_plan_in_review_is_approved_not_when_it_enters_review(session):
+    services.session_set_review(session_name=session.name, review="required", actor="x")
+    subscribe("session.queue_emptied")
+    first, second = add(session, "one"), add(session, "two")
+    for _ in range(2):
+        services.plan_pull(session_name=session.name)
+        services.plan_complete(session_name=session.name, outcome="o")
+    assert messages() == []  # both in review: nothing to pull, but a reviewer's work is left
+    services.plan_review(session_name=session.name, plan_id=first.id, decision="approve", notes="", actor="x")
+    assert messages() == []  # the second is still in review
+    services.plan_review(session_name=session.name, plan_id=second.id, decision="approve", notes="", actor="x")
+    assert [m[1:] for m in messages()] == [("session.queue_emptied", "plan_approved")]
+    assert WebhookDelivery.objects.get().event.plan_id == second.id
+
+
+def test_a_rejection_empties_nothing_and_a_hold_or_a_plan_left_waiting_empties_the_queue(session, now, settings):
+    settings.NINEPLAN_MAX_REJECTIONS = 2
+    services.session_set_review(session_name=session.name, review="required", actor="x")
+    subscribe("session.queue_emptied")
+    plan = add(session)
+    for decision_round in range(2):
+        services.plan_pull(session_name=session.name)
+        services.plan_complete(session_name=session.name, outcome="o")
+        services.plan_review(session_name=session.name, plan_id=plan.id, decision="reject", notes="No.", actor="x")
+        if decision_round == 0:
+            assert messages() == []  # back in the queue: there is work to pull
+    assert [m[1:] for m in messages()] == [("session.queue_emptied", "plan_held")]
+    # A discard of the held plan, already out of work, empties nothing again.
+    services.plan_discard_any(session_name=session.name, plan_id=plan.id, reason="gone", actor="x")
+    assert len(messages()) == 1
+    # A reclaim that leaves the session's one plan waiting for a person empties it too.
+    short = services.session_create(task_description="short", lease_seconds=60, max_attempts=1)
+    add(short, "lost")
+    services.plan_pull(session_name=short.name)
+    now.advance(61)
+    services.reclaim_expired()
+    assert [m[1:] for m in messages()][1:] == [("session.queue_emptied", "plan_reclaimed")]
 
 
 def test_a_queue_empties_only_when_its_last_open_plan_leaves(session):
@@ -249,6 +336,31 @@ def test_a_claimed_message_is_not_claimed_again_until_its_claim_passes(session, 
     assert services.delivery_record(delivery=again[0], code=204) == "delivered"
     row = WebhookDelivery.objects.get()
     assert (row.status, row.attempts, row.last_response_code, row.claimed_until) == ("delivered", 1, 204, None)
+
+
+def test_a_round_claims_one_message_per_subscription_and_none_of_one_being_sent(session, now, settings):
+    first, second = (
+        subscribe("plan.held", url="http://127.0.0.1:9/a"),
+        subscribe("plan.held", url="http://127.0.0.1:9/b"),
+    )
+    plan = add(session)
+    for _ in range(3):
+        with transaction.atomic():
+            write_kit.record_event(session.name, Event.Kind.PLAN_HELD, "x", plan.id)
+    oldest = {
+        sub.id: WebhookDelivery.objects.filter(subscription=sub).order_by("id").first().id for sub in (first, second)
+    }
+    claimed = services.deliveries_claim(limit=10)
+    assert {d.subscription_id: d.id for d in claimed} == oldest
+    # Both subscriptions have a message being sent: nothing more of theirs is claimed.
+    assert services.deliveries_claim(limit=10) == []
+    services.delivery_record(delivery=claimed[0], code=200)
+    (following,) = services.deliveries_claim(limit=10)
+    assert following.subscription_id == claimed[0].subscription_id and following.id > claimed[0].id
+    # A limit of one claims one, the oldest first.
+    now.advance(settings.NINEPLAN_WEBHOOKS_CLAIM_SECONDS + 1)
+    (only,) = services.deliveries_claim(limit=1)
+    assert only.id == min(following.id, claimed[1].id)
 
 
 def test_failures_back_off_then_mark_the_message_failed(session, now, settings):

@@ -4,13 +4,14 @@ forms, the site's names outside it, and the counts of what waits for a person.""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.template import Context, Template
 
 from sessions_app import access, services
 from sessions_app.models import Role
+from sessions_app.templatetags import nineplan_admin
 from tests.sessions_app.conftest import rejected_once
 
 
@@ -85,3 +86,17 @@ def test_waiting_for_people_counts_the_callers_projects_only(settings):
     assert rendered(source) == "0/1/0"
     with access.acting_as(access.Caller(label="user:olga", roles={"elsewhere": Role.MANAGER})):
         assert rendered(source) == "0/0/0"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "words"),
+    [
+        (0, "less than a minute"),
+        (59, "less than a minute"),
+        (60, "1\xa0minute"),
+        (3 * 3600 + 60, "3\xa0hours, 1\xa0minute"),
+    ],
+)
+def test_since_never_says_zero_minutes(seconds, words):
+    now = datetime(2026, 1, 2, 12, 0, tzinfo=UTC)
+    assert nineplan_admin.since(now - timedelta(seconds=seconds), now) == words

@@ -21,7 +21,12 @@ def test_a_url_is_split_into_its_scheme_host_port_and_path():
     [
         ("", "give an http or https URL"),
         (None, "give an http or https URL"),
-        ("http://a b/", "give an http or https URL"),
+        ("http://a b/", "a control character or whitespace (' ' at position 9)"),
+        ("https://hooks.example.com/in\x00", "a control character or whitespace ('\\x00' at position 29)"),
+        ("https://hooks.example.com/\x1b[0m", "a control character or whitespace ('\\x1b' at position 27)"),
+        ("https://hooks.example.com/a\tb", "a control character or whitespace ('\\t' at position 28)"),
+        ("https://hooks.example.com/\u200bx", "a control character or whitespace ('\\u200b' at position 27)"),
+        ("https://hooks.example.com/caf\u00e9", "not ASCII; percent-encode it"),
         ("http://x/" + "a" * 2000, "give an http or https URL"),
         ("ftp://hooks.example.com/", "the scheme 'ftp' is not accepted"),
         ("http://hooks.example.com:99999/", "its port is not a number"),
@@ -70,3 +75,29 @@ def test_only_public_unicast_addresses_may_be_sent_to(settings, address):
     assert webhook_urls.refusal("93.184.215.14") is None and webhook_urls.refusal("2606:4700::1111") is None
     settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
     assert webhook_urls.refusal(address) is None
+
+
+@pytest.mark.parametrize(
+    ("address", "said"),
+    [
+        ("2002:7f00:1::", "a 6to4 address carrying 127.0.0.1, a loopback address"),
+        ("2002:a00:1::1", "a 6to4 address carrying 10.0.0.1, a private address"),
+        ("2002:a9fe:a9fe::", "a 6to4 address carrying 169.254.169.254, a private address"),
+        ("2001:0:4136:e378:8000:63bf:80ff:fffe", "a Teredo address carrying 127.0.0.1, a loopback address"),
+        ("64:ff9b::7f00:1", "a NAT64 address carrying 127.0.0.1, a loopback address"),
+        ("::ffff:192.168.0.1", "an IPv4-mapped address carrying 192.168.0.1, a private address"),
+    ],
+)
+def test_the_ipv4_address_inside_an_ipv6_one_is_checked_like_any_other(settings, address, said):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    assert webhook_urls.refusal(address) == f"it resolves to {address}, {said}"
+    # A 6to4 address carrying a public IPv4 one is public.
+    assert webhook_urls.refusal("2002:5db8:d70e::1") is None
+
+
+def test_a_url_naming_a_6to4_address_of_loopback_is_refused_when_resolved(settings):
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    with pytest.raises(ValidationFailed) as refused:
+        webhook_urls.resolve("http://[2002:7f00:1::]:8080/hook")
+    assert refused.value.field == "url" and refused.value.reason == errors.PRIVATE_ADDRESS
+    assert "a 6to4 address carrying 127.0.0.1, a loopback address" in refused.value.message

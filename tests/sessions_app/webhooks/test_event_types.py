@@ -11,10 +11,16 @@ from sessions_app.webhooks import event_types as types
 @pytest.mark.parametrize(
     ("kind", "detail", "expected"),
     [
-        (Event.Kind.PLAN_SUBMITTED, {}, (types.PLAN_IN_REVIEW, types.QUEUE_EMPTIED)),
-        (Event.Kind.PLAN_HELD, {}, (types.PLAN_HELD,)),
+        (Event.Kind.PLAN_SUBMITTED, {}, (types.PLAN_IN_REVIEW,)),
+        (Event.Kind.PLAN_HELD, {}, (types.PLAN_HELD, types.QUEUE_EMPTIED)),
+        (Event.Kind.PLAN_APPROVED, {}, (types.QUEUE_EMPTIED,)),
+        (Event.Kind.PLAN_REJECTED, {}, ()),
         (Event.Kind.PLAN_RECLAIMED, {}, (types.LEASE_LOST,)),
-        (Event.Kind.PLAN_RECLAIMED, {"waiting_for_person": True}, (types.LEASE_LOST, types.PLAN_WAITING_FOR_PERSON)),
+        (
+            Event.Kind.PLAN_RECLAIMED,
+            {"waiting_for_person": True},
+            (types.LEASE_LOST, types.PLAN_WAITING_FOR_PERSON, types.QUEUE_EMPTIED),
+        ),
         (Event.Kind.LATE_WRITE_KEPT, {}, (types.LATE_WRITE_KEPT,)),
         (Event.Kind.PLAN_COMPLETED, {}, (types.QUEUE_EMPTIED,)),
         (Event.Kind.PLAN_DISCARDED, {}, (types.QUEUE_EMPTIED,)),

@@ -6,6 +6,7 @@ from __future__ import annotations
 import io
 import json
 import subprocess
+from datetime import timedelta
 
 import pytest
 from django.core.management import call_command
@@ -38,7 +39,8 @@ def test_demo_builds_a_realistic_valid_session(sessions_dir):
     actors = set(Event.objects.filter(session=session).values_list("actor", flat=True))
     assert actors == {"agent", "user:demo-staff"}
     times = list(Event.objects.filter(session=session).order_by("id").values_list("created_at", flat=True))
-    assert times == sorted(times) and len(set(times)) == len(times)
+    # One moment a service call: a batch's plans are added at the same moment.
+    assert times == sorted(times) and len(set(times)) > 20
     assert (times[-1] - times[0]).total_seconds() > 3 * 3600
     assert session.created_at == times[0]
     assert queries.history_search("webhook", session_name=session.name)[0].plan.goal.startswith(
@@ -100,3 +102,41 @@ def test_after_the_demo_every_panel_of_the_home_has_something(sessions_dir):
     assert max(len(b.plans) for b in home.busy) == 2  # several workers in one session
     assert home.blocked[0].blocker_id == home.held[0].id
     assert home.counts == needs_you.Counts(in_review=1, held=1, waiting=1)
+
+
+def test_the_demo_story_holds_together_in_time(sessions_dir, monkeypatch):
+    # Every time the demo writes comes from one clock moving through its story: claims come
+    # after their plans were added, rejections each at their own moment with their revision,
+    # the plans still held have live leases, and nothing is stamped in the future.
+    from django.utils import timezone
+
+    from sessions_app.management.commands import nineplan_demo as demo
+
+    stories = []
+    real = demo.Story.__init__
+
+    def kept(self, *args, **kwargs):
+        real(self, *args, **kwargs)
+        stories.append(self)
+
+    monkeypatch.setattr(demo.Story, "__init__", kept)
+    call_command("nineplan_demo", stdout=io.StringIO())
+    now = timezone.now()
+    # Each story used exactly the steps its span was shared out between.
+    assert [s.steps for s in stories] == [demo.FIRST_STEPS, demo.PARALLEL_STEPS]
+    for session in Session.objects.all():
+        events = list(Event.objects.filter(session=session).order_by("id"))
+        assert [e.created_at for e in events] == sorted(e.created_at for e in events)
+        assert events[-1].created_at <= now and now - events[-1].created_at < timedelta(minutes=10)
+        for plan in Plan.objects.filter(session=session):
+            assert plan.created_at <= plan.updated_at <= now, plan.id
+            if plan.claimed_at:
+                assert plan.created_at <= plan.claimed_at <= now, plan.id
+            if plan.status == Plan.Status.ACTIVE:
+                assert plan.lease_expires_at > now, plan.id
+    rejections = Event.objects.filter(kind=Event.Kind.PLAN_REJECTED).order_by("id")
+    stamps = [e.created_at for e in rejections]
+    assert len(stamps) >= 2 and len(set(stamps)) == len(stamps)
+    for rejection in rejections:
+        # The reviewer's notes are appended to Notes stamped with the same moment.
+        assert rejection.created_at.strftime("%Y-%m-%d %H:%M:%S") in Plan.objects.get(id=rejection.plan_id).notes

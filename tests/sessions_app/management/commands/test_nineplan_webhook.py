@@ -1,6 +1,7 @@
 """`nineplan_webhook` (sessions_app/management/commands/nineplan_webhook.py): subscribing a
 URL (its secret shown once, alone on stdout), listing the subscriptions with their
-deliveries' counts, removing one; a refused call changes nothing."""
+deliveries' counts and why the last attempt failed, rotating a secret, removing one; a
+refused call changes nothing."""
 
 from __future__ import annotations
 
@@ -9,8 +10,9 @@ from functools import partial
 import pytest
 from django.core.management import CommandError
 
-from sessions_app import services
+from sessions_app import clock, services
 from sessions_app.models import WebhookDelivery, WebhookSubscription
+from sessions_app.webhooks import sender as webhook_sender
 from tests.conftest import manage
 
 pytestmark = pytest.mark.django_db
@@ -85,3 +87,53 @@ def test_a_private_address_is_refused_unless_allowed(db, settings):
     with pytest.raises(CommandError, match="loopback"):
         run("add", "default", HOOK, "--events", "all")
     assert not WebhookSubscription.objects.exists()
+
+
+def test_rotate_prints_the_new_secret_once_and_list_says_until_when_the_old_signs(db, settings):
+    run("add", "default", HOOK, "--events", "all")
+    sub = WebhookSubscription.objects.get()
+    old = sub.secret
+    out, err = run("rotate", str(sub.id), "--overlap", "6")
+    sub.refresh_from_db()
+    assert out == sub.secret + "\n" and sub.secret != old and sub.previous_secret == old
+    until = clock.utc_text(sub.previous_secret_until)
+    assert f"New secret for subscription {sub.id} (the old one signs beside it until {until}), shown only now:" in err
+    listed, _ = run("list")
+    assert f"    previous secret signs too until {until}" in listed.splitlines()
+    assert sub.secret not in listed and old not in listed
+    out, err = run("rotate", str(sub.id), "--overlap", "0")
+    assert "(the old one no longer signs)" in err
+    assert WebhookSubscription.objects.filter(previous_secret="").count() == 1
+    with pytest.raises(CommandError, match="overlap_hours: give a whole number of hours from 0 to 720"):
+        run("rotate", str(sub.id), "--overlap", "1000")
+    with pytest.raises(CommandError, match="no webhook subscription 99"):
+        run("rotate", "99")
+
+
+def test_add_says_when_messages_carry_no_link(db, settings):
+    settings.NINEPLAN_PUBLIC_URL = None
+    _, err = run("add", "default", HOOK, "--events", "all")
+    assert "Messages carry no link to the plan's page until NINEPLAN_PUBLIC_URL is set" in err
+    settings.NINEPLAN_PUBLIC_URL = "https://9plan.example.com"
+    _, err = run("add", "default", HOOK, "--events", "all")
+    assert "NINEPLAN_PUBLIC_URL" not in err
+
+
+def test_the_list_says_why_a_delivery_to_a_private_address_does_not_go_out(session, complete_plan, settings):
+    services.webhook_subscribe(project="default", url=HOOK, events="session.queue_emptied", actor="agent")
+    complete_plan(session)
+    settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = False
+    assert webhook_sender.deliver_due() == 1
+    row = WebhookDelivery.objects.get()
+    out, _ = run("list")
+    assert out.splitlines()[1:] == [
+        "    deliveries: 1 pending, 0 delivered, 0 failed",
+        (
+            f"    last error (msg_{row.id}): refused: url: it resolves to 127.0.0.1, a loopback address; "
+            "such URLs are refused unless NINEPLAN_WEBHOOKS_ALLOW_PRIVATE=true."
+        ),
+    ]
+    # Delivered at last, it is no longer said.
+    WebhookDelivery.objects.update(status=WebhookDelivery.Status.DELIVERED)
+    out, _ = run("list")
+    assert "last error" not in out

@@ -1,5 +1,5 @@
 """`nineplan_webhooks --once` (sessions_app/management/commands/nineplan_webhooks.py): sends
-what is due now, batch after batch, and says how many it sent. (The loop until stopped runs
+each message due now once, a subscription's one after another, and says how many it sent. (The loop until stopped runs
 as a process in tests/proofs/test_webhooks.py.)"""
 
 from __future__ import annotations
@@ -10,7 +10,6 @@ import pytest
 
 from sessions_app import services
 from sessions_app.models import WebhookDelivery
-from sessions_app.webhooks import sender as webhook_sender
 from tests.conftest import manage
 
 pytestmark = pytest.mark.django_db
@@ -25,10 +24,8 @@ def test_the_delivery_command_once_sends_nothing_when_nothing_is_due(db):
     assert err.strip() == "Sent 0 webhook deliveries."
 
 
-def test_once_sends_every_message_due_batch_after_batch(session, complete_plan, receivers, settings, monkeypatch):
+def test_once_sends_every_message_due_one_after_another(session, complete_plan, receivers, settings):
     settings.NINEPLAN_WEBHOOKS_ALLOW_PRIVATE = True
-    # Small batches, so that three messages take two rounds.
-    monkeypatch.setattr(webhook_sender, "BATCH", 2)
     receiver = receivers()
     services.webhook_subscribe(project="default", url=receiver.url, events="session.queue_emptied", actor="agent")
     for _ in range(3):
@@ -37,7 +34,8 @@ def test_once_sends_every_message_due_batch_after_batch(session, complete_plan, 
     out, err = run("--once")
 
     assert out == "" and err.strip() == "Sent 3 webhook deliveries."
-    assert len(receiver.got) == 3 and len(set(receiver.ids())) == 3
+    # One subscription's messages go one at a time, oldest first.
+    assert receiver.ids() == [f"msg_{d.id}" for d in WebhookDelivery.objects.order_by("id")]
     assert set(WebhookDelivery.objects.values_list("status", flat=True)) == {"delivered"}
     # Sent, they are not due again.
     assert run("--once")[1].strip() == "Sent 0 webhook deliveries."
