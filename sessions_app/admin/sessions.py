@@ -60,21 +60,20 @@ class SessionAdmin(NineplanAdmin):
 
     @admin.display(description="task", ordering="task_description")
     def task(self, obj):
-        # The board's link rides in this cell: one more column would not fit a laptop's screen.
-        return format_html(
-            '{} <a class="np-sub np-board-link" href="{}">board</a>',
-            excerpts.one_line(obj.task_description, 100) or "—",
-            reverse("admin:sessions_app_board", args=[obj.name]),
-        )
+        return excerpts.one_line(obj.task_description, 100) or "—"
 
     @admin.display(description="queue", ordering="queue_length")
     def queue_length(self, obj):
+        # The board's link rides in this cell: one more column would not fit a small screen.
+        board = format_html(
+            '<a class="np-sub np-board-link" href="{}">board</a>', reverse("admin:sessions_app_board", args=[obj.name])
+        )
         # Plans waiting for a person after their attempts are queued, but wait for a person.
         if obj.waiting_count:
             return format_html(
-                '{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count
+                '{} <span class="np-muted np-sub">{} waiting</span>{}', obj.queue_length, obj.waiting_count, board
             )
-        return obj.queue_length
+        return format_html("{}{}", obj.queue_length, board)
 
     @admin.display(description="active plan", ordering="active_plan_goal")
     def active_plan(self, obj):
