@@ -34,7 +34,7 @@ class SessionAdmin(NineplanAdmin):
     project_field = "project_id"
     # The project is a filter, not a column: the list must fit a laptop's screen.
     list_display = (
-        "name",
+        "session_name",
         "task",
         "created_at",
         "queue_length",
@@ -43,6 +43,9 @@ class SessionAdmin(NineplanAdmin):
         "discarded_count",
         "last_activity",
     )
+    # The name cell links the session's page and, below it, its board: one more column
+    # would not fit a small screen.
+    list_display_links = None
     search_fields = ("name", "task_description")
     # Only the projects of the sessions the user sees: another project's name is not shown.
     list_filter = (
@@ -58,22 +61,27 @@ class SessionAdmin(NineplanAdmin):
     def get_queryset(self, request):
         return admin_reads.annotate_sessions(super().get_queryset(request))
 
+    @admin.display(description="name", ordering="name")
+    def session_name(self, obj):
+        return format_html(
+            '<a href="{}">{}</a><a class="np-sub np-board-link" href="{}">board</a>',
+            reverse("admin:sessions_app_session_change", args=[obj.name]),
+            obj.name,
+            reverse("admin:sessions_app_board", args=[obj.name]),
+        )
+
     @admin.display(description="task", ordering="task_description")
     def task(self, obj):
         return excerpts.one_line(obj.task_description, 100) or "—"
 
     @admin.display(description="queue", ordering="queue_length")
     def queue_length(self, obj):
-        # The board's link rides in this cell: one more column would not fit a small screen.
-        board = format_html(
-            '<a class="np-sub np-board-link" href="{}">board</a>', reverse("admin:sessions_app_board", args=[obj.name])
-        )
         # Plans waiting for a person after their attempts are queued, but wait for a person.
         if obj.waiting_count:
             return format_html(
-                '{} <span class="np-muted np-sub">{} waiting</span>{}', obj.queue_length, obj.waiting_count, board
+                '{} <span class="np-muted np-sub">{} waiting</span>', obj.queue_length, obj.waiting_count
             )
-        return format_html("{}{}", obj.queue_length, board)
+        return obj.queue_length
 
     @admin.display(description="active plan", ordering="active_plan_goal")
     def active_plan(self, obj):
