@@ -1,5 +1,5 @@
-"""What the live pages poll (docs/design.md, "The edges"): the home, the review inbox and a
-session page ask every second for their live parts. The answer's ETag is the newest event
+"""What the live pages poll (docs/design.md, "The edges"): the home, the review inbox, a
+session page and a session's board ask every second for their live parts. The answer's ETag is the newest event
 the user may see (every change writes one) with the minute, so a poll that finds nothing
 new is a 304 after one query of its own; a changed one renders the page's parts, in the same fixed
 number of queries as the page itself, as JSON: {"parts": {name: html}, "counts": {...}}.
@@ -26,7 +26,7 @@ from django.template.loader import render_to_string
 from django.utils.cache import patch_cache_control
 
 from sessions_app import access, clock
-from sessions_app.admin import home, review_pages
+from sessions_app.admin import board, home, review_pages
 from sessions_app.admin import sessions as session_pages
 from sessions_app.admin.roles import can_intervene, can_review, can_view
 from sessions_app.errors import SessionNotFound
@@ -110,6 +110,9 @@ def _render(request, which: str, name: str | None) -> bytes:
         context = review_pages.inbox_context(request)
         return _answer(request, review_pages.INBOX_PARTS, context, _nav(context["counts"]))
     try:
+        if which == "board":
+            context = board.live_context(request, name)
+            return _answer(request, board.LIVE_PARTS, context, context["live_counts"])
         context = session_pages.live_context(request, name)
     except SessionNotFound:
         raise Http404("No such session.") from None
@@ -122,8 +125,9 @@ def view(request):
     if request.method not in ("GET", "HEAD"):
         return HttpResponseNotAllowed(["GET"])
     which = request.GET.get("view", "")
-    name = request.GET.get("session") if which == "session" else None
-    if which not in ("home", "inbox", "session") or (which == "session" and not is_session_name(name or "")):
+    per_session = which in ("session", "board")
+    name = request.GET.get("session") if per_session else None
+    if which not in ("home", "inbox", "session", "board") or (per_session and not is_session_name(name or "")):
         raise Http404("No such live page.")
     page = request.headers.get("Live-Page", "")
     pause = next_poll_seconds(page if PAGE_ID_RE.fullmatch(page) else None)

@@ -8,7 +8,8 @@ from django.template.response import TemplateResponse
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 
-from sessions_app.admin import history_search, render, review_pages
+from sessions_app.admin import board as board_pages
+from sessions_app.admin import history_search, render, review_pages, work_pages
 from sessions_app.admin import reads as admin_reads
 from sessions_app.admin.filters import ActivePlanFilter, QueuedWorkFilter
 from sessions_app.admin.model_admin import NineplanAdmin, annotated_column, plan_url
@@ -33,7 +34,7 @@ class SessionAdmin(NineplanAdmin):
     project_field = "project_id"
     # The project is a filter, not a column: the list must fit a laptop's screen.
     list_display = (
-        "name",
+        "session_name",
         "task",
         "created_at",
         "queue_length",
@@ -42,6 +43,9 @@ class SessionAdmin(NineplanAdmin):
         "discarded_count",
         "last_activity",
     )
+    # The name cell links the session's page and, below it, its board: one more column
+    # would not fit a small screen.
+    list_display_links = None
     search_fields = ("name", "task_description")
     # Only the projects of the sessions the user sees: another project's name is not shown.
     list_filter = (
@@ -56,6 +60,15 @@ class SessionAdmin(NineplanAdmin):
 
     def get_queryset(self, request):
         return admin_reads.annotate_sessions(super().get_queryset(request))
+
+    @admin.display(description="name", ordering="name")
+    def session_name(self, obj):
+        return format_html(
+            '<a href="{}">{}</a><a class="np-sub np-board-link" href="{}">board</a>',
+            reverse("admin:sessions_app_session_change", args=[obj.name]),
+            obj.name,
+            reverse("admin:sessions_app_board", args=[obj.name]),
+        )
 
     @admin.display(description="task", ordering="task_description")
     def task(self, obj):
@@ -104,7 +117,7 @@ class SessionAdmin(NineplanAdmin):
     last_activity = annotated_column("last_activity", "last activity")
 
     def get_urls(self):
-        return [*history_search.urls(self), *super().get_urls()]
+        return [*history_search.urls(self), *board_pages.urls(self), *work_pages.urls(self), *super().get_urls()]
 
     def change_view(self, request, object_id, form_url="", extra_context=None):
         page = self.read_page(request, object_id, is_session_name, admin_reads.session_page)

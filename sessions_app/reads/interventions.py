@@ -1,5 +1,5 @@
 """What others did to an agent's plans: the reads of the event log that tell an agent who
-discarded, took back, moved, reviewed or restored its plans, and when (docs/design.md, "The
+discarded, took back, moved, reviewed, restored or edited its plans, and when (docs/design.md, "The
 edges": an agent is told what others did). Reads only, on error paths and on resume."""
 
 from __future__ import annotations
@@ -74,6 +74,10 @@ class Intervention:
             "plan_restored": "had its text restored to an earlier revision",
             "plan_edited": "had its text edited",
         }[self.kind]
+        if self.kind == "plan_edited":
+            # The sections edited, said in place of why; read the plan again for the text.
+            which = f" ({self.reason})" if self.reason else ""
+            return f"Plan {self.plan_id} had its text edited{which} by {self.actor} at {utc_text(self.at)}."
         if self.kind == "plan_restored" and self.reason:
             # "revision 2": which one, said in place of why.
             return f"Plan {self.plan_id} had its text restored to {self.reason} by {self.actor} at {utc_text(self.at)}."
@@ -88,6 +92,8 @@ def _intervention(event: Event) -> Intervention:
         or detail.get("notes")
         or (f"to the {detail['position']}" if detail.get("position") else "")
         or (f"revision {detail['revision']}" if detail.get("revision") else "")
+        or (f"before plan {detail['before']}" if detail.get("before") else "")
+        or (", ".join(str(s) for s in detail["sections"]) if isinstance(detail.get("sections"), list) else "")
     )
     rejections = detail.get("rejections") if isinstance(detail.get("rejections"), int) else 0
     return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason), rejections)
@@ -137,7 +143,7 @@ def latest_intervention(plan: Plan) -> Intervention | None:
 
 
 # What a person may do to a plan while its worker holds it and keeps working on it.
-WHILE_HELD_KINDS = ("plan_restored",)
+WHILE_HELD_KINDS = ("plan_restored", "plan_edited")
 
 
 # AGENT_ACTORS, case-sensitive on both databases (SQLite's LIKE, which startswith uses, is not).

@@ -6,7 +6,8 @@ a write transaction of store/transactions.py (docs/design.md, "Services and quer
 
 One module per idea: ``write_kit`` (the write kit the others share), ``file_edits`` (taking
 in an agent's plan-file edits), ``sessions``, ``queue`` (adding plans and their
-dependencies, moving them), ``edits`` (a queued plan's text or place corrected), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
+dependencies, moving them), ``edits`` (a person's correction of an open plan's text or a
+queued plan's place), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
 and restoring a revision), ``projects`` (projects and their members), ``webhooks``
 (subscriptions, resending, the delivery loops' claims and attempts) and ``retries`` (a write

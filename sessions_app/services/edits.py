@@ -1,5 +1,8 @@
-"""A person's or an integration's correction of a queued plan: its text, its place in the
-queue, or both, in one write (docs/design.md, "Model and invariants": revisions)."""
+"""A person's or an integration's correction of an open plan (docs/design.md, "Model and
+invariants": revisions): a queued plan's text, its place in the queue, or both, in one
+write; or an active plan's text, by a manager, while its worker holds it. An edit is a
+revision, as a restore is, and reaches an active plan's worker the same way a restore
+does: on its next write and on resume, as a change by others (reads/interventions.py)."""
 
 from __future__ import annotations
 
@@ -36,13 +39,19 @@ def plan_edit(
     sections: dict[str, object] | None = None,
     position: str | None = None,
     actor: str,
+    expected_version: int | None = None,
     precondition: Callable[[Plan], None] | None = None,
 ) -> Written:
-    """Changes a queued plan's sections (the ones given; a revision, as a restore is) and/or
-    moves it to the front or back; all or nothing. ``precondition`` runs inside the write
-    transaction with the plan as stored (the REST API checks the client's ETag there)."""
+    """Changes the sections given of a queued or active plan (a revision, as a restore is)
+    and/or moves a queued plan to the front or back; all or nothing. Agents and managers
+    correct a queued plan; an active plan's text, which its worker is working from, only a
+    manager. ``expected_version``: the version the editor started from (a plan changed since
+    is refused, never overwritten); ``precondition`` runs inside the write transaction with
+    the plan as stored (the REST API checks the client's ETag there)."""
+    if sections is not None and not isinstance(sections, dict):
+        raise ValidationFailed("sections must map section names to their text.", field="sections")
     sections = dict(sections or {})
-    unknown = sorted(set(sections) - set(SECTIONS))
+    unknown = sorted(str(name) for name in set(sections) - set(SECTIONS))
     if unknown:
         raise ValidationFailed(
             f"{unknown[0]} is not a section of a plan; the sections are {', '.join(SECTIONS)}.", field=unknown[0]
@@ -50,23 +59,35 @@ def plan_edit(
     checked = {name: inputs.text(name, value, required=name in REQUIRED) for name, value in sections.items()}
     if position is not None:
         position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+    if expected_version is not None:
+        expected_version = inputs.bounded_int("version", expected_version, default=0, minimum=0, maximum=2**62)
     if not checked and position is None:
         raise ValidationFailed("Nothing to change: give one or more sections, or position.", field="sections")
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     ahead = read_ahead(name, plan_id) if checked else None
     place = None
+    changed: list[str] = []
     with transactions.write() as undo:
         plan = plan_for_write(name, plan_id, access.ADD)
         session = lock_session(name, access.ADD)
         if precondition is not None:
             precondition(plan)
-        if plan.status != Plan.Status.QUEUED:
+        if plan.status == Plan.Status.ACTIVE and position is None:
+            access.require(access.MANAGE, project=session.project_id or "", session_name=session.name)
+        elif plan.status != Plan.Status.QUEUED:
+            what = "text" if position is None else "place"
             raise ValidationFailed(
-                f"Plan {plan.id} is {plan.status}; only a queued plan's text or place can be changed here.",
+                f"Plan {plan.id} is {plan.status}; only a queued plan's text or place, or an active plan's text, "
+                f"can be changed (not this one's {what}).",
                 field="plan_id",
             )
+        if expected_version is not None and plan.version != expected_version:
+            raise ValidationFailed(
+                f"Plan {plan.id} changed since you opened it (version {expected_version}, now {plan.version}); "
+                "open it again to edit its text as it is now.",
+                field="version",
+            )
         now = clock.now()
-        changed: list[str] = []
         if checked:
             previous = file_now(plan, ahead)
             # The agent's unsaved edits in the file become a revision first, so this edit
@@ -76,12 +97,12 @@ def plan_edit(
             after = {**before, **checked}
             changed = [s for s in SECTIONS if after[s] != before[s]]
             if changed:
-                inputs.plan_size({**after, "outcome": plan.outcome}, field="plan")
+                inputs.plan_size({**after, "outcome": plan.outcome}, field="sections")
                 set_sections(plan, after)
                 touch(plan, now)
                 plan.save(update_fields=[*SECTIONS, *TOUCHED])
-                revisions.record(plan, kind=Revision.Kind.EDIT, actor=actor, before=before, at=now)
-                record_event(session.name, Event.Kind.PLAN_EDITED, actor, plan, sections=changed)
+                made = revisions.record(plan, kind=Revision.Kind.EDIT, actor=actor, before=before, at=now)
+                record_event(session.name, Event.Kind.PLAN_EDITED, actor, plan, sections=changed, new_revision=made)
                 write_file(undo, plan, previous)
         if position is not None:
             new_key = next_sort_key(session, position)

@@ -8,7 +8,7 @@ import logging
 from dataclasses import dataclass
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, F
 
 from sessions_app import access, clock, inputs, planfiles
 from sessions_app.errors import DatabaseFailed, ValidationFailed
@@ -40,6 +40,8 @@ class PlanInput:
     success_criteria: str
     inputs: str = ""
     outputs: str = ""
+    # A person may start a plan with notes (the admin's forms); the agents' tools do not.
+    notes: str = ""
 
 
 def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
@@ -51,6 +53,7 @@ def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
         success_criteria=inputs.text(prefix + "success_criteria", get("success_criteria"), required=True),
         inputs=inputs.text(prefix + "inputs", get("inputs"), required=False),
         outputs=inputs.text(prefix + "outputs", get("outputs"), required=False),
+        notes=inputs.text(prefix + "notes", get("notes"), required=False),
     )
     inputs.plan_size(vars(checked), field=(prefix.rstrip(".") or "plan"))
     return checked
@@ -259,9 +262,17 @@ def _check_dependents_room(wanted: list[list[str | int]], named: set[str], prefi
                 )
 
 
-def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> Written:
-    """Moves a queued plan to the front or back of its queue."""
-    position = inputs.choice("position", position, inputs.POSITIONS, default="back")
+def plan_move(
+    *, session_name: str, plan_id: str, position: str | None = None, before: str | None = None, actor: str
+) -> Written:
+    """Moves a queued plan to the front or back of its queue, or (``before``, a board's
+    drag) to just before another queued plan of the same queue."""
+    if before is not None:
+        if position is not None:
+            raise ValidationFailed("give position or before, not both.", field="position")
+        before = inputs.plan_id(before, field="before")
+    else:
+        position = inputs.choice("position", position, inputs.POSITIONS, default="back")
     name, plan_id = inputs.session_name(session_name), inputs.plan_id(plan_id)
     with transactions.write():
         plan = plan_for_write(name, plan_id, access.MANAGE)
@@ -270,8 +281,52 @@ def plan_move(*, session_name: str, plan_id: str, position: str, actor: str) -> 
             raise ValidationFailed(
                 f"Plan {plan.id} is {plan.status}; only a queued plan can be moved.", field="plan_id"
             )
+        if before is not None:
+            place = _put_before(session, plan, before)
+            record_event(session.name, Event.Kind.PLAN_MOVED, actor, plan, before=before)
+            return Written(plan, place)
+        position = position or "back"
         new_key = next_sort_key(session, position)
         Plan.objects.filter(id=plan.id).update(sort_key=new_key, updated_at=clock.now())
         plan.sort_key = new_key
         record_event(session.name, Event.Kind.PLAN_MOVED, actor, plan, position=position)
     return Written(plan, place_at(session, position, was_queued=True))
+
+
+def _put_before(session: Session, plan: Plan, before: str) -> int:
+    """Gives ``plan`` a sort key just before the queued plan ``before``; returns its place.
+    The keys are unique among the queued plans at every moment (a constraint), so the plan
+    is first set aside beyond one end, then the run of consecutive keys on the shorter side
+    of the target moves one step away from it, the farthest first, each into a key just
+    freed; the plan takes the key so left free."""
+    if before == plan.id:
+        raise ValidationFailed(f"before: plan {plan.id} cannot be moved before itself.", field="before")
+    queued = Plan.objects.filter(session_id=session.name, status=Plan.Status.QUEUED)
+    target = queued.filter(id=before).values_list("sort_key", flat=True).first()
+    if target is None:
+        raise ValidationFailed(
+            f"before: no queued plan {before} in session '{session.name}'; a plan moves before a queued plan of "
+            "its own queue.",
+            field="before",
+        )
+    others = queued.exclude(id=plan.id)
+    ahead = others.filter(sort_key__lt=target).count()
+    forward = ahead <= others.count() - ahead
+    # Forward: the plans just before the target step towards the front, and the plan takes
+    # target - 1. Backward: the target and the plans just behind it step back, and the plan
+    # takes the target's key.
+    aside = next_sort_key(session, "back" if forward else "front")
+    Plan.objects.filter(id=plan.id).update(sort_key=aside)
+    side = others.filter(sort_key__lt=target) if forward else others.filter(sort_key__gte=target)
+    start, step = (target - 1, -1) if forward else (target, 1)
+    run: list[str] = []
+    ordered = side.order_by("-sort_key" if forward else "sort_key").values_list("id", "sort_key")
+    for neighbour, key in ordered.iterator(chunk_size=200):
+        if key != start + step * len(run):
+            break
+        run.append(neighbour)
+    for neighbour in reversed(run):
+        Plan.objects.filter(id=neighbour).update(sort_key=F("sort_key") + step)
+    plan.sort_key = start
+    Plan.objects.filter(id=plan.id).update(sort_key=plan.sort_key, updated_at=clock.now())
+    return ahead + 1

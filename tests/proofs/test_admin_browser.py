@@ -110,7 +110,7 @@ def test_reviewer_browses_sessions_plans_and_history(page, live_server):
     assert row.locator("td.field-completed_count").inner_text() == "5"
     shot(page, "sessions-list")
 
-    follow(page, row.locator("th.field-name a"))
+    follow(page, row.locator("td.field-session_name a").first)
     assert page.inner_text("h1") == f"Session {session.name}"
     assert page.inner_text("#np-invariants h2").endswith("valid")
     assert page.locator("#np-invariants .np-fail").count() == 0

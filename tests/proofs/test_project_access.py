@@ -88,6 +88,7 @@ def snapshot(sessions_dir) -> dict:
 
 # --- MCP over HTTP --------------------------------------------------------------------------
 
+ADD_TOOLS = ("9plan_queue_add", "9plan_queue_add_batch")
 READ_TOOLS = (
     "9plan_session_resume",
     "9plan_history_search",
@@ -155,10 +156,6 @@ async def test_mcp_tools_outside_the_project_answer_not_found_and_change_nothing
         assert "beta" not in refused["structuredContent"]["message"].split("yours")[-1]
         assert await in_thread(snapshot, sessions_dir) == before, role
     assert missing_text
-
-
-# The tools that put work in, which a manager may use as an agent does (access.ADD).
-ADD_TOOLS = ("9plan_queue_add", "9plan_queue_add_batch")
 
 
 def plans_but_planted() -> list[dict]:

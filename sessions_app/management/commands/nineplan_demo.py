@@ -5,8 +5,8 @@ and completed plan, discarded plans (one by the agent, one by a staff user), a s
 and events spread over a few hours. The second is reviewed and worked by three workers at
 once: plans that depend on others, a plan in review, a plan held after its rejections and
 one behind it, a plan waiting for a person after its claim ran out, that worker's late
-write, and two workers holding plans. So every part of the admin, and every panel of its
-home, has something to show.
+write, two workers holding plans, and a plan ready for the next. So every part of the admin, and every panel of its
+home and every column of its board, has something to show.
 """
 
 from __future__ import annotations
@@ -121,6 +121,12 @@ PLANS = {
         approach="1. Token model\n2. Admin page\n3. Revocation list",
         success_criteria="A revoked token is refused within a second",
     ),
+    "api_changelog": dict(
+        context="Integrators read the changelog before every upgrade.",
+        goal="Start the API changelog",
+        approach="1. One entry a release\n2. Link it from the docs",
+        success_criteria="The first release has its entry",
+    ),
     "api_sandbox": dict(
         context="Integrators want to try the API without real invoices.",
         goal="Seed a sandbox with fake invoices",
@@ -145,7 +151,7 @@ PLANS = {
 # How many service calls each story makes: its span is shared out between them, so that
 # its last step lands a few minutes before the demo runs (a test checks both counts).
 FIRST_STEPS = 24
-PARALLEL_STEPS = 31
+PARALLEL_STEPS = 32
 
 
 class Story:
@@ -300,6 +306,8 @@ class Command(PersonCommand):
         story.plan_note(session_name=name, worker="alpha", text="Theme picked; examples for 3 of 5 endpoints.")
         enqueue("api_tokens")
         story.plan_pull(session_name=name, worker="beta")
+        # Ready for the next free worker: the board has a card in every column.
+        story.plan_enqueue_many(session_name=name, plans=[PLANS["api_changelog"]], position="back")
         return s
 
     @staticmethod
@@ -344,3 +352,4 @@ class Command(PersonCommand):
                 out(f"  discarded:  {plan.id}  {plan.goal} ({plan.discard_reason})")
             out(f"  events:     {first.created_at:%Y-%m-%d %H:%M} to {last.created_at:%H:%M} UTC")
         out(f"Admin page: {reverse('admin:sessions_app_session_change', args=[session.name])}")
+        out(f"Board: {reverse('admin:sessions_app_board', args=[session.name])}")

@@ -18,6 +18,10 @@
     return ("0" + b.toString(16)).slice(-2);
   }).join("");
   var asked = PERIOD;
+  // A page that changes itself (the board's moves) says so with an "np-live-changed" event:
+  // an answer to a poll sent before then may predate the change, and is dropped.
+  var generation = 0;
+  document.addEventListener("np-live-changed", function () { generation++; });
 
   function comparable(el) {
     var copy = el.cloneNode(true);
@@ -39,6 +43,7 @@
   }
 
   function update(container, html) {
+    var focused = document.activeElement;
     var template = document.createElement("template");
     template.innerHTML = html;
     var fresh = Array.prototype.slice.call(template.content.children);
@@ -61,6 +66,8 @@
     Array.prototype.slice.call(container.children).forEach(function (c) {
       if (!kept.has(c) && !busy(c)) c.remove();
     });
+    // Moving an element in the page takes the focus from it: given back.
+    if (focused && focused !== document.activeElement && container.contains(focused)) focused.focus();
   }
 
   function apply(data) {
@@ -84,12 +91,13 @@
     var headers = { "Accept": "application/json", "Live-Page": page };
     if (etag) headers["If-None-Match"] = etag;
     var started = Date.now();
+    var sent = generation;
     timer = null;
     fetch(url, { headers: headers, cache: "no-store", credentials: "same-origin" })
       .then(function (response) {
         var after = parseFloat(response.headers.get("Poll-After"));
         asked = isFinite(after) ? after * 1000 : PERIOD;
-        if (response.status === 200) {
+        if (response.status === 200 && sent === generation) {
           etag = response.headers.get("ETag");
           return response.json().then(apply);
         }

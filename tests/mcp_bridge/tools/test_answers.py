@@ -227,3 +227,27 @@ async def test_a_restore_of_the_plan_a_worker_holds_is_told_in_its_next_answer_a
     # Told once: the answer after that is plain again.
     data = ok(await client.call_tool("9plan_plan_note", {"text": "More"}), name)
     assert "changed_by_others" not in data
+
+
+async def test_a_persons_edit_of_the_plan_a_worker_holds_is_told_in_its_next_answer_and_on_resume(client):
+    name, (held,) = await started(client, "Write the parser")
+    edited = await in_thread(
+        services.plan_edit,
+        session_name=name,
+        plan_id=held,
+        sections={"approach": "Use the table-driven design"},
+        actor="user:sam",
+    )
+    assert edited.plan.approach == "Use the table-driven design"
+    resumed = ok(await client.call_tool("9plan_session_resume", {"session_name": name}), name)
+    assert any(
+        line.startswith(f"Plan {held} had its text edited (approach) by user:sam at ")
+        for line in resumed["changed_by_others"]
+    )
+    data = ok(await client.call_tool("9plan_plan_note", {"text": "Switched to the table"}), name)
+    assert len(data["changed_by_others"]) == 1
+    assert data["changed_by_others"][0].startswith(f"Plan {held} had its text edited (approach) by user:sam at ")
+    stored = await in_thread(Plan.objects.get, id=held)
+    assert (stored.approach, stored.notes) == ("Use the table-driven design", "Switched to the table")
+    data = ok(await client.call_tool("9plan_plan_note", {"text": "More"}), name)
+    assert "changed_by_others" not in data

@@ -76,7 +76,7 @@ def test_sessions_list_shows_what_waits_for_a_person_and_how_many_workers(review
     rows = listed(reviewer_client)
     row = rows[parallel.name]
     assert (row.queue_length, row.waiting_count, row.in_review_count, row.held_count, row.workers_count) == (
-        2,
+        3,
         1,
         1,
         1,
@@ -86,7 +86,7 @@ def test_sessions_list_shows_what_waits_for_a_person_and_how_many_workers(review
     assert (calm.waiting_count, calm.in_review_count, calm.held_count, calm.workers_count) == (0, 0, 0, 1)
     html = text_of(reviewer_client.get(reverse("admin:sessions_app_session_changelist")))
     cells = html[html.index(f">{parallel.name}<") :].split("</tr>")[0]
-    assert '2 <span class="np-muted np-sub">1 waiting</span>' in cells
+    assert '3 <span class="np-muted np-sub">1 waiting</span>' in cells
     assert '1<span class="np-muted np-sub">1 in review</span><span class="np-muted np-sub">1 held</span>' in cells
     assert '<span class="np-muted np-sub np-workers">2 workers hold plans</span>' in cells
     assert "np-workers" not in html[html.index(f">{calm.name}<") :].split("</tr>")[0]

@@ -7,7 +7,9 @@ import pytest
 from django.db import connection
 
 from sessions_app import errors, planfiles, services
+from sessions_app.errors import ValidationFailed
 from sessions_app.identifiers import PLAN_ID_RE
+from sessions_app.maintenance import invariants
 from sessions_app.models import Event, Plan
 from tests.conftest import break_plans_folder, plan_fields
 from tests.sessions_app.conftest import events, plan_file, queue_ids
@@ -299,3 +301,61 @@ def test_a_plan_of_another_session_is_not_found(session, make_plan, rejects):
     theirs = make_plan(other)
     with rejects("PLAN_NOT_FOUND"):
         services.plan_move(session_name=session.name, plan_id=theirs.id, position="front", actor="staff:ann")
+
+
+# --- moving a plan before another (a board's drag) ---------------------------------------
+
+
+def _order(session) -> list[str]:
+    return list(
+        Plan.objects.filter(session=session, status="queued").order_by("sort_key").values_list("goal", flat=True)
+    )
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize(
+    ("moved", "before", "expected", "place"),
+    [
+        ("E", "B", ["A", "E", "B", "C", "D"], 2),
+        ("A", "D", ["B", "C", "A", "D", "E"], 3),
+        ("C", "A", ["C", "A", "B", "D", "E"], 1),
+        ("B", "C", ["A", "B", "C", "D", "E"], 2),
+    ],
+)
+def test_a_plan_moves_just_before_another(session, make_plan, moved, before, expected, place):
+    plans = {g: make_plan(session, goal=g) for g in "ABCDE"}
+    written = services.plan_move(
+        session_name=session.name, plan_id=plans[moved].id, before=plans[before].id, actor="user:sam"
+    )
+    assert _order(session) == expected
+    assert written.place == place
+    event = Event.objects.filter(plan=plans[moved]).last()
+    assert (event.kind, event.actor, event.detail) == ("plan_moved", "user:sam", {"before": plans[before].id})
+    assert invariants.check_invariants(session.name).valid
+
+
+@pytest.mark.django_db
+def test_a_move_before_a_plan_not_queued_or_itself_is_refused(session, make_plan):
+    first, second = make_plan(session, goal="A"), make_plan(session, goal="B")
+    services.plan_pull(session_name=session.name)
+    for before, words in ((first.id, "no queued plan"), (second.id, "before itself"), ("zzzzz", "no queued plan")):
+        with pytest.raises(ValidationFailed, match=words) as refused:
+            services.plan_move(session_name=session.name, plan_id=second.id, before=before, actor="user:sam")
+        assert refused.value.field == "before"
+    with pytest.raises(ValidationFailed, match="not both"):
+        services.plan_move(
+            session_name=session.name, plan_id=second.id, before=first.id, position="front", actor="user:sam"
+        )
+    assert _order(session) == ["B"]
+
+
+@pytest.mark.django_db
+def test_a_move_before_a_plan_shifts_the_shorter_side_of_the_queue(session, make_plan):
+    plans = {g: make_plan(session, goal=g) for g in "ABCDEFG"}
+    keys = dict(Plan.objects.filter(session=session).values_list("goal", "sort_key"))
+    services.plan_move(session_name=session.name, plan_id=plans["A"].id, before=plans["F"].id, actor="user:sam")
+    after = dict(Plan.objects.filter(session=session).values_list("goal", "sort_key"))
+    assert _order(session) == ["B", "C", "D", "E", "A", "F", "G"]
+    # Two plans behind the target, four ahead of it: only the target and those behind it moved.
+    assert [g for g in "BCDE" if after[g] != keys[g]] == []
+    assert invariants.check_invariants(session.name).valid

@@ -67,11 +67,13 @@ def test_demo_says_what_it_made_in_two_lines_and_logs_only_when_asked(subprocess
             f"{Event.objects.filter(session=first).count()} events over 6 hours."
         ),
         f"Admin page: /admin/sessions_app/session/{first.name}/change/",
+        f"Board: /admin/sessions_app/session/{first.name}/board/",
         (
-            f"Created demo session {parallel.name}: 2 queued, 2 active, 1 completed, 0 discarded, 1 in review, 1 held; "
+            f"Created demo session {parallel.name}: 3 queued, 2 active, 1 completed, 0 discarded, 1 in review, 1 held; "
             f"{Event.objects.filter(session=parallel).count()} events over 6 hours."
         ),
         f"Admin page: /admin/sessions_app/session/{parallel.name}/change/",
+        f"Board: /admin/sessions_app/session/{parallel.name}/board/",
     ]
     assert plain.stderr == ""
 
