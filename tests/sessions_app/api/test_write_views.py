@@ -189,8 +189,11 @@ def test_patch_refuses_a_plan_not_queued_and_a_field_it_does_not_take(session, m
     url = f"/api/sessions/{session.name}/plans/{active.id}/"
     before = db_rows()
     tag = agent.get(url).headers["ETag"]
+    # An active plan's text is its worker's: only a manager corrects it, and never its place.
     refused = agent.patch(url, {"goal": "New"}, format="json", HTTP_IF_MATCH=tag)
-    assert "only a queued plan" in problem(refused, 400, "VALIDATION_ERROR")["detail"]
+    assert "'manager' role" in problem(refused, 403, "PERMISSION_DENIED")["detail"]
+    moved = agent.patch(url, {"position": "front"}, format="json", HTTP_IF_MATCH=tag)
+    assert "only a queued plan's text or place" in problem(moved, 400, "VALIDATION_ERROR")["detail"]
     unknown = agent.patch(url, {"status": "completed"}, format="json", HTTP_IF_MATCH=tag)
     assert problem(unknown, 400, "VALIDATION_ERROR")["parameter"] == "status"
     assert db_rows() == before

@@ -28,11 +28,11 @@ def test_it_changes_the_sections_given_as_a_revision_and_rewrites_the_file(sessi
     revision = Revision.objects.filter(plan=plan).order_by("-number").first()
     assert (revision.number, revision.kind, revision.actor, revision.sections) == (2, "edit", "user:lee", ["goal"])
     event = Event.objects.get(plan=plan, kind="plan_edited")
-    assert (event.actor, event.detail) == ("user:lee", {"sections": ["goal"]})
+    assert (event.actor, event.detail) == ("user:lee", {"sections": ["goal"], "new_revision": 2})
     read = planfiles.read_plan_file(session.name, stored.file_stem)
     assert "# Goal\nModel invoices and credit notes" in read.text
     told = interventions.latest_intervention(stored)
-    assert told is not None and "had its text edited by user:lee" in told.describe()
+    assert told is not None and "had its text edited (goal) by user:lee" in told.describe()
 
 
 def test_it_moves_the_plan_and_changes_its_text_in_one_write(session, make_plan):
@@ -67,12 +67,16 @@ def test_bad_input_is_refused_naming_the_field_and_changes_nothing(session, make
     assert db_rows() == before
 
 
-def test_only_a_queued_plan_is_edited(session, make_plan):
+def test_an_active_plan_keeps_its_place_and_a_finished_one_its_text(session, make_plan):
     make_plan(session)
     active = services.plan_pull(session_name=session.name)
     before = db_rows()
-    with pytest.raises(ValidationFailed, match="only a queued plan"):
-        services.plan_edit(session_name=session.name, plan_id=active.id, sections={"goal": "x"}, actor="user:lee")
+    with pytest.raises(ValidationFailed, match="only a queued plan's text or place, or an active plan's text"):
+        services.plan_edit(session_name=session.name, plan_id=active.id, position="front", actor="user:lee")
+    done = services.plan_complete(session_name=session.name, outcome="Done").plan
+    before = db_rows()
+    with pytest.raises(ValidationFailed, match="is completed"):
+        services.plan_edit(session_name=session.name, plan_id=done.id, sections={"goal": "x"}, actor="user:lee")
     assert db_rows() == before
 
 
