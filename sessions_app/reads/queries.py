@@ -87,25 +87,24 @@ def claimed_plans(session: Session) -> list[Plan]:
     return list(rows.order_by(default_first, "claimed_at", "id"))
 
 
-def ready_plans(session_name: str, plans=None):
-    """The session's queued plans that are ready (a queryset, of ``plans`` when given): no
-    person must act first, and every plan each depends on is completed. Taken in queue
-    order, the first ready plan is found walking the (session, status, sort_key) index past
-    the blocked ones ahead of it only."""
-    plans = Plan.objects.all() if plans is None else plans
-    return plans.filter(session_id=session_name, status=Plan.Status.QUEUED, waiting_for_person=False).exclude(
-        WAITS_FOR_OTHERS
-    )
-
-
-# Whether the plan (of the query it is part of) depends on a plan not completed yet. Built
-# once: it takes no value of a call's own, and building it was a good part of the pull's
-# statement.
+# Whether the plan (of the query it is part of) depends on a plan not completed yet.
 WAITS_FOR_OTHERS = Exists(
     PlanDependency.objects.filter(
         plan=OuterRef("pk"), depends_on__status__in=[s for s in Plan.Status.values if s != Plan.Status.COMPLETED]
     )
 )
+# The queued plans that are ready, of every session. Built once and narrowed per call:
+# resolving the subquery above into a statement was a good part of every pull's cost, and it
+# takes no value of a call's own.
+READY_PLANS = Plan.objects.filter(status=Plan.Status.QUEUED, waiting_for_person=False).exclude(WAITS_FOR_OTHERS)
+
+
+def ready_plans(session_name: str):
+    """The session's queued plans that are ready (a queryset): no person must act first,
+    and every plan each depends on is completed. Taken in queue order, the first ready plan
+    is found walking the (session, status, sort_key) index past the blocked ones ahead of
+    it only."""
+    return READY_PLANS.filter(session_id=session_name)
 
 
 def expired_claims(now: datetime) -> list[Plan]:
