@@ -324,8 +324,9 @@ class QueueStatus:
     next_id: str | None  # the plan a pull would hand out: the first ready one
     next_goal: str | None
     # Plans neither queued nor finished: held by workers, in review, or held after review.
-    # While there are any, an empty queue does not mean the task is done.
-    unfinished: int = 0
+    # While there are any, an empty queue does not mean the task is done. Counted only for
+    # an empty queue (None otherwise), the one case where the answer tells it.
+    unfinished: int | None = None
 
 
 UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
@@ -334,17 +335,18 @@ UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 def queue_status(name: str) -> QueueStatus:
     """The queue's length, the plan a pull would hand out next (the first ready one), the
     completed count and how many plans are still out of the queue unfinished, for a session
-    known to exist: what an agent needs after finishing a plan, in three plain statements
-    (one with subqueries for all of it took longer to build than the three to run)."""
+    known to exist: what an agent needs after finishing a plan, in two plain statements
+    (one with subqueries for all of it took longer to build than the two to run): the
+    front of a queue that has one, else the unfinished count."""
     session = Session.objects.filter(name=name).order_by()
     counts = next(iter(session.values_list("count_queued", "count_completed")), None)
     if counts is None:
         raise SessionNotFound.named(name)
-    front = (None, None)
-    if counts[0]:  # an empty queue has no front
-        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or front
+    if counts[0]:
+        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or (None, None)
+        return QueueStatus(*counts, *front)
     unfinished = Plan.objects.filter(session_id=name, status__in=UNFINISHED).count()
-    return QueueStatus(*counts, *front, unfinished)
+    return QueueStatus(*counts, None, None, unfinished)
 
 
 def session_plans(status: str):
