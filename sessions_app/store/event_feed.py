@@ -24,6 +24,8 @@ import re
 from dataclasses import dataclass
 
 from django.db import connection, connections, transaction
+from django.db.models import Max
+from django.db.models.functions import Coalesce
 
 from sessions_app.errors import ValidationFailed
 from sessions_app.models import Event, Plan, Session
@@ -86,13 +88,13 @@ def _committed_watermark() -> int | None:
     # A transaction-level lock: it ends with the transaction whatever happens, so it can
     # never outlive this read on a pooled connection (called inside a longer transaction,
     # it is held until that one ends).
-    # Raw: an advisory lock, which the ORM cannot take.
-    with transaction.atomic(), connection.cursor() as cur:
-        cur.execute("SELECT pg_advisory_xact_lock(%s)", [FEED_LOCK_KEY])
+    with transaction.atomic():
+        # Raw: an advisory lock, which the ORM cannot take.
+        with connection.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(%s)", [FEED_LOCK_KEY])
         # READ COMMITTED (Django's default): this statement's snapshot is taken after the
         # lock was granted, so it includes every transaction the lock waited for.
-        cur.execute(f"SELECT COALESCE(MAX(id), 0) FROM {Event._meta.db_table}")
-        return int(cur.fetchone()[0])
+        return Event.objects.aggregate(top=Coalesce(Max("id"), 0))["top"]
 
 
 def committed_up_to() -> int:
