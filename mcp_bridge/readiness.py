@@ -28,9 +28,11 @@ def prepare_database() -> None:
 
     from sessions_app.store import datadir
 
-    # Nothing is printed (stdout is the protocol's); every start migrates, so that what
-    # runs after a migrate (the search and count triggers) is in place too.
-    datadir.migrate()
+    # Nothing is printed (stdout is the protocol's). A database that lacks migrations is
+    # migrated; an up-to-date one costs a read of the migrations table, not a whole
+    # migrate: what runs after a migrate (the search and count triggers) the repair below
+    # puts in place as well.
+    datadir.make_if_missing()
     # What a killed process left behind is put right before the first tool call.
     from sessions_app import access
     from sessions_app.maintenance import repair

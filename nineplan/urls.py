@@ -6,6 +6,10 @@ from django.views.generic import RedirectView
 
 from sessions_app.admin import live
 
+# The admin app is installed without autodiscovery (nineplan/settings.py): every installed
+# app's ModelAdmins are registered here, where the pages that show them are routed.
+admin.autodiscover()
+
 
 def favicon(request):
     # Browsers ask for /favicon.ico on pages that name no icon (the REST API's, its docs):

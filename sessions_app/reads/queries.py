@@ -94,25 +94,24 @@ def claimed_plans(session: Session) -> list[Plan]:
     return list(rows.order_by(default_first, "claimed_at", "id"))
 
 
-def ready_plans(session_name: str, plans=None):
-    """The session's queued plans that are ready (a queryset, of ``plans`` when given): no
-    person must act first, and every plan each depends on is completed. Taken in queue
-    order, the first ready plan is found walking the (session, status, sort_key) index past
-    the blocked ones ahead of it only."""
-    plans = Plan.objects.all() if plans is None else plans
-    return plans.filter(session_id=session_name, status=Plan.Status.QUEUED, waiting_for_person=False).exclude(
-        WAITS_FOR_OTHERS
-    )
-
-
-# Whether the plan (of the query it is part of) depends on a plan not completed yet. Built
-# once: it takes no value of a call's own, and building it was a good part of the pull's
-# statement.
+# Whether the plan (of the query it is part of) depends on a plan not completed yet.
 WAITS_FOR_OTHERS = Exists(
     PlanDependency.objects.filter(
         plan=OuterRef("pk"), depends_on__status__in=[s for s in Plan.Status.values if s != Plan.Status.COMPLETED]
     )
 )
+# The queued plans that are ready, of every session. Built once and narrowed per call:
+# resolving the subquery above into a statement was a good part of every pull's cost, and it
+# takes no value of a call's own.
+READY_PLANS = Plan.objects.filter(status=Plan.Status.QUEUED, waiting_for_person=False).exclude(WAITS_FOR_OTHERS)
+
+
+def ready_plans(session_name: str):
+    """The session's queued plans that are ready (a queryset): no person must act first,
+    and every plan each depends on is completed. Taken in queue order, the first ready plan
+    is found walking the (session, status, sort_key) index past the blocked ones ahead of
+    it only."""
+    return READY_PLANS.filter(session_id=session_name)
 
 
 def expired_claims(now: datetime) -> list[Plan]:
@@ -332,8 +331,9 @@ class QueueStatus:
     next_id: str | None  # the plan a pull would hand out: the first ready one
     next_goal: str | None
     # Plans neither queued nor finished: held by workers, in review, or held after review.
-    # While there are any, an empty queue does not mean the task is done.
-    unfinished: int = 0
+    # While there are any, an empty queue does not mean the task is done. Counted only for
+    # an empty queue (None otherwise), the one case where the answer tells it.
+    unfinished: int | None = None
 
 
 UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
@@ -342,17 +342,18 @@ UNFINISHED = (Plan.Status.ACTIVE, Plan.Status.IN_REVIEW, Plan.Status.HELD)
 def queue_status(name: str) -> QueueStatus:
     """The queue's length, the plan a pull would hand out next (the first ready one), the
     completed count and how many plans are still out of the queue unfinished, for a session
-    known to exist: what an agent needs after finishing a plan, in three plain statements
-    (one with subqueries for all of it took longer to build than the three to run)."""
+    known to exist: what an agent needs after finishing a plan, in two plain statements
+    (one with subqueries for all of it took longer to build than the two to run): the
+    front of a queue that has one, else the unfinished count."""
     session = Session.objects.filter(name=name).order_by()
     counts = next(iter(session.values_list("count_queued", "count_completed")), None)
     if counts is None:
         raise SessionNotFound.named(name)
-    front = (None, None)
-    if counts[0]:  # an empty queue has no front
-        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or front
+    if counts[0]:
+        front = ready_plans(name).order_by("sort_key").values_list("id", "goal").first() or (None, None)
+        return QueueStatus(*counts, *front)
     unfinished = Plan.objects.filter(session_id=name, status__in=UNFINISHED).count()
-    return QueueStatus(*counts, *front, unfinished)
+    return QueueStatus(*counts, None, None, unfinished)
 
 
 def session_plans(status: str):

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import IntegrityError
-from django.db.models import Exists, OuterRef
+from django.db.models import Exists, OuterRef, Q
 
 from sessions_app import access, clock, errors, inputs
 from sessions_app.clock import utc_text
@@ -35,7 +35,6 @@ from sessions_app.services.write_kit import (
     enter_session,
     lease_until,
     lock_session,
-    lock_session_for_pull,
     only_row,
     plan_for_write,
     plans_for_write,
@@ -74,16 +73,16 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     claimant = access.current().claimant
     with transactions.write() as undo:
         now = clock.now()
-        # Whether a claim ran out is read under the session row's lock (a claim that runs out
-        # after this read is reclaimed by the next pull). The caller's own claim is never
-        # reclaimed by its pull: a worker that pulls again while it holds a plan is told so,
-        # whatever its lease says. The worker's own plan is read under the lock: read
-        # before it, a plan the worker claimed in another process meanwhile would be
-        # missed, and the claim below would wait on that process's completion while it
-        # waits for the session.
-        session, expiring = lock_session_for_pull(name, access.WORK, now)
-        reclaimed = reclaim_expired_in(session, now, undo, keep=(claimant, worker)) if expiring else []
-        plan, holding, has_dependencies = pull_candidate(session.name, claimant, worker)
+        # The worker's own plan and whether other workers' claims ran out are read under the
+        # session row's lock (a claim that runs out after this read is reclaimed by the next
+        # pull). Read before it, a plan the worker claimed in another process meanwhile would
+        # be missed, and the claim below would wait on that process's completion while it
+        # waits for the session. The caller's own claim is never reclaimed by its pull: a
+        # worker that pulls again while it holds a plan is told so, whatever its lease says.
+        session = lock_session(name, access.WORK)
+        holding, expired = worker_and_expired(session.name, claimant, worker, now)
+        reclaimed = reclaim_expired_in(session, now, undo, keep=(claimant, worker)) if expired else []
+        plan, has_dependencies = (None, False) if holding else first_ready(session.name)
         if holding:
             whose = "" if worker == DEFAULT_WORKER else f" by worker '{worker}'"
             refusal = PlanAlreadyActive(
@@ -131,28 +130,34 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
     return plan
 
 
-# Whether the plan (of the query it is part of) waits for others. Built once: it takes no
-# value of a call's own.
-HAS_DEPENDENCIES = Exists(PlanDependency.objects.filter(plan=OuterRef("pk")))
+def worker_and_expired(session_name: str, claimant: str, worker: str, now: datetime) -> tuple[str | None, bool]:
+    """What a pull reads first under the session's lock, in one statement over the session's
+    active plans: the plan the worker holds, if any, and whether another worker's claim ran
+    out before ``now``."""
+    holding, expired = None, False
+    mine = Q(claimant=claimant, worker=worker)
+    active = Plan.objects.filter(mine | Q(lease_expires_at__lt=now), session_id=session_name, status=Plan.Status.ACTIVE)
+    for plan_id, plan_claimant, plan_worker in active.order_by().values_list("id", "claimant", "worker"):
+        if (plan_claimant, plan_worker) == (claimant, worker):
+            holding = plan_id
+        else:
+            expired = True
+    return holding, expired
 
 
-def pull_candidate(session_name: str, claimant: str, worker: str) -> tuple[Plan | None, str | None, bool]:
-    """What a pull reads under the session's lock: the plan the worker holds, if any; else
-    the first ready plan in queue order, locked on PostgreSQL (rows held by other writers are
-    passed over: such a plan is being changed, not waiting to be pulled), and whether it
-    depends on others (its answer then shows what they produced). Plain statements: the
-    worker's plan alone when it holds one, then the ready plan."""
-    held = Plan.objects.filter(session_id=session_name, status=Plan.Status.ACTIVE, claimant=claimant, worker=worker)
-    holding = only_row(held.order_by().values_list("id", flat=True))
-    if holding is not None:
-        return None, holding, False
-    plan = (
-        queries.ready_plans(session_name, plans_for_write(skip_locked=True))
-        .annotate(has_dependencies=HAS_DEPENDENCIES)
-        .order_by("sort_key")
-        .first()
-    )
-    return plan, None, bool(plan and plan.has_dependencies)
+# The ready plans in queue order, with whether each waited for others (its answer then
+# shows what they produced). Built once and narrowed per pull, as queries.READY_PLANS.
+PULLABLE = queries.READY_PLANS.annotate(
+    has_dependencies=Exists(PlanDependency.objects.filter(plan=OuterRef("pk")))
+).order_by("sort_key")
+
+
+def first_ready(session_name: str) -> tuple[Plan | None, bool]:
+    """The first ready plan in queue order, locked on PostgreSQL (rows held by other writers
+    are passed over: such a plan is being changed, not waiting to be pulled), and whether it
+    depends on others."""
+    plan = only_row(plans_for_write(PULLABLE.filter(session_id=session_name), skip_locked=True)[:1])
+    return plan, bool(plan and plan.has_dependencies)
 
 
 def _awaiting_review(session_name: str) -> QueueBlocked | None:

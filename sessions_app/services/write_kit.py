@@ -73,14 +73,6 @@ def lock_session(name: str, need: str) -> Session:
     return _allowed(only_row(session_row(name)), name, need)
 
 
-def lock_session_for_pull(name: str, need: str, now: datetime) -> tuple[Session, bool]:
-    """``lock_session``, and whether a claim of the session ran out before ``now``, read
-    under the lock."""
-    session = lock_session(name, need)
-    expired = Plan.objects.filter(session_id=name, status=Plan.Status.ACTIVE, lease_expires_at__lt=now)
-    return session, expired.exists()
-
-
 def _allowed(session: Session | None, name: str, need: str) -> Session:
     if session is None:
         raise SessionNotFound.named(name)
@@ -94,13 +86,14 @@ def enter_session(name: str, need: str) -> Session:
     return _allowed(only_row(session_row(name, lock=False)), name, need)
 
 
-def plans_for_write(*, skip_locked: bool = False):
-    """Plans (a queryset) as a write reads them, locked on PostgreSQL until the transaction
-    ends: the plan rows alone, never the session's row joined to them. ``skip_locked``: a
-    row another writer holds is passed over, never waited for, as a writer holding the
-    session row must never wait for a plan row (docs/design.md, "Transactions and writer
-    turns")."""
-    return Plan.objects.select_for_update(no_key=True, skip_locked=skip_locked, of=("self",))
+def plans_for_write(plans=None, *, skip_locked: bool = False):
+    """Plans (a queryset: ``plans``, or all) as a write reads them, locked on PostgreSQL
+    until the transaction ends: the plan rows alone, never the session's row joined to them.
+    ``skip_locked``: a row another writer holds is passed over, never waited for, as a writer
+    holding the session row must never wait for a plan row (docs/design.md, "Transactions
+    and writer turns")."""
+    plans = Plan.objects.all() if plans is None else plans
+    return plans.select_for_update(no_key=True, skip_locked=skip_locked, of=("self",))
 
 
 def plan_for_write(session_name: str, plan_id: str, need: str) -> Plan:

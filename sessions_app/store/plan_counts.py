@@ -15,6 +15,8 @@ plans, for the repair.
 from __future__ import annotations
 
 from django.db import connection
+from django.db.models import Count, OuterRef, Subquery
+from django.db.models.functions import Coalesce
 
 from sessions_app.models import Plan, Session
 
@@ -107,14 +109,10 @@ POSTGRES_SCHEMA = [
 POSTGRES_TRIGGERS = (f"{POSTGRES_FUNCTION}_ins", f"{POSTGRES_FUNCTION}_upd", f"{POSTGRES_FUNCTION}_del")
 
 
-def _counted(status: str, session: str) -> str:
-    """A subquery counting the plans in ``status`` of the session row ``session`` names."""
-    return f"(SELECT COUNT(*) FROM {PLAN_TABLE} p WHERE p.session_name = {session}.name AND p.status = '{status}')"
-
-
-RECOUNT = f"""UPDATE {SESSION_TABLE} SET {
-    ", ".join(f"{column} = {_counted(status, SESSION_TABLE)}" for status, column in COLUMNS.items())
-}"""
+def _counted(status: str) -> Coalesce:
+    """The number of plans in ``status`` of the session row the query is on (an expression)."""
+    plans = Plan.objects.filter(session=OuterRef("pk"), status=status).order_by().values("session")
+    return Coalesce(Subquery(plans.annotate(n=Count("*")).values("n")), 0)
 
 
 def ensure_triggers(conn=None) -> None:
@@ -158,33 +156,22 @@ def _postgres_triggers_present(cur) -> bool:
 
 def drifted(session_name: str | None = None) -> dict[str, dict[str, tuple[int, int]]]:
     """Sessions whose counters differ from their plans: {name: {status: (kept, counted)}}."""
-    columns = ", ".join(f"s.{c}" for c in COLUMNS.values())
-    counts = ", ".join(_counted(status, "s") for status in COUNTED)
-    sql = f"SELECT s.name, {columns}, {counts} FROM {SESSION_TABLE} s"
-    params: list = []
+    sessions = Session.objects.order_by()
     if session_name is not None:
-        sql += " WHERE s.name = %s"
-        params.append(session_name)
+        sessions = sessions.filter(name=session_name)
+    counted = {f"counted_{status}": _counted(status) for status in COUNTED}
     found: dict[str, dict[str, tuple[int, int]]] = {}
-    # Raw: the counts kept against a count of the rows, per status, in one statement that
-    # mirrors the triggers' own arithmetic.
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        for name, *values in cur.fetchall():
-            kept, counted = values[: len(COUNTED)], values[len(COUNTED) :]
-            off = {s: (k, c) for s, k, c in zip(COUNTED, kept, counted, strict=True) if k != c}
-            if off:
-                found[name] = off
+    for name, *values in sessions.annotate(**counted).values_list("name", *COLUMNS.values(), *counted):
+        kept, counts = values[: len(COUNTED)], values[len(COUNTED) :]
+        off = {s: (k, c) for s, k, c in zip(COUNTED, kept, counts, strict=True) if k != c}
+        if off:
+            found[name] = off
     return found
 
 
 def recount(session_name: str | None = None) -> int:
     """Recompute the counters from the plans (of one session, or all); returns rows updated."""
-    sql, params = RECOUNT, []
+    sessions = Session.objects.all()
     if session_name is not None:
-        sql += f" WHERE {SESSION_TABLE}.name = %s"
-        params.append(session_name)
-    # Raw: one UPDATE setting every count from a count of the rows, as the triggers would.
-    with connection.cursor() as cur:
-        cur.execute(sql, params)
-        return cur.rowcount
+        sessions = sessions.filter(name=session_name)
+    return sessions.update(**{column: _counted(status) for status, column in COLUMNS.items()})

@@ -9,7 +9,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from sessions_app import errors, planfiles, services
+from sessions_app import clock, errors, planfiles, services
 from sessions_app.maintenance import invariants, repair
 from sessions_app.models import Event, LostClaim, Plan, PlanDependency
 from sessions_app.reads import queries
@@ -493,7 +493,31 @@ def candidate(session, worker="other"):
     from sessions_app.services import claims
 
     with transaction.atomic():
-        return claims.pull_candidate(session.name, access.current().claimant, worker)
+        holding, _ = claims.worker_and_expired(session.name, access.current().claimant, worker, clock.now())
+        plan, depends = (None, False) if holding else claims.first_ready(session.name)
+        return plan, holding, depends
+
+
+def test_a_pull_sees_other_workers_expired_claims_but_not_its_own(short, now):
+    from django.db import transaction
+
+    from sessions_app import access
+    from sessions_app.services import claims
+
+    add(short, "A")
+    add(short, "B")
+    mine, theirs = pull(short, "w1"), pull(short, "w2")
+    now.advance(seconds=61)
+
+    def seen(worker):
+        with transaction.atomic():
+            return claims.worker_and_expired(short.name, access.current().claimant, worker, clock.now())
+
+    assert seen("w1") == (mine.id, True)
+    assert seen("w2") == (theirs.id, True)
+    assert seen("w3") == (None, True)
+    services.plan_renew(session_name=short.name, worker="w2")
+    assert seen("w1") == (mine.id, False)
 
 
 def test_the_first_ready_plan_follows_the_queue_order_and_an_empty_queue_has_none(session):
