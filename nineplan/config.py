@@ -114,3 +114,33 @@ def default_data_dir() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("9plan", appauthor=False))
+
+
+def env_public_url(name: str, environ: Mapping[str, str] = os.environ) -> str:
+    """An external base URL (scheme, host, optional port and path; no query, fragment or user
+    name), without its trailing slash; "" when unset."""
+    from urllib.parse import urlsplit
+
+    raw = environ.get(name, "").strip()
+    if not raw:
+        return ""
+    parts = urlsplit(raw)
+    try:
+        parts.port  # noqa: B018 - an out-of-range port raises here
+        port_ok = True
+    except ValueError:
+        port_ok = False
+    if (
+        parts.scheme not in ("http", "https")
+        or not parts.hostname
+        or not port_ok
+        or parts.query
+        or parts.fragment
+        or parts.username is not None
+        or any(c.isspace() for c in raw)
+    ):
+        raise ImproperlyConfigured(
+            f"{name}={raw!r} is not accepted; use the URL people and clients reach this server by, such as "
+            "https://9plan.example.com (scheme, host, optional port and path; no query or user name)."
+        )
+    return raw.rstrip("/")

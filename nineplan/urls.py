@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic import RedirectView
 
 from sessions_app.admin import live
+from sessions_app.oauth import views as oauth
 
 
 def favicon(request):
@@ -20,4 +21,7 @@ urlpatterns = [
     path("admin/live/", admin.site.admin_view(live.view), name="nineplan_live"),
     path("admin/", admin.site.urls),
     path("api/", include("sessions_app.api.urls")),
+    # OAuth 2.1 for MCP clients and integrations (404 while NINEPLAN_OAUTH is off).
+    path("oauth/", include("sessions_app.oauth.urls")),
+    path(".well-known/oauth-authorization-server", oauth.server_metadata, name="oauth_server_metadata"),
 ]
