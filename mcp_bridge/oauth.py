@@ -34,12 +34,16 @@ def server_options() -> dict[str, Any]:
     if not enabled():
         return {}
     from mcp.server.auth.settings import AuthSettings
-    from pydantic import AnyHttpUrl
 
+    # Given as text, which AuthSettings keeps as written: a URL made first would gain a "/"
+    # after a bare host, and a client compares the issuer it is sent as a string (RFC 8414).
+    urls: dict[str, Any] = {
+        "issuer_url": settings.NINEPLAN_PUBLIC_URL,
+        "resource_server_url": settings.NINEPLAN_MCP_URL,
+    }
     return {
         "auth": AuthSettings(
-            issuer_url=AnyHttpUrl(settings.NINEPLAN_PUBLIC_URL),
-            resource_server_url=AnyHttpUrl(settings.NINEPLAN_MCP_URL),
+            **urls,
             # The SDK refuses a token the verifier reports as issued for another resource.
             validate_token_resource=True,
             required_scopes=[settings.OAUTH_SCOPE],
