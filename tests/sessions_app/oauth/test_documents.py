@@ -33,7 +33,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 def self_signed(folder) -> tuple[str, str]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")])
-    now = datetime.datetime.now(datetime.timezone.utc)
+    now = datetime.datetime.now(datetime.UTC)
     cert = (
         x509.CertificateBuilder()
         .subject_name(name)
@@ -106,7 +106,7 @@ def documents(tmp_path, monkeypatch, settings):
     server.server_close()
 
 
-def test_a_documented_client_is_shown_by_its_host_and_gets_a_code(client, alice, oauth_on, documents):  # noqa: F811
+def test_a_documented_client_is_shown_by_its_host_and_gets_a_code(client, alice, oauth_on, documents):
     client_id = documents("/good.json")
     client.force_login(alice)
     verifier, challenge = pkce()
@@ -121,7 +121,7 @@ def test_a_documented_client_is_shown_by_its_host_and_gets_a_code(client, alice,
     "case",
     ["not json", "not json at all", "too large", "another client id", "private address"],
 )
-def test_a_bad_document_is_refused_and_nothing_is_made(client, alice, oauth_on, documents, settings, case):  # noqa: F811
+def test_a_bad_document_is_refused_and_nothing_is_made(client, alice, oauth_on, documents, settings, case):
     path = "/" + case.replace(" ", "-") + ".json"
     if case == "not json":
         client_id = documents(path, kind="text/html", raw=b"<html>hello</html>")
