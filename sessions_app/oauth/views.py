@@ -99,7 +99,7 @@ class ConsentView(dot.AuthorizationView):
         return None
 
     def form_valid(self, form):
-        from sessions_app.services.consents import consent_give
+        from sessions_app.services import consent_give
 
         refused = self.refused_resource((form.cleaned_data.get("resource") or "").split())
         if refused:

@@ -89,4 +89,9 @@ def consents_visible(by):
     return found.filter(Q(user=by) | Q(projects__name__in=managed)).distinct()
 
 
-__all__ = ["NotPermitted", "consent_give", "consent_revoke", "consent_visible", "consents_visible"]
+def tokens_sweep() -> None:
+    """Deletes expired OAuth access tokens, authorization codes and refresh tokens
+    (django-oauth-toolkit's own sweep; `cleartokens` runs the same by hand)."""
+    from oauth2_provider.models import clear_expired
+
+    clear_expired()
