@@ -17,6 +17,7 @@ from nineplan.config import (
     default_data_dir,
     env_bool,
     env_choice,
+    env_group_roles,
     env_int,
     env_list,
     env_path,
@@ -160,6 +161,32 @@ OAUTH2_PROVIDER = {
     "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
 }
 
+# --- Single sign-on for people (OpenID Connect, docs/deployment.md) ----------------------
+NINEPLAN_OIDC_ISSUER = env_public_url("NINEPLAN_OIDC_ISSUER")
+NINEPLAN_OIDC_CLIENT_ID = env_str("NINEPLAN_OIDC_CLIENT_ID", "")
+NINEPLAN_OIDC_CLIENT_SECRET = env_str("NINEPLAN_OIDC_CLIENT_SECRET", "")
+NINEPLAN_OIDC_GROUPS_CLAIM = env_str("NINEPLAN_OIDC_GROUPS_CLAIM", "groups")
+NINEPLAN_OIDC_GROUP_ROLES = env_group_roles("NINEPLAN_OIDC_GROUP_ROLES", ("reader", "agent", "reviewer", "manager"))
+# Password logins on the admin's page; off, people sign in through the provider only.
+NINEPLAN_PASSWORD_LOGIN = env_bool("NINEPLAN_PASSWORD_LOGIN", True)
+if NINEPLAN_OIDC_ISSUER and not (NINEPLAN_OIDC_CLIENT_ID and NINEPLAN_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "NINEPLAN_OIDC_ISSUER is set: set NINEPLAN_OIDC_CLIENT_ID and NINEPLAN_OIDC_CLIENT_SECRET too "
+        "(the client 9plan is at your provider)."
+    )
+if not NINEPLAN_PASSWORD_LOGIN and not NINEPLAN_OIDC_ISSUER:
+    raise ImproperlyConfigured(
+        "NINEPLAN_PASSWORD_LOGIN=false leaves nobody a way to sign in; set NINEPLAN_OIDC_ISSUER first."
+    )
+OIDC_RP_CLIENT_ID = NINEPLAN_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = NINEPLAN_OIDC_CLIENT_SECRET
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_AUTHENTICATE_CLASS = "sessions_app.oauth.sso.SignInView"
+OIDC_TIMEOUT = 10
+LOGIN_REDIRECT_URL = "/admin/"
+LOGIN_REDIRECT_URL_FAILURE = "/admin/login/?sso=refused"
+
 # --- Django ----------------------------------------------------------------------------
 
 DEBUG = env_bool("DJANGO_DEBUG", False)
@@ -208,6 +235,7 @@ INSTALLED_APPS = [
     "sessions_app",
     "mcp_bridge",
     "oauth2_provider",
+    "mozilla_django_oidc",
     "axes",
 ]
 
@@ -366,7 +394,9 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     # Project roles answer user.has_perm("nineplan.view", session) and the like.
     "rules.permissions.ObjectPermissionBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords (unless NINEPLAN_PASSWORD_LOGIN=false); the provider's word (single sign-on).
+    *(["django.contrib.auth.backends.ModelBackend"] if NINEPLAN_PASSWORD_LOGIN else []),
+    *(["sessions_app.oauth.sso.Backend"] if NINEPLAN_OIDC_ISSUER else []),
 ]
 AXES_ENABLED = env_bool("NINEPLAN_LOGIN_LOCKOUT", True)
 AXES_FAILURE_LIMIT = env_int("NINEPLAN_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)

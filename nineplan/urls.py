@@ -23,5 +23,7 @@ urlpatterns = [
     path("api/", include("sessions_app.api.urls")),
     # OAuth 2.1 for MCP clients and integrations (404 while NINEPLAN_OAUTH is off).
     path("oauth/", include("sessions_app.oauth.urls")),
+    # Single sign-on for people (sessions_app/oauth/sso.py; 404 without NINEPLAN_OIDC_ISSUER).
+    path("oidc/", include("sessions_app.oauth.sso_urls")),
     path(".well-known/oauth-authorization-server", oauth.server_metadata, name="oauth_server_metadata"),
 ]

@@ -4,6 +4,7 @@ to this API (RFC 8707); a token issued for the MCP endpoint or another server is
 from __future__ import annotations
 
 from django.conf import settings
+from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import authentication, exceptions
 
 from sessions_app import access
@@ -29,3 +30,13 @@ class OAuthTokenAuthentication(authentication.BaseAuthentication):
 
     def authenticate_header(self, request):
         return 'Bearer realm="9plan"'
+
+
+class OAuthTokenScheme(OpenApiAuthenticationExtension):
+    """The schema's name for OAuth access tokens: a bearer token."""
+
+    target_class = OAuthTokenAuthentication
+    name = "oauthBearer"
+
+    def get_security_definition(self, auto_schema):
+        return {"type": "http", "scheme": "bearer", "description": "An OAuth access token bound to this API."}

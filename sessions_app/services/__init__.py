@@ -22,7 +22,7 @@ from sessions_app.services.consents import (
     consents_visible,
     tokens_sweep,
 )
-from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
+from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke, roles_from_groups
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
 from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
@@ -77,6 +77,7 @@ __all__ = [
     "project_grant",
     "project_revoke",
     "reclaim_expired",
+    "roles_from_groups",
     "session_create",
     "session_set_review",
     "tokens_sweep",
