@@ -99,26 +99,29 @@ class ConsentView(dot.AuthorizationView):
         return None
 
     def form_valid(self, form):
-        from sessions_app.services import consent_give
+        from sessions_app.services import consent_check, consent_give
 
         refused = self.refused_resource((form.cleaned_data.get("resource") or "").split())
         if refused:
             return self.render_to_response({**admin.site.each_context(self.request), "refusal": refused}, status=400)
-        if form.cleaned_data.get("allow"):
-            application = get_application_model().objects.filter(client_id=form.cleaned_data["client_id"]).first()
-            if application is None:
-                raise Http404("No such client.")
-            try:
-                consent_give(
-                    user=self.request.user,
-                    application=application,
-                    projects=form.cleaned_data.get("projects") or [],
-                    role=form.cleaned_data.get("role") or "",
-                )
-            except NineplanError as exc:
-                form.add_error(None, exc.message)
-                return self.form_invalid(form)
-        return super().form_valid(form)
+        if not form.cleaned_data.get("allow"):
+            return super().form_valid(form)
+        application = get_application_model().objects.filter(client_id=form.cleaned_data["client_id"]).first()
+        if application is None:
+            raise Http404("No such client.")
+        projects: list[str] = form.cleaned_data.get("projects") or []
+        role: str = form.cleaned_data.get("role") or ""
+        try:
+            consent_check(user=self.request.user, projects=projects, role=role)
+        except NineplanError as exc:
+            form.add_error(None, exc.message)
+            return self.form_invalid(form)
+        answer = super().form_valid(form)
+        # Kept only once a code was made: a request refused on the way (a "plain" PKCE
+        # challenge, say) leaves no consent behind.
+        if "code=" in answer.get("Location", ""):
+            consent_give(user=self.request.user, application=application, projects=projects, role=role)
+        return answer
 
     def form_invalid(self, form):
         application = get_application_model().objects.filter(client_id=form.data.get("client_id")).first()

@@ -16,6 +16,7 @@ sent again with its request_id is answered, not applied twice).
 
 from sessions_app.services.claims import RECLAIM_ACTOR, PullResult, plan_pull, plan_reclaim, plan_renew, reclaim_expired
 from sessions_app.services.consents import (
+    consent_check,
     consent_give,
     consent_revoke,
     consent_visible,
@@ -49,6 +50,7 @@ __all__ = [
     "Subscribed",
     "Written",
     "compose_append",
+    "consent_check",
     "consent_give",
     "consent_revoke",
     "consent_visible",

@@ -17,9 +17,9 @@ from sessions_app.store import transactions
 log = logging.getLogger("nineplan.services")
 
 
-def consent_give(*, user, application, projects: list[str], role: str) -> Consent:
-    """Lets ``application`` act as ``user`` with ``role`` in ``projects`` (replacing what it
-    was let do before); refused, changing nothing, beyond the person's own rights."""
+def consent_check(*, user, projects: list[str], role: str) -> list[str]:
+    """The chosen projects, sorted, if ``user`` may give a client ``role`` in each; else
+    the refusal (before anything is written, or any code made)."""
     chosen = sorted({p for p in projects if isinstance(p, str)})
     if not chosen or len(chosen) != len(projects):
         raise ValidationFailed("projects: choose at least one project.", field="projects")
@@ -39,6 +39,13 @@ def consent_give(*, user, application, projects: list[str], role: str) -> Consen
                 "Nothing was changed.",
                 field="role",
             )
+    return chosen
+
+
+def consent_give(*, user, application, projects: list[str], role: str) -> Consent:
+    """Lets ``application`` act as ``user`` with ``role`` in ``projects`` (replacing what it
+    was let do before); refused, changing nothing, beyond the person's own rights."""
+    chosen = consent_check(user=user, projects=projects, role=role)
     now = timezone.now()
     with transactions.write():
         consent, _ = Consent.objects.update_or_create(

@@ -154,7 +154,7 @@ def test_plain_pkce_and_no_pkce_and_implicit_are_refused(client, alice, oauth_on
     )
     assert answer.status_code == 302 and "error=invalid_request" in answer["Location"]
     assert "code=" not in answer["Location"]
-    assert Grant.objects.count() == 0
+    assert Grant.objects.count() == 0 and Consent.objects.count() == 0
 
 
 def test_an_unregistered_redirect_uri_is_refused_without_a_redirect(client, alice, oauth_on):
