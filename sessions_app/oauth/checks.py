@@ -19,7 +19,8 @@ def oauth_over_https(app_configs, **kwargs):
         return []
     return [
         checks.Warning(
-            f"OAuth is on (NINEPLAN_OAUTH) but {' and '.join(plain)} is not https: access tokens, refresh tokens "
+            f"OAuth is on (NINEPLAN_OAUTH) but {' and '.join(plain)} {'is' if len(plain) == 1 else 'are'} not https: "
+            "access tokens, refresh tokens "
             "and authorization codes would cross the network readable by anyone on the way.",
             hint="Serve 9plan behind TLS and set NINEPLAN_PUBLIC_URL=https://... (DJANGO_BEHIND_PROXY=true "
             "behind a proxy that terminates TLS).",
