@@ -43,3 +43,42 @@ def test_a_refused_setting_stops_9plan_before_it_starts(tmp_path, command, varia
     if variable != "DATABASE_URL":  # a URL may hold a password: it is never echoed
         assert repr(value) in message, message
     assert not data_dir.exists()
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("", ""),
+        ("https://9plan.example.com/", "https://9plan.example.com"),
+        ("http://127.0.0.1:8000", "http://127.0.0.1:8000"),
+    ],
+)
+def test_a_public_url_is_read_without_its_trailing_slash(raw, expected):
+    from nineplan.config import env_public_url
+
+    assert env_public_url("NINEPLAN_PUBLIC_URL", {"NINEPLAN_PUBLIC_URL": raw}) == expected
+
+
+@pytest.mark.parametrize(
+    "raw", ["9plan.example.com", "ftp://x.example", "https://u:p@x.example", "https://x.example/?a=1"]
+)
+def test_a_public_url_that_is_not_one_fails_naming_the_variable(raw):
+    from django.core.exceptions import ImproperlyConfigured
+
+    from nineplan.config import env_public_url
+
+    with pytest.raises(ImproperlyConfigured, match="NINEPLAN_PUBLIC_URL="):
+        env_public_url("NINEPLAN_PUBLIC_URL", {"NINEPLAN_PUBLIC_URL": raw})
+
+
+def test_group_roles_are_read_as_pairs_and_a_bad_one_fails():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from nineplan.config import env_group_roles
+
+    roles = ("reader", "agent", "reviewer", "manager")
+    read = env_group_roles("G", roles, {"G": "devs=billing:agent, leads=billing:manager,leads=ops:reader"})
+    assert read == {"devs": [("billing", "agent")], "leads": [("billing", "manager"), ("ops", "reader")]}
+    assert env_group_roles("G", roles, {}) == {}
+    with pytest.raises(ImproperlyConfigured, match="GROUP=PROJECT:ROLE"):
+        env_group_roles("G", roles, {"G": "devs=billing:owner"})
