@@ -295,6 +295,15 @@ def holder_of(request: object) -> Holder | None:
     or a loopback request that presented no token)."""
     scope = getattr(request, "scope", None)
     holder = scope.get(HOLDER_KEY) if isinstance(scope, dict) else None
+    if holder is None and isinstance(scope, dict):
+        # With OAuth on, the SDK's own bearer check let the request through (mcp_bridge.oauth).
+        from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+
+        from mcp_bridge.oauth import HOLDER_CLAIM
+
+        user = scope.get("user")
+        if isinstance(user, AuthenticatedUser):
+            holder = (user.access_token.claims or {}).get(HOLDER_CLAIM)
     return holder if isinstance(holder, Holder) else None
 
 

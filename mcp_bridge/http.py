@@ -183,6 +183,11 @@ def build_app(server, config: HttpConfig):
         host=config.host,
         stateless_http=config.stateless,
     )
+    from mcp_bridge import oauth
+
+    if oauth.enabled():
+        # The SDK's resource server checks every request (mcp_bridge.oauth), static tokens too.
+        return app
     return BearerTokenMiddleware(app, required=config.require_token)
 
 
@@ -222,7 +227,9 @@ def start(server, *, host: str | None = None, port: int | None = None) -> None:
         readiness.wait_ready()
     except DatabaseFailed as exc:
         raise RefusedToStart(exc.message) from exc
-    if config.require_token and auth.active_token_count() == 0:
+    from mcp_bridge import oauth
+
+    if config.require_token and not oauth.enabled() and auth.active_token_count() == 0:
         if not is_loopback(config.host):
             why = f"it would listen on {config.host}, which is not a loopback address"
         elif settings.NINEPLAN_HTTP_REQUIRE_TOKEN:

@@ -150,18 +150,22 @@ def _shown_session(current: str | None, arguments: dict[str, Any] | None) -> str
     return requested if is_session_name(requested) else current
 
 
-def build_server() -> NineplanServer:
-    server = new_server()
+def build_server(**options: Any) -> NineplanServer:
+    """The server with its tools; ``options`` go to MCPServer (the OAuth resource server's
+    ``auth`` and ``token_verifier``, mcp_bridge.oauth)."""
+    server = new_server(**options)
     add_tools(server)
     return server
 
 
-def new_server() -> NineplanServer:
+def new_server(**options: Any) -> NineplanServer:
     """The server with its instructions and prompt but no tools yet: it needs none of
     Django's apps, so it can answer `initialize` while they load (then add_tools)."""
     from django.conf import settings
 
-    server = NineplanServer("9plan", instructions=prompts.instructions(settings.NINEPLAN_TOOLS), version=version())
+    server = NineplanServer(
+        "9plan", instructions=prompts.instructions(settings.NINEPLAN_TOOLS), version=version(), **options
+    )
     server.prompt(name="bootstrap", title="Set up a 9plan session", description=description(prompts.bootstrap))(
         prompts.bootstrap
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 
@@ -24,6 +25,9 @@ _lock = threading.Lock()
 # The claims already reported, with the lease each ran out at: a claim renewed and run out
 # again is reported again, one still expired is not repeated every round.
 _reported: dict[str, object] = {}
+TOKEN_SWEEP_EVERY = timedelta(hours=1)
+# When the next sweep of expired OAuth tokens is due (the first round does it).
+next_token_sweep = [datetime.min.replace(tzinfo=UTC)]
 
 
 def start(interval: float | None = None) -> threading.Thread | None:
@@ -72,6 +76,10 @@ def sweep_once() -> int:
             expired = queries.expired_claims(clock.now())
             # Answers kept for retried writes (request_id) are forgotten after 48 hours.
             services.forget_old_requests()
+            if settings.NINEPLAN_OAUTH and clock.now() >= next_token_sweep[0]:
+                # Expired OAuth tokens and codes go too, at most once an hour.
+                services.tokens_sweep()
+                next_token_sweep[0] = clock.now() + TOKEN_SWEEP_EVERY
     except Exception:
         log.exception("sweep failed; trying again on the next round")
         return 0

@@ -136,3 +136,24 @@ def default_data_dir() -> Path:
     from platformdirs import user_data_dir
 
     return Path(user_data_dir("9plan", appauthor=False))
+
+
+def env_group_roles(
+    name: str, roles: tuple[str, ...], environ: Mapping[str, str] = os.environ
+) -> dict[str, list[tuple[str, str]]]:
+    """GROUP=PROJECT:ROLE pairs separated by commas (a group may name several projects), as
+    {group: [(project, role), ...]}; {} when unset."""
+    import re
+
+    mapped: dict[str, list[tuple[str, str]]] = {}
+    for item in (environ.get(name) or "").split(","):
+        if not item.strip():
+            continue
+        found = re.fullmatch(r"\s*([^=\s]+)\s*=\s*([a-z0-9][a-z0-9-]{0,62}):([a-z]+)\s*", item)
+        if not found or found.group(3) not in roles:
+            raise ImproperlyConfigured(
+                f"{name} has {item.strip()!r}; use GROUP=PROJECT:ROLE pairs separated by commas, such as "
+                f"devs=billing:agent,leads=billing:manager (roles: {'|'.join(roles)})."
+            )
+        mapped.setdefault(found.group(1), []).append((found.group(2), found.group(3)))
+    return mapped

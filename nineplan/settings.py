@@ -17,6 +17,7 @@ from nineplan.config import (
     default_data_dir,
     env_bool,
     env_choice,
+    env_group_roles,
     env_int,
     env_list,
     env_path,
@@ -72,8 +73,9 @@ NINEPLAN_MAX_REJECTIONS = env_int("NINEPLAN_MAX_REJECTIONS", 3, minimum=1)
 NINEPLAN_LIVE_POLLS_PER_SECOND = env_int("NINEPLAN_LIVE_POLLS_PER_SECOND", 50, minimum=1, maximum=100_000)
 NINEPLAN_RECLAIM_INTERVAL = env_int("NINEPLAN_RECLAIM_INTERVAL", 30, minimum=0, maximum=86_400)
 
-# The address people and other systems reach this server by, e.g. https://9plan.example.com:
-# links that leave the server (a webhook's link to a plan's page) are made from it.
+# The address people and other systems reach this server by, e.g. https://9plan.example.com
+# (behind a proxy, the proxy's): links that leave the server (a webhook's link to a plan's
+# page) are made from it, and it is the OAuth issuer.
 NINEPLAN_PUBLIC_URL = env_public_url("NINEPLAN_PUBLIC_URL")
 
 # Webhooks (docs/design.md, "Webhooks"). A subscription's URL that resolves to a loopback,
@@ -110,6 +112,94 @@ NINEPLAN_PROJECT = env_pattern(
     "default",
     "a project name: 1 to 63 characters of a-z, 0-9 and '-', starting with a letter or digit",
 )
+
+# --- Sign-in for MCP clients (OAuth 2.1, docs/deployment.md) -----------------------------
+# NINEPLAN_PUBLIC_URL (above) is also the OAuth issuer.
+# 9plan as the authorization server of its MCP endpoint and REST API.
+NINEPLAN_OAUTH = env_bool("NINEPLAN_OAUTH", False)
+if NINEPLAN_OAUTH and not NINEPLAN_PUBLIC_URL:
+    raise ImproperlyConfigured(
+        "NINEPLAN_OAUTH=true needs NINEPLAN_PUBLIC_URL, the URL clients reach this server by "
+        "(e.g. https://9plan.example.com): it is the issuer of every token."
+    )
+# The MCP endpoint as clients reach it (a token is bound to it): by default /mcp under the
+# public URL, as a reverse proxy that sends /mcp to `mcp --transport http` has it.
+NINEPLAN_MCP_URL = env_public_url("NINEPLAN_MCP_URL") or (NINEPLAN_PUBLIC_URL + "/mcp" if NINEPLAN_PUBLIC_URL else "")
+NINEPLAN_API_URL = NINEPLAN_PUBLIC_URL + "/api" if NINEPLAN_PUBLIC_URL else ""
+# Dynamic client registration (RFC 7591): any client may register itself. Off, clients come
+# by client ID metadata documents only (or are made in the admin).
+NINEPLAN_OAUTH_REGISTRATION = env_bool("NINEPLAN_OAUTH_REGISTRATION", True)
+NINEPLAN_OAUTH_ACCESS_SECONDS = env_int("NINEPLAN_OAUTH_ACCESS_SECONDS", 3600, minimum=60, maximum=86_400)
+NINEPLAN_OAUTH_REFRESH_DAYS = env_int("NINEPLAN_OAUTH_REFRESH_DAYS", 30, minimum=1, maximum=365)
+OAUTH_SCOPE = "nineplan"
+OAUTH2_PROVIDER_APPLICATION_MODEL = "oauth2_provider.Application"
+
+OAUTH2_PROVIDER = {
+    "SCOPES": {OAUTH_SCOPE: "Act as you in 9plan, within the projects and the role you choose"},
+    "DEFAULT_SCOPES": [OAUTH_SCOPE],
+    # Authorization code with PKCE S256 only: no implicit grant, no password grant, no plain
+    # PKCE, no token in a query string (each refused, not merely discouraged).
+    "PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_IMPLICIT_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PASSWORD_GRANT": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_METHOD": True,
+    "COMPLIANT_BCP_RFC9700_PKCE_REQUIRED": True,
+    "COMPLIANT_BCP_RFC9700_ACCESS_TOKEN_TRANSPORT": True,
+    # RFC 9207: `iss` in every authorization response, so a client talking to several
+    # servers cannot be tricked into sending one server's code to another.
+    "COMPLIANT_BCP_RFC9700_AUTHZ_RESPONSE_ISS": True,
+    # Tokens are kept as SHA-256 checksums only: a copy of the database holds no usable token.
+    "COMPLIANT_BCP_RFC9700_TOKEN_STORAGE": True,
+    "COMPLIANT_BCP_RFC9700_REFRESH_TOKEN": True,
+    "COMPLIANT_BCP_RFC9700_REDIRECT_URI_MATCHING": True,
+    # A refresh token is good once: using it again (a stolen copy) revokes its whole family.
+    "ROTATE_REFRESH_TOKEN": True,
+    "REFRESH_TOKEN_REUSE_PROTECTION": True,
+    "ACCESS_TOKEN_EXPIRE_SECONDS": NINEPLAN_OAUTH_ACCESS_SECONDS,
+    "REFRESH_TOKEN_EXPIRE_SECONDS": NINEPLAN_OAUTH_REFRESH_DAYS * 86_400,
+    "AUTHORIZATION_CODE_EXPIRE_SECONDS": 60,
+    "OIDC_ISS_ENDPOINT": NINEPLAN_PUBLIC_URL or "",
+    "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
+    "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
+    "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
+    # Native clients (VS Code, Claude Code) wait on a loopback port of their choosing (RFC 8252).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    "ALLOW_LOCALHOST_LOOPBACK": True,
+    "REQUEST_APPROVAL_PROMPT": "force",
+    "DCR_ENABLED": NINEPLAN_OAUTH and NINEPLAN_OAUTH_REGISTRATION,
+    "DCR_REGISTRATION_PERMISSION_CLASSES": ("oauth2_provider.dcr.AllowAllDCRPermission",),
+    "CIMD_ENABLED": NINEPLAN_OAUTH,
+    # Fetched under the webhooks' rules against server-side request forgery.
+    "CIMD_METADATA_FETCHER": "sessions_app.oauth.documents.ClientDocumentFetcher",
+    "CIMD_FETCH_TIMEOUT_SECONDS": 5,
+    "CIMD_MAX_DOCUMENT_SIZE": 16 * 1024,
+}
+
+# --- Single sign-on for people (OpenID Connect, docs/deployment.md) ----------------------
+NINEPLAN_OIDC_ISSUER = env_public_url("NINEPLAN_OIDC_ISSUER") or ""
+NINEPLAN_OIDC_CLIENT_ID = env_str("NINEPLAN_OIDC_CLIENT_ID", "")
+NINEPLAN_OIDC_CLIENT_SECRET = env_str("NINEPLAN_OIDC_CLIENT_SECRET", "")
+NINEPLAN_OIDC_GROUPS_CLAIM = env_str("NINEPLAN_OIDC_GROUPS_CLAIM", "groups")
+NINEPLAN_OIDC_GROUP_ROLES = env_group_roles("NINEPLAN_OIDC_GROUP_ROLES", ("reader", "agent", "reviewer", "manager"))
+# Password logins on the admin's page; off, people sign in through the provider only.
+NINEPLAN_PASSWORD_LOGIN = env_bool("NINEPLAN_PASSWORD_LOGIN", True)
+if NINEPLAN_OIDC_ISSUER and not (NINEPLAN_OIDC_CLIENT_ID and NINEPLAN_OIDC_CLIENT_SECRET):
+    raise ImproperlyConfigured(
+        "NINEPLAN_OIDC_ISSUER is set: set NINEPLAN_OIDC_CLIENT_ID and NINEPLAN_OIDC_CLIENT_SECRET too "
+        "(the client 9plan is at your provider)."
+    )
+if not NINEPLAN_PASSWORD_LOGIN and not NINEPLAN_OIDC_ISSUER:
+    raise ImproperlyConfigured(
+        "NINEPLAN_PASSWORD_LOGIN=false leaves nobody a way to sign in; set NINEPLAN_OIDC_ISSUER first."
+    )
+OIDC_RP_CLIENT_ID = NINEPLAN_OIDC_CLIENT_ID
+OIDC_RP_CLIENT_SECRET = NINEPLAN_OIDC_CLIENT_SECRET
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_RP_SCOPES = "openid email profile"
+OIDC_AUTHENTICATE_CLASS = "sessions_app.oauth.sso.SignInView"
+OIDC_TIMEOUT = 10
+LOGIN_REDIRECT_URL = "/admin/"
+LOGIN_REDIRECT_URL_FAILURE = "/admin/login/?sso=refused"
 
 # --- Django ----------------------------------------------------------------------------
 
@@ -161,6 +251,8 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "sessions_app",
     "mcp_bridge",
+    "oauth2_provider",
+    "mozilla_django_oidc",
     "axes",
 ]
 
@@ -338,7 +430,9 @@ AUTHENTICATION_BACKENDS = [
     "axes.backends.AxesStandaloneBackend",
     # Project roles answer user.has_perm("nineplan.view", session) and the like.
     "rules.permissions.ObjectPermissionBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Passwords (unless NINEPLAN_PASSWORD_LOGIN=false); the provider's word (single sign-on).
+    *(["django.contrib.auth.backends.ModelBackend"] if NINEPLAN_PASSWORD_LOGIN else []),
+    *(["sessions_app.oauth.sso.Backend"] if NINEPLAN_OIDC_ISSUER else []),
 ]
 AXES_ENABLED = env_bool("NINEPLAN_LOGIN_LOCKOUT", True)
 AXES_FAILURE_LIMIT = env_int("NINEPLAN_LOGIN_FAILURE_LIMIT", 5, minimum=1, maximum=1000)
@@ -361,6 +455,8 @@ REST_FRAMEWORK = {
         "rest_framework.authentication.TokenAuthentication",
         "sessions_app.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
+        # OAuth access tokens bound to the API (sessions_app/api/oauth.py).
+        "sessions_app.api.oauth.OAuthTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -187,6 +187,12 @@ def caller_for_user(user) -> Caller:
     return caller
 
 
+def remember_caller(user, caller: Caller) -> None:
+    """``user`` acts as ``caller`` for the rest of its request: a token narrower than its
+    person (an OAuth client's) gives the request no more than the token's rights."""
+    user._nineplan_caller = caller
+
+
 def _caller(who) -> Caller:
     return who if isinstance(who, Caller) else caller_for_user(who)
 

@@ -12,6 +12,7 @@ class SessionsAppConfig(AppConfig):
 
         from sessions_app import search
         from sessions_app.maintenance import backup
+        from sessions_app.oauth import checks  # noqa: F401 - registers the deploy check
         from sessions_app.store import attachment, event_feed, plan_counts
 
         # A later migration that rebuilds the plan table on SQLite drops its triggers

@@ -477,3 +477,29 @@ class WriteRequest(models.Model):
 
     def __str__(self) -> str:
         return f"{self.caller}: {self.request_id}"
+
+
+class Consent(models.Model):
+    """What a person let an OAuth client do: ``role`` in ``projects``, chosen on the consent
+    page. Every token the client holds for the person acts within it; deleting it (the
+    admin's "Connected apps") ends the client's tokens."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="nineplan_consents")
+    application = models.ForeignKey(
+        "oauth2_provider.Application", on_delete=models.CASCADE, related_name="nineplan_consents"
+    )
+    role = models.CharField(max_length=10, choices=Role.choices)
+    projects = models.ManyToManyField(Project, related_name="consents")
+    created_at = models.DateTimeField(default=timezone.now)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["user", "-updated_at"]
+        verbose_name = "connected app"
+        constraints = [
+            models.UniqueConstraint(fields=["user", "application"], name="consent_one_per_user_and_client"),
+            models.CheckConstraint(condition=Q(role__in=Role.values), name="consent_role_valid"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.application_id} for {self.user_id} ({self.role})"

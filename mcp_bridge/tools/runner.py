@@ -65,7 +65,7 @@ class ConnectionState:
         if not sid:
             return None
         found = holder(ctx)
-        owner = "anonymous" if found is None else f"token-{found.token_id}"
+        owner = "anonymous" if found is None else found.caller.claimant
         return f"http:{owner}:{sid}"
 
     def remembers(self, ctx: Context | None) -> bool:

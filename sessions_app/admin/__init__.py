@@ -17,6 +17,7 @@ from __future__ import annotations
 from django.contrib import admin
 
 from sessions_app.admin import home
+from sessions_app.admin.connected_apps import ConnectedAppAdmin
 from sessions_app.admin.events import EventAdmin
 from sessions_app.admin.model_admin import NineplanAdmin
 from sessions_app.admin.plans import PlanAdmin
@@ -25,6 +26,7 @@ from sessions_app.admin.sessions import SessionAdmin
 from sessions_app.admin.webhooks import WebhookDeliveryAdmin, WebhookSubscriptionAdmin
 
 __all__ = [
+    "ConnectedAppAdmin",
     "EventAdmin",
     "NineplanAdmin",
     "PlanAdmin",

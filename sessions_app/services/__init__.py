@@ -10,13 +10,22 @@ dependencies, moving them), ``edits`` (a person's correction of an open plan's t
 queued plan's place), ``claims`` (pulls, leases, reclaiming), ``worker_writes`` (note,
 defer, complete, discard), ``staff`` (staff requeue and discard), ``review`` (the review gate
 and restoring a revision), ``projects`` (projects and their members), ``webhooks``
-(subscriptions, resending, the delivery loops' claims and attempts) and ``retries`` (a write
+(subscriptions, resending, the delivery loops' claims and attempts), ``consents`` (what a
+person lets an OAuth client do, and taking it back) and ``retries`` (a write
 sent again with its request_id is answered, not applied twice).
 """
 
 from sessions_app.services.claims import RECLAIM_ACTOR, PullResult, plan_pull, plan_reclaim, plan_renew, reclaim_expired
+from sessions_app.services.consents import (
+    consent_check,
+    consent_give,
+    consent_revoke,
+    consent_visible,
+    consents_visible,
+    tokens_sweep,
+)
 from sessions_app.services.edits import plan_edit
-from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke
+from sessions_app.services.projects import Granted, project_create, project_grant, project_revoke, roles_from_groups
 from sessions_app.services.queue import MAX_DEPENDENCIES, PlanInput, plan_enqueue, plan_enqueue_many, plan_move
 from sessions_app.services.retries import forget_old_requests, write_once
 from sessions_app.services.review import DECISIONS, plan_release, plan_restore, plan_review
@@ -48,6 +57,11 @@ __all__ = [
     "Subscribed",
     "Written",
     "compose_append",
+    "consent_check",
+    "consent_give",
+    "consent_revoke",
+    "consent_visible",
+    "consents_visible",
     "deliveries_claim",
     "delivery_record",
     "delivery_resend",
@@ -73,8 +87,10 @@ __all__ = [
     "project_grant",
     "project_revoke",
     "reclaim_expired",
+    "roles_from_groups",
     "session_create",
     "session_set_review",
+    "tokens_sweep",
     "webhook_secret_rotate",
     "webhook_subscribe",
     "webhook_unsubscribe",

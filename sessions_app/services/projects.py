@@ -104,3 +104,24 @@ def project_revoke(*, project: str, username: str) -> Membership:
         membership.delete()
     log.info("role revoked", extra={"project": found.name, "user": username})
     return membership
+
+
+def roles_from_groups(*, user, groups: list[str]) -> dict[str, str]:
+    """Gives a person signing in through single sign-on for the first time the roles their
+    provider's groups map to (NINEPLAN_OIDC_GROUP_ROLES; the highest where several name one
+    project), in projects that exist; no group mapped, no role. The provider vouched for the
+    person, so no caller's right is asked for."""
+    from django.conf import settings
+
+    order = list(Role.values)
+    roles: dict[str, str] = {}
+    for group in groups:
+        for project, role in settings.NINEPLAN_OIDC_GROUP_ROLES.get(group, ()):
+            if project not in roles or order.index(role) > order.index(roles[project]):
+                roles[project] = role
+    known = set(Project.objects.filter(name__in=roles).values_list("name", flat=True))
+    roles = {p: r for p, r in roles.items() if p in known}
+    with transactions.write():
+        for project, role in roles.items():
+            Membership.objects.get_or_create(user=user, project_id=project, defaults={"role": role})
+    return roles

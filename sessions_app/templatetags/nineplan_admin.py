@@ -86,3 +86,11 @@ def button_form(
 def waiting_for_people():
     """How many plans wait for a person in the user's projects (the navigation's counts)."""
     return needs_you.counts()
+
+
+@register.simple_tag
+def sign_in_ways():
+    """How people may sign in, for the login page: ``{% sign_in_ways as ways %}``."""
+    from django.conf import settings
+
+    return {"sso": bool(settings.NINEPLAN_OIDC_ISSUER), "password": settings.NINEPLAN_PASSWORD_LOGIN}

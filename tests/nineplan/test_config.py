@@ -82,3 +82,16 @@ def test_the_public_url_is_the_servers_address_without_a_trailing_slash(raw, par
 def test_a_public_url_that_is_not_an_http_address_is_refused(raw):
     with pytest.raises(ImproperlyConfigured, match=r"NINEPLAN_PUBLIC_URL=.* is not accepted; use the server's public"):
         env_public_url("NINEPLAN_PUBLIC_URL", {"NINEPLAN_PUBLIC_URL": raw})
+
+
+def test_group_roles_are_read_as_pairs_and_a_bad_one_fails():
+    from django.core.exceptions import ImproperlyConfigured
+
+    from nineplan.config import env_group_roles
+
+    roles = ("reader", "agent", "reviewer", "manager")
+    read = env_group_roles("G", roles, {"G": "devs=billing:agent, leads=billing:manager,leads=ops:reader"})
+    assert read == {"devs": [("billing", "agent")], "leads": [("billing", "manager"), ("ops", "reader")]}
+    assert env_group_roles("G", roles, {}) == {}
+    with pytest.raises(ImproperlyConfigured, match="GROUP=PROJECT:ROLE"):
+        env_group_roles("G", roles, {"G": "devs=billing:owner"})

@@ -65,8 +65,9 @@ class Command(BaseCommand):
 
         # Webhooks go out from long-running servers only (docs/design.md, "Webhooks").
         webhook_sender.start(wait_for=readiness.wait_ready)
-        server = build_server()
-        from mcp_bridge import http
+        from mcp_bridge import http, oauth
+
+        server = build_server(**oauth.server_options())
 
         try:
             http.start(server, host=host, port=port)
