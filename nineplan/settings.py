@@ -162,8 +162,9 @@ OAUTH2_PROVIDER = {
     "OAUTH2_RESPONSE_TYPES_SUPPORTED": ["code"],
     "OAUTH2_GRANT_TYPES_SUPPORTED": ["authorization_code", "refresh_token"],
     "OAUTH2_TOKEN_ENDPOINT_AUTH_METHODS_SUPPORTED": ["none", "client_secret_basic", "client_secret_post"],
-    # Native clients (VS Code, Claude Code) wait on a loopback port of their choosing (RFC 8252).
-    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
+    # Native clients (VS Code, Claude Code) wait on a loopback port of their choosing (RFC 8252),
+    # an http URI: allowed while OAuth is on, and then `check --deploy` says so (W008).
+    "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"] if NINEPLAN_OAUTH else ["https"],
     "ALLOW_LOCALHOST_LOOPBACK": True,
     "REQUEST_APPROVAL_PROMPT": "force",
     "DCR_ENABLED": NINEPLAN_OAUTH and NINEPLAN_OAUTH_REGISTRATION,
@@ -453,10 +454,11 @@ REST_FRAMEWORK = {
     # WWW-Authenticate challenge (401); session auth alone would make it a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.TokenAuthentication",
+        # OAuth access tokens bound to the API (sessions_app/api/oauth.py), before the static
+        # tokens sent as Bearer, which it passes on.
+        "sessions_app.api.oauth.OAuthTokenAuthentication",
         "sessions_app.api.authentication.BearerTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
-        # OAuth access tokens bound to the API (sessions_app/api/oauth.py).
-        "sessions_app.api.oauth.OAuthTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",

@@ -18,6 +18,10 @@ class OAuthTokenAuthentication(authentication.BaseAuthentication):
             return None
         grantee = token_grantee(token.strip(), settings.NINEPLAN_API_URL)
         if grantee is None:
+            from rest_framework.authtoken.models import Token
+
+            if Token.objects.filter(key=token.strip()).exists():
+                return None  # a static token sent as Bearer: BearerTokenAuthentication's
             raise exceptions.AuthenticationFailed(
                 "The bearer token is not an active 9plan token for this API (unknown, expired, revoked, "
                 "or issued for another resource such as the MCP endpoint)."

@@ -30,6 +30,8 @@ def oauth_on(settings):
         "OIDC_ISS_ENDPOINT": PUBLIC,
         "DCR_ENABLED": True,
         "CIMD_ENABLED": True,
+        # As nineplan.settings has them with NINEPLAN_OAUTH=true: loopback redirects allowed.
+        "ALLOWED_REDIRECT_URI_SCHEMES": ["http", "https"],
     }
     return settings
 
