@@ -83,7 +83,7 @@ def _postgres_matches(
             ORDER BY best.score DESC, p.completed_at DESC, p.id""",
             params,
         )
-        found += [(plan, hits.relevance(score, joiner == "&")) for plan, score in rows]
+        found += [(plan, joiner == "&") for plan, _ in rows]
         if len(found) >= limit:
             break
     return found

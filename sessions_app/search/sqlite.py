@@ -250,8 +250,9 @@ def _fill_scope(session_name: str) -> None:
 def search_plans(
     words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
 ) -> list[tuple]:
-    """(plan, relevance) of the best matches; the plan rows come in the same statement as
-    the matches (a second query for them cost as much as the match on a selective search)."""
+    """(plan, whether it holds every word) of the best matches; the plan rows come in the
+    same statement as the matches (a second query for them cost as much as the match on a
+    selective search)."""
 
     way = _search_way(session_name) if session_name is not None else None
     scoped = way == OWN_INDEX
@@ -283,11 +284,10 @@ def search_plans(
             f"SELECT {hits.HIT_COLUMNS}, hit.rank AS score FROM ({matches}) AS hit "
             f"JOIN {hits.PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
-        for plan, score in hits.ranked(sql, params):
+        for plan, _ in hits.ranked(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
-                # BM25 in FTS5 is negative, more so for a better match.
-                found.append((plan, hits.relevance(-score, joiner == "AND")))
+                found.append((plan, joiner == "AND"))
         if len(found) >= limit:
             break
     return found

@@ -360,13 +360,13 @@ def test_history_search_in_bm25_order_with_snippets(api, session, history):
     assert top["url"].endswith(f"/api/sessions/{session.name}/plans/{history['both'].id}/")
 
 
-def test_history_search_finds_word_forms_with_a_relevance_that_agrees_with_rank(api, session, history):
+def test_history_search_finds_word_forms_ranked_every_word_first(api, session, history):
     # The README's example: "invoice" and "cache" stand for "invoices" and "cached".
     results = api.get("/api/history/?q=invoice%20cache").json()["results"]
     assert [hit["id"] for hit in results] == [history["both"].id, history["one"].id]
     assert [hit["rank"] for hit in results] == [1, 2]
-    assert 1 > results[0]["relevance"] >= 0.5 > results[1]["relevance"] > 0
-    assert "score" not in results[0]
+    assert [hit["every_word"] for hit in results] == [True, False]
+    assert "score" not in results[0] and "relevance" not in results[0]
 
 
 def test_history_search_in_one_session_or_all(api, session, history, complete_plan):
@@ -458,3 +458,16 @@ def test_plan_fields_helper_matches_what_is_stored(api, session, make_plan):
     body = api.get(f"/api/sessions/{session.name}/plans/{plan.id}/").json()
     assert body["context"] == text == Plan.objects.get(id=plan.id).context
     assert body["goal"] == plan_fields()["goal"]
+
+
+def test_a_history_hit_reads_the_same_whatever_else_is_indexed(api, session, history, complete_plan):
+    def hit_of(plan_id: str) -> dict:
+        results = api.get("/api/history/?q=invoices%20pdf").json()["results"]
+        found = next(hit for hit in results if hit["id"] == plan_id)
+        return {k: v for k, v in found.items() if k != "rank"}
+
+    before = hit_of(history["one"].id)
+    for i in range(6):
+        complete_plan(session, goal=f"Invoices batch {i}", outcome="PDF of the invoices")
+    assert hit_of(history["one"].id) == before
+    assert before["every_word"] is True and "relevance" not in before
