@@ -27,9 +27,10 @@ class Hit:
     plan: Any = None  # the completed Plan
 
 
-# What a hit is read with (the tools, the admin and the REST API): its identity, the searched
-# sections and when it was completed, from the plan row aliased p. The rest (the approach and
-# notes above all, often the longest sections) loads on first access.
+# What a hit is read with (the tools, the admin and the REST API): its identity, the sections
+# answers show or excerpt and when it was completed, from the plan row aliased p. The rest
+# (the approach and Notes above all, often the longest sections) loads on first access: the
+# Notes, though searched, only for an excerpt when no other section holds a match.
 _COLUMNS = {field.name: field.column for field in Plan._meta.concrete_fields}
 HIT_COLUMNS = ", ".join(
     f"p.{_COLUMNS[name]}"

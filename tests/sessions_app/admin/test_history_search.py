@@ -103,3 +103,14 @@ def test_discarded_plans_stay_out_even_when_they_match(session, reviewer_client)
     response = search(reviewer_client, q="zebra")
     assert response.context["results"] == []
     assert Plan.objects.filter(status="discarded").count() == 1
+
+
+def test_a_plan_found_by_its_notes_shows_them_highlighted(session, reviewer_client):
+    enqueue(session, "Parse the CSV export")
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Found while caching the header row")
+    plan = services.plan_complete(session_name=session.name, outcome="Parser written").plan
+    response = search(reviewer_client, q="cache header")
+    assert [r["plan"].id for r in response.context["results"]] == [plan.id]
+    assert response.context["results"][0]["elsewhere"][0] == "Notes"
+    assert "<mark>caching</mark> the <mark>header</mark> row" in text_of(response)

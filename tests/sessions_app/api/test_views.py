@@ -471,3 +471,12 @@ def test_a_history_hit_reads_the_same_whatever_else_is_indexed(api, session, his
         complete_plan(session, goal=f"Invoices batch {i}", outcome="PDF of the invoices")
     assert hit_of(history["one"].id) == before
     assert before["every_word"] is True and "relevance" not in before
+
+
+def test_a_history_hit_found_by_its_notes_has_them_as_its_snippet(api, session):
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Parse the CSV export"))
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Found while caching the header row")
+    plan = services.plan_complete(session_name=session.name, outcome="Parser written").plan
+    results = api.get("/api/history/?q=cache%20header").json()["results"]
+    assert [(hit["id"], hit["snippet"]) for hit in results] == [(plan.id, "Found while caching the header row")]
