@@ -12,6 +12,8 @@ from sessions_app.identifiers import is_plan_id, is_project_name, is_session_nam
 
 POSITIONS = ("front", "back")
 NOTE_MODES = ("append", "replace")
+# Where a history search looks: the session, or every session of its project.
+SEARCH_SCOPES = ("session", "project")
 
 
 def clip(text: str, limit: int = 60) -> str:

@@ -10,7 +10,7 @@ from pydantic import Field
 
 from mcp_bridge import responses
 from mcp_bridge.tools import answers, runner
-from mcp_bridge.tools.arguments import SessionArg, WholeNumber
+from mcp_bridge.tools.arguments import SessionArg, WholeNumber, one_of
 from sessions_app import inputs
 from sessions_app.reads import excerpts, queries
 
@@ -20,26 +20,38 @@ def history_search(
     query: Annotated[str, Field(description="What you need, in words.")],
     max_results: Annotated[WholeNumber | None, Field(description="1 to 8 (default 5).")] = None,
     session_name: SessionArg = None,
+    scope: Annotated[
+        str | None,
+        Field(
+            description="'session' (default) or 'project': every session of its project.",
+            json_schema_extra=one_of(*inputs.SEARCH_SCOPES),
+        ),
+    ] = None,
 ) -> CallToolResult:
-    """Search the session's completed plans for what earlier work produced; words match in
-    any form.
+    """Search the session's completed plans (goal, context, inputs, outputs, outcome, notes)
+    for what earlier work produced; words match in any form.
     Example: {"query": "invoice models"}"""
 
     def body(name: str) -> CallToolResult:
         limit = inputs.positive_int("max_results", max_results, default=5, maximum=8)
-        hits = queries.history_search(query, session_name=name, max_results=limit)
+        whole_project = inputs.choice("scope", scope, inputs.SEARCH_SCOPES, default="session") == "project"
+        hits = queries.history_search(query, session_name=name, max_results=limit, whole_project=whole_project)
         # More results get shorter snippets, so the answer's size does not grow with them.
-        each = answers.SEARCH_BYTES // max(1, len(hits)) - 60
+        named = max((len(h.plan.session_id) + 14 for h in hits), default=0) if whole_project else 0
+        each = answers.SEARCH_BYTES // max(1, len(hits)) - 60 - named
         results = [
             {
                 "id": h.plan.id,
+                # Across the project a hit may be another session's: it is read with that name.
+                **({"session": h.plan.session_id} if whole_project else {}),
                 "goal": excerpts.fit_json(h.plan.goal, each * 2 // 5),
                 "outcome": excerpts.fit_json(h.plan.outcome, each * 3 // 5),
                 "relevance_rank": h.rank,
             }
             for h in hits
         ]
-        summary = f"{len(results)} result(s)." + (" Read one with 9plan_history_get." if results else "")
+        read = " Read one with 9plan_history_get" + (" and its session as session_name." if whole_project else ".")
+        summary = f"{len(results)} result(s)." + (read if results else "")
         return responses.ok(name, summary, {"results": results})
 
     return runner.run(ctx, session_name, body)

@@ -111,7 +111,7 @@ def search_result(hit: queries.HistoryHit, pattern: re.Pattern[str] | None) -> d
     goal, outcome = markdown_text(plan.goal), markdown_text(plan.outcome)
     elsewhere = None
     if not (excerpts.has_match(goal, pattern) or excerpts.has_match(outcome, pattern)):
-        name = excerpts.first_matching(plan, pattern, ("context", "inputs", "outputs"))
+        name = excerpts.first_matching(plan, pattern, ("context", "inputs", "outputs", "notes"))
         if name is not None:
             elsewhere = (SECTION_TITLES[name], highlight(markdown_text(getattr(plan, name)), pattern))
     return {

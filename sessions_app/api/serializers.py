@@ -321,11 +321,10 @@ PlanPageSerializer = page_serializer(PlanSummarySerializer, "PlanPageSerializer"
 
 class HistoryHitSerializer(serializers.Serializer):
     rank = serializers.IntegerField(help_text="1 for the best match.")
-    relevance = serializers.FloatField(
+    every_word = serializers.BooleanField(
         help_text=(
-            "From 0 to 1, bigger is better, and never bigger than the hit ranked before: 0.5 and above "
-            "when the plan holds every word of the query (in some form), below 0.5 when it holds only "
-            "some; within each half, the engine's score (BM25 on SQLite, ts_rank on PostgreSQL)."
+            "Whether the plan holds every word of the query (in some form); such plans rank before "
+            "those holding only some. No score is given: an engine's score moves with what else is indexed."
         )
     )
     id = serializers.CharField(source="plan.id")

@@ -171,7 +171,7 @@ def around_match(text: str | None, pattern: re.Pattern[str] | None, limit: int) 
 
 
 # The sections a history search looks in, in the order an excerpt prefers them.
-SEARCHED = ("goal", "outcome", "context", "inputs", "outputs")
+SEARCHED = ("goal", "outcome", "context", "inputs", "outputs", "notes")
 
 
 def first_matching(plan, pattern: re.Pattern[str] | None, names: tuple[str, ...] = SEARCHED) -> str | None:

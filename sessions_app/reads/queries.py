@@ -426,14 +426,26 @@ def plan_file_text(plan: Plan) -> tuple[str, str]:
     return rendered, f"The plan file {path} {read.problem}; it was not read, and the text below is the database's."
 
 
-# A hit: its plan (with the searched sections), its rank (1 = best) and its relevance (bigger is better).
+# A hit: its plan (with the searched sections and its session), its rank (1 = best) and
+# whether it holds every word of the query.
 HistoryHit = search.Hit
 
 
-def history_search(query: object, *, session_name: object | None, max_results: object = None) -> list[HistoryHit]:
+def history_search(
+    query: object, *, session_name: object | None, max_results: object = None, whole_project: bool = False
+) -> list[HistoryHit]:
+    """Completed plans matching the query, best first: of the session, of every session
+    (``session_name`` None) the caller may see, or (``whole_project``) of every session of
+    the named session's project, which the caller must be able to see."""
     query = inputs.text("query", query, required=True, max_chars=settings.NINEPLAN_MAX_QUERY_CHARS)
     limit = inputs.positive_int("max_results", max_results, default=5, maximum=50)
     projects = access.current().visible_projects()
+    if whole_project:
+        # get_session applies the caller's rights: a session of a project the caller may
+        # not see is not found, so its project's plans are never searched.
+        project = cast(str, get_session(session_name).project_id)
+        with snapshot():
+            return search.search(query, session_name=None, limit=limit, projects=frozenset([project]))
     if session_name is not None:
         session_name = inputs.session_name(session_name)
         if projects is not None:

@@ -66,4 +66,4 @@ def search(query: str, *, session_name: str | None, limit: int, projects: frozen
         found = sqlite.search_plans(words, session_name, limit, projects)
     else:
         found = postgres.search_plans(words, session_name, limit, projects)
-    return [Hit(plan_id=p.id, rank=i + 1, relevance=r, plan=p) for i, (p, r) in enumerate(found)]
+    return [Hit(plan_id=p.id, rank=i + 1, every_word=every, plan=p) for i, (p, every) in enumerate(found)]

@@ -1,5 +1,5 @@
-"""What a search finds: each completed plan with its rank and a relevance both backends
-give on one scale, read from the plan rows by the ORM."""
+"""What a search finds: each completed plan with its rank and whether it holds every word
+of the query, read from the plan rows by the ORM."""
 
 from __future__ import annotations
 
@@ -14,24 +14,23 @@ SESSION_TABLE = Session._meta.db_table
 
 @dataclass(slots=True)
 class Hit:
+    """No score is shown, only the place (``rank``, 1 the best) and ``every_word``: the
+    engines' scores depend on what else is indexed (BM25 weighs a word by how many plans
+    hold it, on SQLite in the whole index or in the session's own), so one plan read 0.00
+    in one search and 0.16 in the next, and a word in nearly every plan scored 0 while
+    matching. Whether the plan holds every word of the query depends on the plan and the
+    query alone."""
+
     plan_id: str
     rank: int
-    # Bigger is better, from 0 to 1, and never bigger than the hit ranked before it: 0.5
-    # and above for a plan holding every word of the query, below 0.5 for one holding only
-    # some; within each, the engine's score (BM25 on SQLite, ts_rank on PostgreSQL),
-    # squeezed into that half.
-    relevance: float
+    every_word: bool
     plan: Any = None  # the completed Plan
 
 
-def relevance(score: float, every_word: bool) -> float:
-    score = max(score, 0.0)
-    return (0.5 if every_word else 0.0) + 0.5 * score / (1.0 + score)
-
-
-# What a hit is read with (the tools, the admin and the REST API): its identity, the searched
-# sections and when it was completed, from the plan row aliased p. The rest (the approach and
-# notes above all, often the longest sections) loads on first access.
+# What a hit is read with (the tools, the admin and the REST API): its identity, the sections
+# answers show or excerpt and when it was completed, from the plan row aliased p. The rest
+# (the approach and Notes above all, often the longest sections) loads on first access: the
+# Notes, though searched, only for an excerpt when no other section holds a match.
 _COLUMNS = {field.name: field.column for field in Plan._meta.concrete_fields}
 HIT_COLUMNS = ", ".join(
     f"p.{_COLUMNS[name]}"

@@ -9,12 +9,13 @@ from sessions_app.search.words import shorter_stems
 
 # --- PostgreSQL -----------------------------------------------------------------------------
 #
-# Migration 0006 builds a stored generated tsvector column (goal weight A, outputs and outcome
-# B, context and inputs C) and a GIN index on it for completed plans only; the column is not
-# on the Django model, so it is read with raw SQL here. The text search configuration
-# (PG_CONFIG) stems English words like FTS5's porter, without the stop words of PostgreSQL's
-# own 'english' ("it", "the" and "not" are words an agent may search for, and FTS5 finds
-# them); PG_FOLD takes accents off the text first, as remove_diacritics does in FTS5.
+# Migrations 0006, 0013 and 0015 build a stored generated tsvector column (goal weight A,
+# outputs and outcome B, context and inputs C, notes D) and a GIN index on it for completed
+# plans only; the column is not on the Django model, so it is read with raw SQL here. The
+# text search configuration (PG_CONFIG) stems English words like FTS5's porter, without the
+# stop words of PostgreSQL's own 'english' ("it", "the" and "not" are words an agent may
+# search for, and FTS5 finds them); PG_FOLD takes accents off the text first, as
+# remove_diacritics does in FTS5.
 # PostgreSQL's parser would keep "billing/models.py" or "a@b.com" as one token where FTS5
 # sees words, so every character that is not a letter or digit becomes a space first.
 
@@ -82,7 +83,7 @@ def _postgres_matches(
             ORDER BY best.score DESC, p.completed_at DESC, p.id""",
             params,
         )
-        found += [(plan, hits.relevance(score, joiner == "&")) for plan, score in rows]
+        found += [(plan, joiner == "&") for plan, _ in rows]
         if len(found) >= limit:
             break
     return found

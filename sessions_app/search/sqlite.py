@@ -43,13 +43,13 @@ SCOPE_TABLE = "nineplan_session_scope"
 # The index's columns, and the SQL that gives them from a plan row ("new." or "old." in a
 # trigger, nothing in a plain SELECT): the session's key is made the way session_key()
 # makes it.
-INDEXED = "plan_id, session_name, session_key, goal, context, inputs, outputs, outcome"
+INDEXED = "plan_id, session_name, session_key, goal, context, inputs, outputs, outcome, notes"
 
 
 def _indexed_values(row: str) -> str:
     return (
         f"{row}id, {row}session_name, char(57344) || replace({row}session_name, '-', '0'), "
-        f"{row}goal, {row}context, {row}inputs, {row}outputs, {row}outcome"
+        f"{row}goal, {row}context, {row}inputs, {row}outputs, {row}outcome, {row}notes"
     )
 
 
@@ -63,7 +63,7 @@ _OLD_ENTRY = (
 SQLITE_SCHEMA = [
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS {FTS_TABLE} USING fts5(
         plan_id UNINDEXED, session_name UNINDEXED, session_key,
-        goal, context, inputs, outputs, outcome,
+        goal, context, inputs, outputs, outcome, notes,
         tokenize='porter unicode61 remove_diacritics 2')""",
     f"""CREATE TRIGGER IF NOT EXISTS {FTS_TABLE}_ai AFTER INSERT ON {hits.PLAN_TABLE}
         WHEN new.status = 'completed' BEGIN
@@ -83,15 +83,16 @@ SQLITE_SCHEMA = [
 ]
 SQLITE_TRIGGERS = (f"{FTS_TABLE}_ad", f"{FTS_TABLE}_ai", f"{FTS_TABLE}_au")
 # BM25 weights in column order: plan_id, session_name, session_key, then the searched
-# sections. Given as the query's rank function, so that FTS5 sorts by it itself (sorting
+# sections, the Notes (an agent's working record, long and loose) weighing half what the
+# others do. Given as the query's rank function, so that FTS5 sorts by it itself (sorting
 # by a bm25() column outside FTS5 cost twice as much on a word in every plan).
-RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1)"
+RANK = "bm25(0, 0, 0, 1, 1, 1, 1, 1, 0.5)"
 # The session's own index: plan_id, then the searched sections.
 SCOPE_SCHEMA = f"""CREATE VIRTUAL TABLE IF NOT EXISTS temp.{SCOPE_TABLE} USING fts5(
-    plan_id UNINDEXED, goal, context, inputs, outputs, outcome,
+    plan_id UNINDEXED, goal, context, inputs, outputs, outcome, notes,
     tokenize='porter unicode61 remove_diacritics 2')"""
-SCOPE_RANK = "bm25(0, 1, 1, 1, 1, 1)"
-SCOPE_COLUMNS = ("goal", "context", "inputs", "outputs", "outcome")
+SCOPE_RANK = "bm25(0, 1, 1, 1, 1, 1, 0.5)"
+SCOPE_COLUMNS = ("goal", "context", "inputs", "outputs", "outcome", "notes")
 
 
 def session_key(session_name: str) -> str:
@@ -105,8 +106,8 @@ def _session_match(session_name: str) -> str:
 def ensure_index(conn=None) -> None:
     """Create the search index and its triggers if missing; safe to run any number of times.
 
-    An index of the shape before migration 0006 (no session_key) is left alone: its
-    migration rebuilds it, and triggers for the new shape would break every write to it.
+    An index of an older shape (before migration 0015: no notes column) is left alone:
+    its migration rebuilds it, and triggers for the new shape would break every write to it.
     """
     conn = conn or connection
     if conn.vendor != "sqlite":
@@ -115,7 +116,7 @@ def ensure_index(conn=None) -> None:
     with conn.cursor() as cur:
         cur.execute(f"SELECT name FROM pragma_table_info('{FTS_TABLE}')")
         columns = {row[0] for row in cur.fetchall()}
-        if columns and "session_key" not in columns:
+        if columns and "notes" not in columns:
             return
         for statement in SQLITE_SCHEMA:
             cur.execute(statement)
@@ -186,7 +187,7 @@ OWN_INDEX, BY_KEY, BY_NAME = "own index", "by key", "by name"
 
 
 _SEARCH_WAY = f"""SELECT CASE WHEN count_completed <= %s AND (
-        SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs) + length(outcome)), 0)
+        SELECT coalesce(sum(length(goal) + length(context) + length(inputs) + length(outputs) + length(outcome) + length(notes)), 0)
         FROM {hits.PLAN_TABLE} WHERE session_name = %s AND status = 'completed') <= %s THEN %s
     WHEN count_completed * %s < (SELECT coalesce(max(id), 0) FROM {FTS_TABLE}_docsize) THEN %s
     ELSE %s END
@@ -249,8 +250,9 @@ def _fill_scope(session_name: str) -> None:
 def search_plans(
     words: list[str], session_name: str | None, limit: int, projects: frozenset[str] | None = None
 ) -> list[tuple]:
-    """(plan, relevance) of the best matches; the plan rows come in the same statement as
-    the matches (a second query for them cost as much as the match on a selective search)."""
+    """(plan, whether it holds every word) of the best matches; the plan rows come in the
+    same statement as the matches (a second query for them cost as much as the match on a
+    selective search)."""
 
     way = _search_way(session_name) if session_name is not None else None
     scoped = way == OWN_INDEX
@@ -282,11 +284,10 @@ def search_plans(
             f"SELECT {hits.HIT_COLUMNS}, hit.rank AS score FROM ({matches}) AS hit "
             f"JOIN {hits.PLAN_TABLE} AS p ON p.id = hit.plan_id ORDER BY hit.rank"
         )
-        for plan, score in hits.ranked(sql, params):
+        for plan, _ in hits.ranked(sql, params):
             if plan.id not in seen and len(found) < limit:
                 seen.add(plan.id)
-                # BM25 in FTS5 is negative, more so for a better match.
-                found.append((plan, hits.relevance(-score, joiner == "AND")))
+                found.append((plan, joiner == "AND"))
         if len(found) >= limit:
             break
     return found

@@ -76,6 +76,7 @@ ENUMS = [
     ("9plan_queue_add_batch", {"plans": [plan_args()]}, "position", ("front", "back")),
     ("9plan_plan_defer", {"reason": "r"}, "position", ("front", "back")),
     ("9plan_plan_note", {"text": "t"}, "mode", ("append", "replace")),
+    ("9plan_history_search", {"query": "invoice"}, "scope", ("session", "project")),
 ]
 
 

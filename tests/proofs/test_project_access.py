@@ -105,6 +105,7 @@ def tool_calls(s: dict) -> list[tuple[str, dict]]:
     return [
         ("9plan_session_resume", {"session_name": name}),
         ("9plan_history_search", {"query": SECRET, "session_name": name}),
+        ("9plan_history_search", {"query": SECRET, "session_name": name, "scope": "project"}),
         ("9plan_history_get", {"plan_id": s["done"].id, "session_name": name}),
         ("9plan_admin_validate", {"session_name": name}),
         ("9plan_admin_state", {"session_name": name}),
@@ -190,6 +191,18 @@ async def test_mcp_write_tools_need_the_agent_role_inside(world, start_server, s
         assert await in_thread(lambda: Plan.objects.filter(goal="planted").count()) == 2
     else:
         assert await in_thread(snapshot, sessions_dir) == before
+
+
+@pytest.mark.anyio
+async def test_a_search_of_the_project_finds_its_own_projects_plans_only(world, start_server):
+    server = start_server()
+    inside, outside = world["inside"], world["outside"]
+    for role in ROLES:
+        arguments = {"query": SECRET, "session_name": inside["name"], "scope": "project"}
+        found = call(server.url, world["people"][role]["mcp"], "9plan_history_search", arguments)
+        hits = found["structuredContent"]["results"]
+        assert [(h["id"], h["session"]) for h in hits] == [(inside["done"].id, inside["name"])], role
+        assert outside["done"].id not in json.dumps(found), role
 
 
 @pytest.mark.anyio

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.mcp_bridge.helpers import error, in_thread, ok, plan_args, snapshot
+from sessions_app import services
+from tests.conftest import plan_fields
+from tests.mcp_bridge.helpers import error, in_thread, ok, plan_args, snapshot, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.django_db(transaction=True)]
 
@@ -138,3 +140,34 @@ async def test_history_get_refuses_plans_that_are_not_completed_history(client, 
             await client.call_tool("9plan_history_get", {"plan_id": bad}), "VALIDATION_ERROR", name, field="plan_id"
         )
         assert "5 characters" in data["message"]
+
+
+def _in_other_project(goal: str, outcome: str) -> str:
+    """A session of another project with one completed plan; returns the plan's id."""
+    services.project_create(name="elsewhere")
+    other = services.session_create(task_description="Other team", project="elsewhere")
+    services.plan_enqueue(session_name=other.name, **plan_fields(goal=goal))
+    services.plan_pull(session_name=other.name)
+    return services.plan_complete(session_name=other.name, outcome=outcome).plan.id
+
+
+async def test_scope_project_searches_every_session_of_the_project_naming_each_hit(client, corpus):
+    first, ids = corpus
+    foreign = await in_thread(_in_other_project, "Invoice numbering", "invoice numbers per team")
+    second = (await client.call_tool("9plan_session_create", {})).structured_content["session_name"]
+    mine = await finish(client, "Invoice PDF", "invoice rendered to PDF")
+
+    # The default is the current session alone, and its hits name no session.
+    alone = ok(await client.call_tool("9plan_history_search", {"query": "invoice"}), second)["results"]
+    assert [r["id"] for r in alone] == [mine] and "session" not in alone[0]
+
+    r = await client.call_tool("9plan_history_search", {"query": "invoice", "scope": "project"})
+    data = ok(r, second)
+    hits = {r["id"]: r["session"] for r in data["results"]}
+    assert hits == {mine: second, ids["invoice"]: first, ids["payment"]: first}
+    assert foreign not in hits
+    assert [r["relevance_rank"] for r in data["results"]] == [1, 2, 3]
+    assert "its session as session_name" in text_of(r)
+    # A hit of another session is read through that session's name.
+    got = ok(await client.call_tool("9plan_history_get", {"plan_id": ids["payment"], "session_name": first}), first)
+    assert got["goal"] == "Payment gateway"

@@ -370,13 +370,13 @@ def test_history_search_in_bm25_order_with_snippets(api, session, history):
     assert top["url"].endswith(f"/api/sessions/{session.name}/plans/{history['both'].id}/")
 
 
-def test_history_search_finds_word_forms_with_a_relevance_that_agrees_with_rank(api, session, history):
+def test_history_search_finds_word_forms_ranked_every_word_first(api, session, history):
     # The README's example: "invoice" and "cache" stand for "invoices" and "cached".
     results = api.get("/api/history/?q=invoice%20cache").json()["results"]
     assert [hit["id"] for hit in results] == [history["both"].id, history["one"].id]
     assert [hit["rank"] for hit in results] == [1, 2]
-    assert 1 > results[0]["relevance"] >= 0.5 > results[1]["relevance"] > 0
-    assert "score" not in results[0]
+    assert [hit["every_word"] for hit in results] == [True, False]
+    assert "score" not in results[0] and "relevance" not in results[0]
 
 
 def test_history_search_in_one_session_or_all(api, session, history, complete_plan):
@@ -468,3 +468,25 @@ def test_plan_fields_helper_matches_what_is_stored(api, session, make_plan):
     body = api.get(f"/api/sessions/{session.name}/plans/{plan.id}/").json()
     assert body["context"] == text == Plan.objects.get(id=plan.id).context
     assert body["goal"] == plan_fields()["goal"]
+
+
+def test_a_history_hit_reads_the_same_whatever_else_is_indexed(api, session, history, complete_plan):
+    def hit_of(plan_id: str) -> dict:
+        results = api.get("/api/history/?q=invoices%20pdf").json()["results"]
+        found = next(hit for hit in results if hit["id"] == plan_id)
+        return {k: v for k, v in found.items() if k != "rank"}
+
+    before = hit_of(history["one"].id)
+    for i in range(6):
+        complete_plan(session, goal=f"Invoices batch {i}", outcome="PDF of the invoices")
+    assert hit_of(history["one"].id) == before
+    assert before["every_word"] is True and "relevance" not in before
+
+
+def test_a_history_hit_found_by_its_notes_has_them_as_its_snippet(api, session):
+    services.plan_enqueue(session_name=session.name, **plan_fields(goal="Parse the CSV export"))
+    services.plan_pull(session_name=session.name)
+    services.plan_note(session_name=session.name, text="Found while caching the header row")
+    plan = services.plan_complete(session_name=session.name, outcome="Parser written").plan
+    results = api.get("/api/history/?q=cache%20header").json()["results"]
+    assert [(hit["id"], hit["snippet"]) for hit in results] == [(plan.id, "Found while caching the header row")]

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import pytest
 
-from sessions_app import planfiles, services
-from sessions_app.models import Plan
+from sessions_app import access, planfiles, services
+from sessions_app.errors import SessionNotFound
+from sessions_app.models import Plan, Role
 from sessions_app.reads import queries
+from tests.conftest import plan_fields
 from tests.sessions_app.conftest import plan_file
 
 
@@ -90,3 +92,32 @@ def test_a_plan_waiting_for_a_person_counts_its_claims_in_words():
     one = Blocked(plan_id="abcde", goal="g", waiting_for_person=True, attempts=1, waits_for=())
     three = Blocked(plan_id="abcde", goal="g", waiting_for_person=True, attempts=3, waits_for=())
     assert one.describe().endswith("(1 claim ran out)") and three.describe().endswith("(3 claims ran out)")
+
+
+def _finished(session_name: str, goal: str) -> str:
+    services.plan_enqueue(session_name=session_name, **plan_fields(goal=goal))
+    services.plan_pull(session_name=session_name)
+    return services.plan_complete(session_name=session_name, outcome="Done.").plan.id
+
+
+@pytest.mark.django_db
+def test_a_search_of_the_whole_project_stays_in_the_project_the_caller_may_see():
+    for name in ("alpha", "beta"):
+        services.project_create(name=name)
+    one = services.session_create(project="alpha").name
+    two = services.session_create(project="alpha").name
+    theirs = services.session_create(project="beta").name
+    ids = {_finished(one, "Cache the header row"), _finished(two, "Header parser")}
+    _finished(theirs, "Header of the beta report")
+
+    reader = access.Caller(label="user:rita", roles={"alpha": Role.READER})
+    with access.acting_as(reader):
+        hits = queries.history_search("header", session_name=two, whole_project=True, max_results=10)
+        assert {h.plan.id for h in hits} == ids
+        assert {h.plan.session_id for h in hits} == {one, two}
+        # A session of a project the caller cannot see is not found, and nothing of it is searched.
+        with pytest.raises(SessionNotFound):
+            queries.history_search("header", session_name=theirs, whole_project=True)
+    # Even for a caller who sees everything, the scope is the named session's project.
+    everywhere = queries.history_search("header", session_name=theirs, whole_project=True, max_results=10)
+    assert {h.plan.session_id for h in everywhere} == {theirs}

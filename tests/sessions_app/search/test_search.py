@@ -66,7 +66,7 @@ def test_the_order_is_fts5_bm25(session, corpus):
 
     assert [h.plan.id for h in hits] == by_hand
     assert [h.rank for h in hits] == [1, 2]
-    assert 1 > hits[0].relevance > hits[1].relevance >= 0.5  # every word matched: the upper half
+    assert [h.every_word for h in hits] == [True, True]
 
 
 @on_both_sqlite_paths
@@ -774,11 +774,11 @@ def test_search_without_a_session_searches_every_session(session, basics):
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("search_path")
-def test_relevance_is_bigger_for_better_hits_and_agrees_with_rank(session, basics):
+def test_a_hit_says_whether_it_holds_every_word(session, basics):
     hits = search.search("invoice pagination cursor", session_name=session.name, limit=10)
     assert [h.plan_id for h in hits] == [basics["api"], basics["invoices"]]
-    # "api" holds every word, "invoices" only one: the halves of the scale tell them apart.
-    assert 1 > hits[0].relevance >= 0.5 > hits[1].relevance > 0
+    # "api" holds every word, "invoices" only one.
+    assert [(h.rank, h.every_word) for h in hits] == [(1, True), (2, False)]
 
 
 def test_words_drop_runs_of_underscores_but_keep_snake_case():
@@ -957,21 +957,19 @@ def test_a_word_typed_in_part_is_a_prefix_but_whole_words_are_not(session, forms
 
 @pytest.mark.django_db
 @pytest.mark.usefixtures("search_path")
-def test_relevance_agrees_with_rank_across_both_halves(session, forms):
+def test_plans_holding_every_word_rank_before_the_others(session, forms):
     hits = queries.history_search("migrated ledger balances invoice caches", session_name=session.name, max_results=10)
     assert [h.rank for h in hits] == list(range(1, len(hits) + 1))
-    relevance = [h.relevance for h in hits]
-    assert relevance == sorted(relevance, reverse=True) and all(0 < r < 1 for r in relevance)
-    assert hits[0].plan.id == forms["migrate"] and hits[0].relevance < 0.5  # no plan holds every word
+    assert hits[0].plan.id == forms["migrate"] and not any(h.every_word for h in hits)  # no plan holds every word
     every = queries.history_search("ledger", session_name=session.name)
-    assert every[0].relevance >= 0.5
+    assert every and all(h.every_word for h in every)
 
 
 @pytest.mark.django_db
 def test_repeated_words_count_once(session, forms):
     once = queries.history_search("ledger invoices", session_name=session.name)
     many = queries.history_search("ledger " * 70 + "invoices " * 50 + "ledger invoices", session_name=session.name)
-    assert [(h.plan.id, h.relevance) for h in many] == [(h.plan.id, h.relevance) for h in once]
+    assert [(h.plan.id, h.every_word) for h in many] == [(h.plan.id, h.every_word) for h in once]
 
 
 def test_terms_are_distinct_capped_and_end_with_the_last_word_typed():
