@@ -38,7 +38,7 @@ SHARED = ("session_name", "worker", "request_id")
 
 PositionArg = Annotated[
     str | None,
-    Field(description="'front': done next; 'back': later (default).", json_schema_extra=one_of("front", "back")),
+    Field(description="'front' (next) or 'back' (default).", json_schema_extra=one_of("front", "back")),
 ]
 DependsArg = Annotated[list[str] | None, Field(description="Plan ids to complete first.")]
-ReviewArg = Annotated[bool | None, Field(description="true: needs a reviewer's approval.")]
+ReviewArg = Annotated[bool | None, Field(description="true: a reviewer approves it.")]

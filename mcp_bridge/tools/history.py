@@ -23,13 +23,13 @@ def history_search(
     scope: Annotated[
         str | None,
         Field(
-            description="'session' (default) or 'project': every session of its project.",
+            description="'session' (default) or 'project'.",
             json_schema_extra=one_of(*inputs.SEARCH_SCOPES),
         ),
     ] = None,
 ) -> CallToolResult:
-    """Search the session's completed plans (goal, context, inputs, outputs, outcome, notes)
-    for what earlier work produced; words match in any form.
+    """Search completed plans' text, outcome and notes for what earlier work produced;
+    words match in any form.
     Example: {"query": "invoice models"}"""
 
     def body(name: str) -> CallToolResult:

@@ -101,7 +101,7 @@ class PlanSpec(BaseModel):
 
 def queue_add_batch(
     ctx: Context,
-    plans: Annotated[list[PlanSpec], Field(description="1 to 50, fields as in 9plan_queue_add.")],
+    plans: Annotated[list[PlanSpec], Field(description="1 to 50, as in 9plan_queue_add.")],
     position: PositionArg = None,
     review: ReviewArg = None,
     session_name: SessionArg = None,

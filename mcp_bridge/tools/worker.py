@@ -121,7 +121,7 @@ def plan_note(
     mode: Annotated[
         str | None,
         Field(
-            description="'append' (default) or 'replace' (overwrites all Notes).",
+            description="'append' (default) or 'replace' (all Notes).",
             json_schema_extra=one_of("append", "replace"),
         ),
     ] = None,
