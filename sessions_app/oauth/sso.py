@@ -11,10 +11,10 @@ import threading
 
 import requests
 from django.conf import settings
-from django.core.exceptions import ImproperlyConfigured
+from django.core.exceptions import ImproperlyConfigured, SuspiciousOperation
 from mozilla_django_oidc.auth import OIDCAuthenticationBackend
 from mozilla_django_oidc.utils import import_from_settings
-from mozilla_django_oidc.views import OIDCAuthenticationRequestView
+from mozilla_django_oidc.views import OIDCAuthenticationCallbackView, OIDCAuthenticationRequestView
 
 log = logging.getLogger("nineplan.sso")
 
@@ -58,6 +58,19 @@ class SignInView(OIDCAuthenticationRequestView):
     @staticmethod
     def get_settings(attr, *args):
         return setting(attr, *args)
+
+
+class CallbackView(OIDCAuthenticationCallbackView):
+    """The provider's answer. One that does not belong to this sign-in (an ID token whose
+    nonce is another's) is refused like a wrong state: back to the sign-in page, nobody
+    signed in, rather than the library's bare 400."""
+
+    def get(self, request):
+        try:
+            return super().get(request)
+        except SuspiciousOperation:
+            log.warning("single sign-on answer refused: it does not belong to this sign-in")
+            return self.login_failure()
 
 
 class Backend(OIDCAuthenticationBackend):

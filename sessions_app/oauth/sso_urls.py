@@ -7,9 +7,7 @@ from sessions_app.oauth import sso
 
 urlpatterns = []
 if settings.NINEPLAN_OIDC_ISSUER:
-    from mozilla_django_oidc.views import OIDCAuthenticationCallbackView
-
     urlpatterns = [
         path("authenticate/", sso.SignInView.as_view(), name="oidc_authentication_init"),
-        path("callback/", OIDCAuthenticationCallbackView.as_view(), name="oidc_authentication_callback"),
+        path("callback/", sso.CallbackView.as_view(), name="oidc_authentication_callback"),
     ]

@@ -2,7 +2,7 @@
 (the oidc-provider package from npm, pinned in tests/proofs/oidc_provider/package.json and
 installed there by this test) and a real `manage.py serve`. A first sign-in gets the roles
 the person's groups map to, or none; password logins can be off; an answer that does not
-match the sign-in (its state) is refused."""
+match the sign-in (its state, or its ID token's nonce) is refused."""
 
 from __future__ import annotations
 
@@ -165,3 +165,34 @@ def test_password_logins_are_off_and_a_foreign_state_is_refused(sso):
         assert refused.status_code == 302 and "sso=refused" in refused.headers["location"]
         assert browser.get(sso + "/admin/").status_code == 302
         assert get_user_model().objects.count() == users
+
+
+def test_an_answer_carrying_another_sign_ins_nonce_is_refused(sso):
+    # Two sign-ins begun in one browser: the provider's answer to the first, brought back
+    # with the second's state, carries an ID token whose nonce is the first's. Refused, and
+    # nobody is signed in or created.
+    users = get_user_model().objects.count()
+    with httpx2.Client(timeout=60, follow_redirects=False) as browser:
+        first = browser.get(sso + "/oidc/authenticate/?next=/admin/").headers["location"]
+        second = browser.get(sso + "/oidc/authenticate/?next=/admin/").headers["location"]
+        states = [re.search(r"[?&]state=([^&]+)", url).group(1) for url in (first, second)]
+        assert states[0] != states[1]
+        # Through the provider's sign-in and consent pages, up to its answer for the first.
+        page = browser.get(first)
+        for _ in range(12):
+            location = page.headers.get("location")
+            if location is not None:
+                target = urljoin(str(page.url), location)
+                if target.startswith(sso):
+                    break
+                page = browser.get(target)
+                continue
+            action, fields = forms(page.text)[0]
+            if "login" in fields:
+                fields.update(login="lead", password="anything")
+            page = browser.post(urljoin(str(page.url), action), data=fields)
+        assert target.startswith(sso + "/oidc/callback/") and f"state={states[0]}" in target, target
+        swapped = browser.get(target.replace(f"state={states[0]}", f"state={states[1]}"))
+        assert swapped.status_code == 302 and "sso=refused" in swapped.headers["location"]
+        assert browser.get(sso + "/admin/").status_code == 302  # not signed in
+    assert get_user_model().objects.count() == users
