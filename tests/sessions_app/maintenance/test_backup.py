@@ -292,7 +292,7 @@ def test_a_backup_killed_midway_never_has_a_backups_name_and_is_refused(
     assert checked.returncode == 0, checked.stderr
     # 8,000 kept files, 50 plan files and their 50 bases.
     assert f"{whole} is a whole backup of" in checked.stdout and "8,100 files" in checked.stdout
-    assert f"run restore {whole}." in checked.stdout
+    assert f"run 9plan restore {whole}." in checked.stdout
 
 
 @pytest.mark.slow
