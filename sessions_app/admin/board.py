@@ -7,6 +7,9 @@ Alt+Down, or its buttons). Each change is one service call with the user as the 
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseNotAllowed, JsonResponse
@@ -155,52 +158,54 @@ def _answer(request, name: str, ok: bool, text: str):
     return redirect_back(request, reverse("admin:sessions_app_board", args=[name]))
 
 
-def _session_or_404(name: str) -> None:
-    if not is_session_name(name):
-        raise Http404("No such session.")
-
-
-def move_view(request, name: str):
-    """Moves a queued plan: ``before`` another queued plan, or to ``position`` front or back."""
+def _acted(request, name: str, plan_id: str, act, done: Callable[[Any], str]):
+    """A manager's board action on ``plan_id``: only by POST, from someone who may
+    intervene; ``act()`` calls the service, and ``done`` words its result. A refusal by the
+    service is answered with its category and message, nothing changed."""
     if not can_intervene(request.user):
         raise PermissionDenied
     if request.method != "POST":
         return HttpResponseNotAllowed(["POST"])
-    _session_or_404(name)
+    if not is_session_name(name):
+        raise Http404("No such session.")
+    try:
+        result = act()
+    except NotPermitted:
+        raise PermissionDenied from None
+    except SessionNotFound:
+        raise Http404("No such session.") from None
+    except NineplanError as exc:
+        return _answer(request, name, False, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
+    return _answer(request, name, True, done(result))
+
+
+def move_view(request, name: str):
+    """Moves a queued plan: ``before`` another queued plan, or to ``position`` front or back."""
     plan_id = request.POST.get("plan_id", "")
     before = request.POST.get("before") or None
     position = request.POST.get("position") or None
     if before == "back":
         before, position = None, "back"
-    try:
-        written = services.plan_move(
-            session_name=name, plan_id=plan_id, position=position, before=before, actor=actor_for(request.user)
-        )
-    except NotPermitted:
-        raise PermissionDenied from None
-    except SessionNotFound:
-        raise Http404("No such session.") from None
-    except NineplanError as exc:
-        return _answer(request, name, False, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
     where = f"before plan {before}" if before else f"to the {position or 'back'} of the queue"
-    return _answer(request, name, True, MOVED.format(plan=plan_id, where=where) + f" It is number {written.place}.")
+    return _acted(
+        request,
+        name,
+        plan_id,
+        lambda: services.plan_move(
+            session_name=name, plan_id=plan_id, position=position, before=before, actor=actor_for(request.user)
+        ),
+        lambda written: MOVED.format(plan=plan_id, where=where) + f" It is number {written.place}.",
+    )
 
 
 def discard_view(request, name: str):
-    if not can_intervene(request.user):
-        raise PermissionDenied
-    if request.method != "POST":
-        return HttpResponseNotAllowed(["POST"])
-    _session_or_404(name)
     plan_id = request.POST.get("plan_id", "")
-    try:
-        services.plan_discard_any(
+    return _acted(
+        request,
+        name,
+        plan_id,
+        lambda: services.plan_discard_any(
             session_name=name, plan_id=plan_id, reason=request.POST.get("reason", ""), actor=actor_for(request.user)
-        )
-    except NotPermitted:
-        raise PermissionDenied from None
-    except SessionNotFound:
-        raise Http404("No such session.") from None
-    except NineplanError as exc:
-        return _answer(request, name, False, FAILED.format(plan=plan_id, category=exc.category, message=exc.message))
-    return _answer(request, name, True, DISCARDED.format(plan=plan_id))
+        ),
+        lambda _: DISCARDED.format(plan=plan_id),
+    )
