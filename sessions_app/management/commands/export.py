@@ -35,7 +35,8 @@ class Command(PersonCommand):
             sys.stdout.flush()
             return
         try:
-            fh = open(output, "x", encoding="utf-8")
+            # The owner's alone, like the database it comes from: it holds every plan's text.
+            fh = open(os.open(output, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600), "w", encoding="utf-8")
         except FileExistsError:
             raise CommandError(f"{output} already exists; nothing was written. Choose another file name.") from None
         except OSError as exc:

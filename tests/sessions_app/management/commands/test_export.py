@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import stat
 
 import pytest
 from django.core.management import call_command
@@ -28,6 +30,8 @@ def test_the_export_command_writes_what_the_api_serves(api, full_session, tmp_pa
     for document in (from_command, from_api):
         document.pop("exported_at")
     assert from_command == from_api
+    # Every plan's text is in it: readable by its owner alone, whatever the umask.
+    assert stat.S_IMODE(os.stat(target).st_mode) == 0o600
     with pytest.raises(CommandError, match="already exists"):
         call_command("export", full_session.name, output=str(target), stderr=io.StringIO())
 
