@@ -287,7 +287,7 @@ class LostClaim(models.Model):
         return f"{self.worker} lost {self.plan_id}"
 
 
-class Record(models.Model):
+class Authored(models.Model):
     """What the event log and a plan's revisions both keep of a change: who made it (a
     person's username, or an agent or worker name) and when. Abstract: no table of its own."""
 
@@ -299,7 +299,7 @@ class Record(models.Model):
         abstract = True
 
 
-class Event(Record):
+class Event(Authored):
     class Kind(models.TextChoices):
         SESSION_CREATED = "session_created"
         PLAN_CREATED = "plan_created"
@@ -336,7 +336,7 @@ class Event(Record):
         return f"{self.created_at:%Y-%m-%d %H:%M:%S} {self.actor} {self.kind}"
 
 
-class Revision(Record):
+class Revision(Authored):
     """One change to a plan's text: who, when, what kind, which sections, and how to get
     the text before it back from the text after it (a reverse delta).
 

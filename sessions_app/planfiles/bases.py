@@ -30,23 +30,23 @@ MOST_UNCOMMITTED = 4
 
 
 @dataclass(frozen=True)
-class Record:
+class FileWrite:
     """One write of a plan file, as its base keeps it."""
 
     version: int  # the plan's version once the write commits
     written: str  # the text the write put in the file
     inode: int  # the new file's inode
-    earlier: Record | str | None = None  # the base the file was read against before the write
+    earlier: FileWrite | str | None = None  # the base the file was read against before the write
     before: str | None = None  # the file as the write found it (None: none, or not text)
     before_inode: int | None = None
 
 
-def dump(record: Record) -> str:
+def dump(record: FileWrite) -> str:
     return json.dumps(_as_dict(record), ensure_ascii=False, separators=(",", ":"))
 
 
-def _as_dict(record: Record | str | None) -> dict | str | None:
-    if not isinstance(record, Record):
+def _as_dict(record: FileWrite | str | None) -> dict | str | None:
+    if not isinstance(record, FileWrite):
         return record
     return {
         "version": record.version,
@@ -58,7 +58,7 @@ def _as_dict(record: Record | str | None) -> dict | str | None:
     }
 
 
-def load(stored: str | None) -> Record | str | None:
+def load(stored: str | None) -> FileWrite | str | None:
     """The base as stored: a record of the last write, or plain text (see the module's
     docstring; a rendered plan starts with its first heading, never with "{", and text that
     is not JSON is taken as plain text: a fenced file's, say). JSON that is no record this
@@ -85,7 +85,7 @@ def unreadable(stored: str | None) -> bool:
     return stored is not None and stored.startswith("{") and load(stored) is None
 
 
-def _from(value: object) -> Record | str | None:
+def _from(value: object) -> FileWrite | str | None:
     if value is None or isinstance(value, str):
         return value
     if not isinstance(value, dict):
@@ -94,7 +94,7 @@ def _from(value: object) -> Record | str | None:
         raise TypeError("a base record's version and inode are whole numbers")
     if not isinstance(value["written"], str):
         raise TypeError("a base record's text is text")
-    record = Record(
+    record = FileWrite(
         int(value["version"]),
         str(value["written"]),
         int(value["inode"]),
@@ -107,22 +107,22 @@ def _from(value: object) -> Record | str | None:
     return record
 
 
-def record(
+def file_write(
     version: int, written: str, inode: int, stored: str | None, before: str | None, before_inode: int | None
-) -> Record:
+) -> FileWrite:
     """The record of a write that makes the plan ``version``, over a base ``stored``. The
     base it replaces is kept whole only while its write may not have committed (its version
     is not below this one's: writes of one plan are one at a time, and each moves the
     version on by one); else only its text is."""
     earlier = load(stored)
-    if isinstance(earlier, Record) and earlier.version < version:
+    if isinstance(earlier, FileWrite) and earlier.version < version:
         earlier = earlier.written
-    return Record(version, written, inode, _trimmed(earlier, MOST_UNCOMMITTED - 1), before, before_inode)
+    return FileWrite(version, written, inode, _trimmed(earlier, MOST_UNCOMMITTED - 1), before, before_inode)
 
 
-def _trimmed(record: Record | str | None, most: int) -> Record | str | None:
+def _trimmed(record: FileWrite | str | None, most: int) -> FileWrite | str | None:
     """``record`` with at most ``most`` records in its chain, the oldest taken as committed."""
-    if not isinstance(record, Record):
+    if not isinstance(record, FileWrite):
         return record
     if most == 0:
         return record.written
@@ -135,13 +135,13 @@ def moved(stored: str | None, inode: int | None, new_inode: int, version: int) -
     (which the undone one had found) names the new inode where it named the file's old one,
     so the file reads as it did. Anything else is ``stored`` as it was."""
     found = load(stored)
-    if not isinstance(found, Record) or inode is None or found.version < version:
+    if not isinstance(found, FileWrite) or inode is None or found.version < version:
         return stored
     return dump(_renamed(found, inode, new_inode))
 
 
-def _renamed(record: Record | str | None, inode: int, new_inode: int) -> Record | str | None:
-    if not isinstance(record, Record):
+def _renamed(record: FileWrite | str | None, inode: int, new_inode: int) -> FileWrite | str | None:
+    if not isinstance(record, FileWrite):
         return record
     return replace(
         record,
@@ -151,7 +151,7 @@ def _renamed(record: Record | str | None, inode: int, new_inode: int) -> Record 
 
 
 def as_committed(
-    stored: Record | str | None, text: str | None, inode: int | None, version: int | None
+    stored: FileWrite | str | None, text: str | None, inode: int | None, version: int | None
 ) -> tuple[str | None, str | None]:
     """The file's text and the base to read it against, as if every write that never
     committed had not happened: ``text`` and ``inode`` are the file's now (None: no file),
@@ -162,7 +162,7 @@ def as_committed(
     committed and never put its file in place leaves the file as it found it. One that did
     put it in place left its own text in the file: the file is read as the file it found,
     with what was written in the file since the kill moved onto it."""
-    if not isinstance(stored, Record):
+    if not isinstance(stored, FileWrite):
         return stored, text
     if version is None or version >= stored.version:
         return stored.written, text

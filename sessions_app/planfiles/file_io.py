@@ -180,7 +180,9 @@ def write_plan(
             return
         found = before.text if before is not None and before.usable else None
         found_inode = before.inode if found is not None else None
-        write_base(session_name, plan_id, bases.dump(bases.record(version, text, inode, stored, found, found_inode)))
+        write_base(
+            session_name, plan_id, bases.dump(bases.file_write(version, text, inode, stored, found, found_inode))
+        )
 
     found = None if before is None else before.text if before.usable else before.data
     return write_file(session_name, plan_id, text, before_replace=put_base, found=found)

@@ -358,7 +358,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     plan.waiting_for_person = waits
     touch(plan, now)
     plan.save(update_fields=[*SECTIONS, *RETURNED, "attempts", "reclaims", "waiting_for_person", *TOUCHED])
-    revisions.record(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
+    revisions.save(plan, kind=Revision.Kind.NOTE, actor=actor, before=before, at=now)
     LostClaim.objects.filter(session_id=session.name, claimant=claimant, worker=worker).delete()
     LostClaim.objects.create(session_id=session.name, claimant=claimant, worker=worker, plan_id=plan.id, lost_at=now)
     record_event(

@@ -101,7 +101,7 @@ def plan_edit(
                 set_sections(plan, after)
                 touch(plan, now)
                 plan.save(update_fields=[*SECTIONS, *TOUCHED])
-                made = revisions.record(plan, kind=Revision.Kind.EDIT, actor=actor, before=before, at=now)
+                made = revisions.save(plan, kind=Revision.Kind.EDIT, actor=actor, before=before, at=now)
                 record_event(session.name, Event.Kind.PLAN_EDITED, actor, plan, sections=changed, new_revision=made)
                 write_file(undo, plan, previous)
         if position is not None:

@@ -244,7 +244,7 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
         return _refuse_file(plan, path, reason, strict)
     before = plan.sections()
     set_sections(plan, new)
-    revisions.record(plan, kind=Revision.Kind.FILE_EDIT, actor=actor, before=before)
+    revisions.save(plan, kind=Revision.Kind.FILE_EDIT, actor=actor, before=before)
     detail = {"both_changed": both} if both else {}
     record_event(plan.session_id, Event.Kind.FILE_EDITS_KEPT, actor, plan, sections=changed, **detail)
     if not both:

@@ -156,7 +156,7 @@ def plan_enqueue_many(
                 **vars(checked[i]),
             )
             plan.save(force_insert=True)
-            revisions.record(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now, first=True)
+            revisions.save(plan, kind=Revision.Kind.ADD, actor=actor, before=None, at=now, first=True)
             by_index[i] = plan
         pairs = []
         for i, deps in enumerate(wanted):

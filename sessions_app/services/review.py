@@ -90,7 +90,7 @@ def plan_review(
             touch(plan)
             plan.save(update_fields=["status", "completed_at", *(SECTIONS if notes else ()), *TOUCHED])
             if notes:
-                revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
+                revisions.save(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(session.name, Event.Kind.PLAN_APPROVED, actor, plan, decision=decision, notes=notes)
         else:
             before = plan.sections()
@@ -109,7 +109,7 @@ def plan_review(
                 place = back_to_queue(plan, session, "front")
             touch(plan)
             plan.save(update_fields=[*SECTIONS, *RETURNED, "rejections", *TOUCHED])
-            revisions.record(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
+            revisions.save(plan, kind=Revision.Kind.REVIEW, actor=actor, before=before, at=now)
             record_event(
                 session.name,
                 Event.Kind.PLAN_REJECTED,
@@ -178,7 +178,7 @@ def plan_restore(*, session_name: str, plan_id: str, number: object, actor: str)
         set_sections(plan, target)
         touch(plan)
         plan.save(update_fields=[*SECTIONS, *TOUCHED])
-        made = revisions.record(plan, kind=Revision.Kind.RESTORE, actor=actor, before=before)
+        made = revisions.save(plan, kind=Revision.Kind.RESTORE, actor=actor, before=before)
         record_event(session.name, Event.Kind.PLAN_RESTORED, actor, plan, revision=number, new_revision=made)
         write_file(undo, plan, previous)
     return Written(plan)

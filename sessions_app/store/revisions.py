@@ -67,7 +67,7 @@ def apply_undo(after: dict[str, str], undo: dict[str, list]) -> dict[str, str]:
     return before
 
 
-def record(
+def save(
     plan: Plan, *, kind: str, actor: str, before: dict[str, str] | None, at: datetime | None = None, first: bool = False
 ) -> int | None:
     """Keep the change from ``before`` (None: the plan is new) to the plan's text now;

@@ -420,7 +420,7 @@ class _Writes:
             if self.old:
                 # The text as imported is where these plans' recorded history begins.
                 for plan in self._plans:
-                    revisions.record(plan, kind=Revision.Kind.IMPORT, actor=self.actor, before=None)
+                    revisions.save(plan, kind=Revision.Kind.IMPORT, actor=self.actor, before=None)
             self._plans = []
         if len(self._links) >= BATCH or (self._links and not full):
             PlanDependency.objects.bulk_create(self._links)

@@ -17,14 +17,14 @@ T1 = text("First\n\nEdited in the file\n\nWritten, never committed")  # the writ
 
 
 def write(version=2, *, inode=11, stored: str | None = T0, before=EDITED, before_inode=10) -> str:
-    return bases.dump(bases.record(version, T1, inode, stored, before, before_inode))
+    return bases.dump(bases.file_write(version, T1, inode, stored, before, before_inode))
 
 
 def test_a_plain_base_is_its_text_and_a_record_reads_back_as_written():
     assert bases.load(T0) == T0
     assert bases.load(None) is None
     record = bases.load(write())
-    assert record == bases.Record(2, T1, 11, T0, EDITED, 10)
+    assert record == bases.FileWrite(2, T1, 11, T0, EDITED, 10)
 
 
 def test_text_that_is_not_json_is_a_plain_base():
@@ -50,7 +50,7 @@ def test_json_that_is_no_record_is_no_base_at_all():
         # Read against nothing: the file's text, with no base to merge it against.
         assert bases.as_committed(bases.load(stored), "the file", 3, 0) == (None, "the file")
     # A record inside a record is read the same way: a bad one makes the whole unreadable.
-    nested = bases.dump(bases.Record(3, T1, 11, bases.Record(2, T0, 10)))
+    nested = bases.dump(bases.FileWrite(3, T1, 11, bases.FileWrite(2, T0, 10)))
     assert not bases.unreadable(nested)
     assert bases.unreadable(nested.replace('"version":2', '"version":1e999'))
 
@@ -80,7 +80,7 @@ def test_a_write_that_put_its_file_in_place_is_read_as_the_file_it_found():
 
 def test_a_heading_removed_before_the_killed_write_stays_removed():
     found = EDITED.replace("# Approach\n1. Read the schema\n\n", "")
-    stored = bases.load(bases.dump(bases.record(2, T1, 11, T0, found, 10)))
+    stored = bases.load(bases.dump(bases.file_write(2, T1, 11, T0, found, 10)))
     later = T1.rstrip("\n") + "\n\nAppended after the kill\n"
     base, text = bases.as_committed(stored, later, 11, 1)
     assert base == T0
@@ -89,24 +89,24 @@ def test_a_heading_removed_before_the_killed_write_stays_removed():
 
 
 def test_a_write_of_a_first_file_is_its_own_base():
-    stored = bases.load(bases.dump(bases.record(2, T1, 11, None, None, None)))
+    stored = bases.load(bases.dump(bases.file_write(2, T1, 11, None, None, None)))
     assert bases.as_committed(stored, T1, 11, 1) == (T1, T1)
     assert bases.as_committed(stored, None, None, 1) == (None, None)  # its file gone since: nothing to read
 
 
 def test_a_committed_record_is_kept_as_its_text_and_an_uncommitted_one_whole():
     committed = write(version=2)
-    assert bases.record(3, T1, 12, committed, T1, 11).earlier == T1
-    uncommitted = bases.record(2, T1, 12, committed, T1, 11)
+    assert bases.file_write(3, T1, 12, committed, T1, 11).earlier == T1
+    uncommitted = bases.file_write(2, T1, 12, committed, T1, 11)
     assert uncommitted.earlier == bases.load(committed)
 
 
 def test_writes_killed_in_turn_are_remembered_up_to_a_limit():
     stored = T0
     for inode in range(20, 20 + bases.MOST_UNCOMMITTED + 3):
-        stored = bases.dump(bases.record(2, T1, inode, stored, T1, inode - 1))
+        stored = bases.dump(bases.file_write(2, T1, inode, stored, T1, inode - 1))
     depth, record = 0, bases.load(stored)
-    while isinstance(record, bases.Record):
+    while isinstance(record, bases.FileWrite):
         depth, record = depth + 1, record.earlier
     assert depth == bases.MOST_UNCOMMITTED
     assert record == T1  # the oldest remembered write is taken as committed
