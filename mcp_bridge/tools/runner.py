@@ -34,8 +34,8 @@ class ConnectionState:
 
     Over stdio one process is one connection. Over HTTP the MCP session id
     (``mcp-session-id``, protocol versions with an initialize handshake) tells
-    connections apart. A stateless HTTP request (protocol 2026-07-28, the SDK client's
-    default) carries no such id, so nothing is remembered between its calls: the client
+    connections apart. A stateless HTTP request (protocol 2026-07-28, which the SDK's
+    ``mcp.client.Client`` speaks) carries no such id, so nothing is remembered between its calls: the client
     passes ``session_name`` on every call. Remembering "the last session" per process
     instead would hand one agent's session to every other agent of that process.
 
