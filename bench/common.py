@@ -34,6 +34,10 @@ def bench_env(data_dir: Path, database_url: str | None = None) -> dict[str, str]
     """Environment for a benchmark process: 9plan's settings aimed at ``data_dir``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("NINEPLAN_", "DJANGO_", "PYTEST"))}
     env.pop("DATABASE_URL", None)
+    # 9plan's modules are compiled once and kept, as an installed package's are (pip compiles
+    # them at install, and so does the first run from a checkout): a shell that turns that
+    # off would charge every start-up for compiling what the baselines load compiled.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env.update(
         DJANGO_SETTINGS_MODULE="nineplan.settings",
         DJANGO_SECRET_KEY="benchmarks-only-not-a-secret",
