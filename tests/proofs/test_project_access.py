@@ -13,6 +13,7 @@ import io
 import json
 
 import pytest
+from django.contrib.messages import get_messages
 from django.core.management import call_command
 from django.test import Client
 from django.urls import reverse
@@ -463,7 +464,7 @@ def test_admin_buttons_work_for_the_role_that_may(world):
                 continue  # requeue took the active plan already; revoking is tried on its own
             response = client.post(url, form)
             assert response.status_code == 302, (role, what, response.status_code)
-            flashed = [str(m) for m in response.wsgi_request._messages]
+            flashed = [str(m) for m in get_messages(response.wsgi_request)]
             assert flashed and not any(": PERMISSION_DENIED" in m or "_NOT_FOUND" in m for m in flashed), (
                 what,
                 flashed,
