@@ -29,6 +29,18 @@ def test_an_up_to_date_database_lacks_no_migration_and_is_left_as_it_is(settings
 
 
 @pytest.mark.django_db
+def test_the_quick_check_agrees_with_the_migration_graph():
+    from django.db.migrations.recorder import MigrationRecorder
+
+    assert datadir.every_migration_recorded() and datadir.unapplied() == 0
+    latest = MigrationRecorder.Migration.objects.filter(app="sessions_app").order_by("-name").first()
+    assert latest is not None
+    latest.delete()  # as if the database predated the newest migration (rolled back after the test)
+    assert not datadir.every_migration_recorded()
+    assert datadir.unapplied() == 1
+
+
+@pytest.mark.django_db
 def test_make_folders_makes_the_sessions_folder_and_keeps_what_is_in_it(settings, tmp_path):
     settings.NINEPLAN_SESSIONS_PATH = tmp_path / "a" / "b" / "sessions"
     datadir.make_folders()
