@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import secrets
+from typing import TypeGuard
 
 ADJECTIVES = [
     "able",
@@ -268,13 +269,13 @@ def new_plan_id() -> str:
     return "".join(chars)
 
 
-def is_session_name(value: object) -> bool:
+def is_session_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and len(value) <= 64 and SESSION_NAME_RE.fullmatch(value) is not None
 
 
-def is_plan_id(value: object) -> bool:
+def is_plan_id(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and PLAN_ID_RE.fullmatch(value) is not None
 
 
-def is_project_name(value: object) -> bool:
+def is_project_name(value: object) -> TypeGuard[str]:
     return isinstance(value, str) and PROJECT_NAME_RE.fullmatch(value) is not None

@@ -125,6 +125,7 @@ def plan_pull(*, session_name: str, worker: str | None = None, actor: str = "age
             plan.pull_result = PullResult(remaining, has_dependencies, file_text)
     if refusal is not None:
         raise refusal
+    assert plan is not None  # every path that claims no plan sets a refusal
     remember_held_file(session.name, claimant, worker, plan.file_stem)
     log.info("plan pulled", extra={"session": session.name, "plan": plan.id, "worker": worker})
     return plan
@@ -309,6 +310,7 @@ def plan_renew(*, session_name: str, worker: str | None = None, actor: str = "ag
             claim.plan.save(update_fields=["lease_expires_at"])
     if claim.lost is not None:
         raise claim.lost
+    assert claim.plan is not None  # a claim that was not lost has its plan
     return claim.plan
 
 
@@ -342,6 +344,7 @@ def _reclaim(session: Session, plan: Plan, now: datetime, undo, *, actor: str, w
     worker's next write gets LEASE_LOST. The claim counts as a failed attempt, and at the
     session's max_attempts the plan waits for a person."""
     claimant, worker, expired_at = plan.claimant, plan.worker, plan.lease_expires_at
+    assert worker is not None  # an active plan has its worker (the plan_active_has_claim constraint)
     fence_file(plan, worker, actor)
     plan.attempts += 1
     plan.reclaims += 1

@@ -84,7 +84,7 @@ def read_ahead(
     writers. Nothing read here is used unless the transaction lets the caller write."""
     if not is_session_name(session_name) or not planfiles.enabled():
         return None  # the service's own checks report a bad name
-    stem = plan_id
+    stem: str | None
     if plan_id is None:
         stem = _HELD_FILES.get((session_name, claimant, worker))
         if stem is None:
@@ -94,7 +94,9 @@ def read_ahead(
             except DatabaseError:
                 return None  # the transaction meets the same fault and reports it properly
             stem = None if found is None else Plan(id=found[0], reclaims=found[1]).file_stem
-    elif not is_plan_id(plan_id):
+    elif is_plan_id(plan_id):
+        stem = plan_id
+    else:
         return None
     if stem is None:
         return None
@@ -194,6 +196,7 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
     if read.state == planfiles.NOT_UTF8:
         # Kept before anything else happens; should the call fail after this, the copy
         # stays too: a second copy of an agent's bytes is harmless, a lost one is not.
+        assert read.data is not None  # a read that found bytes other than UTF-8 carries them
         kept = planfiles.preserve_bytes(plan.session_id, plan.file_stem, read.data)
         log.warning("plan file not UTF-8; kept aside", extra={**where, "kept_as": kept})
         record_event(
@@ -211,6 +214,7 @@ def _take_in(plan: Plan, actor: str, read: planfiles.FileRead, *, strict: bool) 
         # by another worker, a reviewer or a restore), or by a write that never committed:
         # never taken in; the next write rewrites it.
         return TAKEN_IN
+    assert file_text is not None  # the file was read (every other state returned above), so it has its text
     parsed = planfiles.parse(file_text)
     base = planfiles.parse(base_text) if base_text is not None else None
     new = plan.sections()
@@ -420,6 +424,7 @@ def _keep_late_edits(plan: Plan, stem: str, worker: str, actor: str) -> int:
     base_text, file_text = planfiles.file_and_base(plan.session_id, stem, read, plan.version)
     if file_text == base_text:
         return 0
+    assert file_text is not None  # a usable read has its text
     edited = planfiles.parse(file_text)
     was = planfiles.parse(base_text if base_text is not None else planfiles.render(plan.sections()))
     parts = [

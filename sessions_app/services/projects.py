@@ -72,7 +72,7 @@ def project_grant(*, project: str, username: str, role: str) -> Granted:
     with transactions.write():
         user = User.objects.filter(username=username).first()
         created = user is None
-        if created:
+        if user is None:
             user = User(username=username, is_staff=True)
             user.set_unusable_password()
             user.save()

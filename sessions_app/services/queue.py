@@ -5,6 +5,7 @@ invariants": queue order, dependencies)."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -59,7 +60,7 @@ def _plan_input(fields: PlanInput | dict, prefix: str = "") -> PlanInput:
     return checked
 
 
-def _new_plan_id(session_name: str, avoid: list[str] = ()) -> str:
+def _new_plan_id(session_name: str, avoid: Sequence[str] = ()) -> str:
     for _ in range(ID_ATTEMPTS):
         candidate = new_plan_id()
         # A file already named after the id (one a crash left, say) is never overwritten.
@@ -165,7 +166,7 @@ def plan_enqueue_many(
         PlanDependency.objects.bulk_create(PlanDependency(plan_id=plan, depends_on_id=dep) for plan, dep in pairs)
         for i in order:
             plan = by_index[i]
-            detail = {"position": position}
+            detail: dict[str, object] = {"position": position}
             if wanted[i]:
                 detail["depends_on"] = [ids[d] if isinstance(d, int) else d for d in wanted[i]]
             record_event(session.name, Event.Kind.PLAN_CREATED, actor, plan, **detail)

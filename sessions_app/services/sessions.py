@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from django.conf import settings
 
@@ -63,7 +64,7 @@ def session_create(
         options = {"lease_seconds": lease_seconds, "max_attempts": max_attempts, "review": review}
         session = Session.objects.create(name=name, project_id=project, task_description=task_description, **options)
         planfiles.ensure_session_dir(name)
-        detail = {"task_description": task_description, "review": review, "project": project}
+        detail: dict[str, Any] = {"task_description": task_description, "review": review, "project": project}
         if (lease_seconds, max_attempts) != (LEASE_SECONDS, MAX_ATTEMPTS):
             detail.update(lease_seconds=lease_seconds, max_attempts=max_attempts)
         record_event(name, Event.Kind.SESSION_CREATED, actor, **detail)

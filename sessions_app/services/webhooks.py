@@ -16,7 +16,7 @@ from django.db.models import Min, Q
 
 from sessions_app import access, clock, inputs
 from sessions_app.errors import NotPermitted, ValidationFailed
-from sessions_app.models import Event, Plan, Project, WebhookDelivery, WebhookSubscription
+from sessions_app.models import DeliveryStatus, Event, Plan, Project, WebhookDelivery, WebhookSubscription
 from sessions_app.store import transactions
 from sessions_app.webhooks import addresses
 from sessions_app.webhooks import event_types as webhook_types
@@ -307,7 +307,7 @@ def _drop_overlapped_secrets(now: datetime) -> None:
             over.update(previous_secret="", previous_secret_until=None)
 
 
-def delivery_record(*, delivery: WebhookDelivery, code: int | None, error: str = "") -> WebhookDelivery.Status | None:
+def delivery_record(*, delivery: WebhookDelivery, code: int | None, error: str = "") -> DeliveryStatus | None:
     """What one attempt of a claimed message got: a 2xx marks it delivered; anything else
     (another status, a redirect, a refused address, a timeout) schedules the next attempt
     after the next of NINEPLAN_WEBHOOKS_RETRY_DELAYS, or marks it failed after the last.

@@ -88,11 +88,12 @@ def worker_write(
         claim = claim_of(name, worker, actor, op, text, **late)
         if claim.plan is not None:
             remember_held_file(name, claimant, worker, claim.plan.file_stem)
-            changed = ()
+            changed: tuple[str, ...] = ()
             if claim.others_changed:
                 changed = tuple(i.describe() for i in interventions.since_worker_wrote(claim.plan.id, actor))
             yield WorkerWrite(name, worker, actor, claim.plan, claim.lease_seconds, undo, ahead, changed)
             return
+    assert claim.lost is not None  # a claim without its plan was lost
     raise claim.lost
 
 

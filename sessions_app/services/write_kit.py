@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import cast
 
 from django.conf import settings
 from django.db.models import F
@@ -20,7 +21,8 @@ from sessions_app.models import DEFAULT_WORKER, SECTIONS, Event, Plan, Session
 from sessions_app.services.webhooks import write_messages
 from sessions_app.webhooks import event_types as webhook_types
 
-ACTOR_CHARS = Event._meta.get_field("actor").max_length
+# Event.actor declares its max_length; the stubs type any field's as optional.
+ACTOR_CHARS = cast(int, Event._meta.get_field("actor").max_length)
 
 # What a write of a plan sets beside its text: its version and when it changed.
 TOUCHED = ("version", "updated_at")
@@ -76,7 +78,8 @@ def lock_session(name: str, need: str) -> Session:
 def _allowed(session: Session | None, name: str, need: str) -> Session:
     if session is None:
         raise SessionNotFound.named(name)
-    access.require(need, project=session.project_id, session_name=name)
+    # The column is NOT NULL; the stubs type a foreign key with a database default as optional.
+    access.require(need, project=cast(str, session.project_id), session_name=name)
     return session
 
 

@@ -25,11 +25,14 @@ from sessions_app.errors import DatabaseFailed, NineplanError
 try:
     import fcntl
 except ImportError:  # Windows: writers wait in SQLite's own retry loop
-    fcntl = None
+    HAS_FLOCK = False
+else:
+    HAS_FLOCK = True
 
 log = logging.getLogger("nineplan.services")
 
-Undo = list[Callable[[], None]]
+# An undo step's value, if any, is not used.
+Undo = list[Callable[[], object]]
 
 
 @contextmanager
@@ -72,14 +75,15 @@ def writer_turn() -> Iterator[None]:
     """
     name = str(connection.settings_dict.get("NAME") or "")
     in_memory = name.startswith((":", "file:"))
-    if fcntl is None or connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
+    if not HAS_FLOCK or connection.vendor != "sqlite" or connection.in_atomic_block or in_memory:
         yield
         return
     with _turns:  # threads of one process share the descriptor, so they queue here first
-        pid, fd = _turn_file.get(name, (None, None))
-        if pid != os.getpid():  # a forked child must not share its parent's open file
-            fd = os.open(f"{name}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600)
-            _turn_file[name] = (os.getpid(), fd)
+        held = _turn_file.get(name)
+        if held is None or held[0] != os.getpid():  # a forked child must not share its parent's open file
+            held = (os.getpid(), os.open(f"{name}-writers.lock", os.O_RDWR | os.O_CREAT, 0o600))
+            _turn_file[name] = held
+        fd = held[1]
         fcntl.flock(fd, fcntl.LOCK_EX)
         try:
             yield
