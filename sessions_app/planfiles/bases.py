@@ -140,13 +140,12 @@ def moved(stored: str | None, inode: int | None, new_inode: int, version: int) -
     return dump(_renamed(found, inode, new_inode))
 
 
-def _renamed(record: FileWrite | str | None, inode: int, new_inode: int) -> FileWrite | str | None:
-    if not isinstance(record, FileWrite):
-        return record
+def _renamed(record: FileWrite, inode: int, new_inode: int) -> FileWrite:
+    earlier = record.earlier
     return replace(
         record,
         inode=new_inode if record.inode == inode else record.inode,
-        earlier=_renamed(record.earlier, inode, new_inode),
+        earlier=_renamed(earlier, inode, new_inode) if isinstance(earlier, FileWrite) else earlier,
     )
 
 

@@ -118,7 +118,7 @@ def write_file(
     if not enabled():
         return displaced.NOTHING
     name = file_name(plan_id)
-    data = _bytes(content)
+    data = content.encode("utf-8") if isinstance(content, str) else content
     late = displaced.NOTHING
 
     def after_replace(old: int | None, inode: int) -> None:
@@ -179,7 +179,7 @@ def write_plan(
             write_base(session_name, plan_id, text)
             return
         found = before.text if before is not None and before.usable else None
-        found_inode = before.inode if found is not None else None
+        found_inode = before.inode if before is not None and found is not None else None
         write_base(
             session_name, plan_id, bases.dump(bases.file_write(version, text, inode, stored, found, found_inode))
         )

@@ -48,7 +48,7 @@ class Intervention:
     """A change someone other than an agent (a reviewer in the admin, an integration) made
     to a plan: what, who, when and why, so the agent that held or queued it is told."""
 
-    plan_id: str
+    plan_id: str | None  # None only for an event that names no plan (an imported log may hold one)
     kind: str
     actor: str
     at: datetime
@@ -95,7 +95,7 @@ def _intervention(event: Event) -> Intervention:
         or (f"before plan {detail['before']}" if detail.get("before") else "")
         or (", ".join(str(s) for s in detail["sections"]) if isinstance(detail.get("sections"), list) else "")
     )
-    rejections = detail.get("rejections") if isinstance(detail.get("rejections"), int) else 0
+    rejections = found if isinstance(found := detail.get("rejections"), int) else 0
     return Intervention(event.plan_id, event.kind, event.actor, event.created_at, str(reason), rejections)
 
 
@@ -193,10 +193,10 @@ def fate_of_last_pulled(session_name: str, actor: str | None = None) -> Interven
     """Why the plan an agent (``actor``, which names its worker) last pulled in the session
     is no longer active, when someone else took it away (discarded or returned it to the
     queue); None otherwise."""
-    pulled = Event.objects.filter(session_id=session_name, kind="plan_pulled")
+    pulls = Event.objects.filter(session_id=session_name, kind="plan_pulled")
     if actor is not None:
-        pulled = pulled.filter(actor=actor)
-    pulled = pulled.order_by("-id").only("id", "plan_id").first()
+        pulls = pulls.filter(actor=actor)
+    pulled = pulls.order_by("-id").only("id", "plan_id").first()
     if pulled is None:
         return None
     after = (

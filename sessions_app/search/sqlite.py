@@ -256,11 +256,12 @@ def search_plans(
 
     way = _search_way(session_name) if session_name is not None else None
     scoped = way == OWN_INDEX
-    if scoped:
+    if scoped and session_name is not None:
         _fill_scope(session_name)
     found: list[tuple] = []
     seen: set[str] = set()
     joiners = ["AND", "OR"] if len(words) > 1 else ["AND"]
+    params: list[object]
     for joiner in joiners:
         if scoped:
             table, rank, match, params = f"temp.{SCOPE_TABLE}", SCOPE_RANK, "%s", [_fts_query(words, joiner)]

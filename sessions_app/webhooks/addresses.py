@@ -14,6 +14,7 @@ import ipaddress
 import socket
 import unicodedata
 from dataclasses import dataclass
+from typing import cast
 from urllib.parse import urlsplit
 
 from django.conf import settings
@@ -128,7 +129,9 @@ def resolve(url: object) -> Target:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
         raise ValidationFailed(f"url: the host '{host}' does not resolve ({exc}).", field="url") from None
-    addresses = list(dict.fromkeys(info[4][0] for info in infos))
+    # An IP lookup's address is text; the stubs also allow the (int, bytes) form that a Python
+    # built without IPv6 gives for an address family it does not know.
+    addresses = list(dict.fromkeys(cast(str, info[4][0]) for info in infos))
     if not addresses:
         raise ValidationFailed(f"url: the host '{host}' does not resolve.", field="url")
     # Every address is checked, not only the one used: a name that also resolves to a

@@ -41,7 +41,7 @@ EMPTYING_KINDS = frozenset(
     {Event.Kind.PLAN_COMPLETED, Event.Kind.PLAN_APPROVED, Event.Kind.PLAN_DISCARDED, Event.Kind.PLAN_HELD}
 )
 
-_OF_KIND = {
+_OF_KIND: dict[str, tuple[str, ...]] = {
     Event.Kind.PLAN_SUBMITTED: (PLAN_IN_REVIEW,),
     Event.Kind.PLAN_HELD: (PLAN_HELD,),
     Event.Kind.PLAN_RECLAIMED: (LEASE_LOST,),
