@@ -230,11 +230,11 @@ def _check_files(session: Session, plans: list[Plan], result: InvariantReport) -
     open_ids = {p.id for p in plans}
     leftover = sorted(set(found.files) - set(current))
     # A leftover copy is only harmless if its plan's row (which holds all its text) is there.
-    known = dict(Plan.objects.filter(session=session, id__in={planfiles.split_stem(s)[0] for s in leftover})
+    known = dict(Plan.objects.filter(session=session, id__in={planfiles.stem_plan_id(s) for s in leftover})
                  .values_list("id", "version")) if leftover else {}  # fmt: skip
     for stem in leftover:
         what = found.files[stem]
-        plan_id = planfiles.split_stem(stem)[0]
+        plan_id = planfiles.stem_plan_id(stem)
         if what:
             result.fail(
                 "no_orphaned_files",

@@ -45,13 +45,13 @@ class Progress:
         """Ends the current stage's line (showing its final count)."""
         if self.label:
             self._draw(force=True)
-            if self.shown:
+            if self.shown and self.stream is not None:
                 self.stream.write("\n")
                 self.stream.flush()
         self.label, self._width = "", 0
 
     def _draw(self, force: bool = False) -> None:
-        if not self.shown or not self.label:
+        if not self.shown or not self.label or self.stream is None:
             return
         now = time.monotonic()
         if not force and now - self._drawn_at < REDRAW_SECONDS:

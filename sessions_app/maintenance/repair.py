@@ -144,15 +144,15 @@ def _repair_files(run: _Run) -> None:
     on_disk = set(found.files)
 
     for stem in sorted(set(open_plans) - on_disk):
-        plan = open_plans[stem]
+        open_plan = open_plans[stem]
         if planfiles.read_base(name, stem) is None:
             continue  # never copied to this machine: nothing was lost (a pull writes it)
         run.act(
             "rerender",
             f"{stem}.txt",
-            f"{plan.status} plan had no file; rendered from the database",
-            plan,
-            lambda plan=plan: _rerender(name, plan),
+            f"{open_plan.status} plan had no file; rendered from the database",
+            open_plan,
+            lambda plan=open_plan: _rerender(name, plan),
         )
     for stem in sorted(open_plans):
         if planfiles.unreadable_base(planfiles.read_base(name, stem)):
@@ -169,13 +169,13 @@ def _repair_files(run: _Run) -> None:
 
     stale = sorted(on_disk - set(open_plans))
     # Only this session's plans: a file never speaks for a plan of another session.
-    known = Plan.objects.filter(session_id=name).in_bulk({planfiles.split_stem(stem)[0] for stem in stale})
+    known = Plan.objects.filter(session_id=name).in_bulk({planfiles.stem_plan_id(stem) for stem in stale})
     for stem in stale:
         target = f"{stem}.txt"
         if found.files[stem]:
             run.left_alone(target, f"is {found.files[stem]}, {NOT_A_FILE}")
             continue
-        plan = known.get(planfiles.split_stem(stem)[0])
+        plan = known.get(planfiles.stem_plan_id(stem))
         if plan is None:
             state = "no such plan in the database"
         elif plan.is_open:
@@ -194,7 +194,8 @@ def _repair_files(run: _Run) -> None:
         # is still there.
         untouched = plan is not None and not run.orphan and planfiles.untouched(name, stem, plan.version, read)
         earlier_claim = plan is not None and plan.is_open
-        if not untouched and (not read.usable or earlier_claim or file_adds_text(read.text, plan)):
+        # A usable read has its text ("" stands in for the None of one that is not, never read).
+        if not untouched and (not read.usable or earlier_claim or file_adds_text(read.text or "", plan)):
             why = "the file holds text the database lacks" if read.usable else f"the file {read.problem}"
             run.act(
                 "preserve",

@@ -61,6 +61,7 @@ from sessions_app.planfiles.folders import (
     session_dir,
     sessions_root,
     split_stem,
+    stem_plan_id,
 )
 from sessions_app.planfiles.listing import Scan, list_plan_files, list_temp_files, scan
 from sessions_app.planfiles.text import HEADINGS, ParsedFile, parse, render
@@ -112,6 +113,7 @@ __all__ = [
     "session_dir",
     "sessions_root",
     "split_stem",
+    "stem_plan_id",
     "unreadable_base",
     "untouched",
     "write_base",

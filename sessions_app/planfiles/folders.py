@@ -226,6 +226,15 @@ def split_stem(stem: str) -> tuple[str, int] | None:
     return plan_id, int(number or 0)
 
 
+def stem_plan_id(stem: str) -> str:
+    """The plan id of a plan file's name (without .txt), as a scan lists them; ValueError
+    if it is not one."""
+    split = split_stem(stem)
+    if split is None:
+        raise ValueError(f"{stem!r} is not a plan file's name")
+    return split[0]
+
+
 def identity_of(st: os.stat_result) -> tuple[int, int, int, int, int]:
     # Any write changes the size or a time; 9plan's own writes also change the inode.
     return (st.st_mode, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)

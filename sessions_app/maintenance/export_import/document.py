@@ -9,7 +9,9 @@ plans) is checked by the import (restore.py), which sees the pieces one after an
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime, timedelta
+from typing import Literal, cast, overload
 
 from django.conf import settings
 from django.utils import timezone
@@ -64,7 +66,8 @@ CLAIM_KEYS = ("worker", "claimed_at", "lease_expires_at", "attempts", "waiting_f
 PLAN_KEYS_V3 = (*PLAN_KEYS, *CLAIM_KEYS)
 EVENT_KEYS = ("id", "plan", "kind", "actor", "detail", "created_at")
 BIGINT = 2**63
-ACTOR_CHARS = Event._meta.get_field("actor").max_length
+# Event.actor declares its max_length; the stubs type any field's as optional.
+ACTOR_CHARS = cast(int, Event._meta.get_field("actor").max_length)
 INT32 = 2**31 - 1
 # Read once: an enum's values are rebuilt on every access, and each piece checks one.
 PLAN_STATUSES = tuple(Plan.Status.values)
@@ -102,6 +105,10 @@ def whole_number(field: str, value: object, *, minimum: int = -BIGINT, maximum: 
     return value
 
 
+@overload
+def moment(field: str, value: object, *, required: Literal[True]) -> datetime: ...
+@overload
+def moment(field: str, value: object, *, required: bool) -> datetime | None: ...
 def moment(field: str, value: object, *, required: bool) -> datetime | None:
     if value is None and not required:
         return None
@@ -116,6 +123,14 @@ def moment(field: str, value: object, *, required: bool) -> datetime | None:
     return parsed
 
 
+@overload
+def text(
+    field: str, value: object, *, required: bool = ..., nullable: Literal[False] = ..., max_chars: int | None = ...
+) -> str: ...
+@overload
+def text(
+    field: str, value: object, *, required: bool = ..., nullable: bool, max_chars: int | None = ...
+) -> str | None: ...
 def text(
     field: str, value: object, *, required: bool = False, nullable: bool = False, max_chars: int | None = None
 ) -> str | None:
@@ -146,8 +161,9 @@ def check_session(data: object, version: int) -> Session:
     return session
 
 
-def choice(field: str, value: object, choices) -> str:
-    if value not in choices:
+def choice(field: str, value: object, choices: Collection[str]) -> str:
+    # Every choice is text, so a value that is not text is none of them.
+    if not isinstance(value, str) or value not in choices:
         raise fail(field, f"must be one of {', '.join(choices)}; got {value!r}.")
     return value
 
@@ -246,7 +262,9 @@ def check_revision(where: str, plan_id: str | None, row: object, previous: int) 
                 f"most {longest:,} (NINEPLAN_MAX_FIELD_CHARS)."
             )  # fmt: skip
     return Revision(
-        plan_id=plan_id,
+        # None while the first read checks a plan not yet named, a row never saved; the
+        # stubs refuse None for a NOT NULL foreign key even on an unsaved row.
+        plan_id=plan_id,  # type: ignore[misc]
         number=number,
         kind=choice(f"{where}.kind", row["kind"], REVISION_KINDS),
         actor=actor_name(f"{where}.actor", row["actor"]),

@@ -124,9 +124,9 @@ def _export_pieces(session: Session, last_event: int, progress: Progress) -> Ite
     progress.stage("Exporting events", events.count() if progress.shown else None)
     yield ' "events": ['
     first = True
-    columns = ("id", "plan_id", "kind", "actor", "detail", "created_at")
+    event_columns = ("id", "plan_id", "kind", "actor", "detail", "created_at")
     for event_id, plan_id, kind, actor, detail, created_at in (
-        events.order_by("id").values_list(*columns).iterator(chunk_size=EXPORT_CHUNK)
+        events.order_by("id").values_list(*event_columns).iterator(chunk_size=EXPORT_CHUNK)
     ):
         event = {
             "id": event_id,
@@ -157,6 +157,7 @@ class _RevisionWalk:
         self._held: dict[str, tuple[datetime, list[dict]]] = {}
 
     def _group(self) -> tuple[str, datetime, list[dict]]:
+        assert self._next is not None  # take() groups only while rows are left
         plan_id, created_at = self._next[0], self._next[1]
         found = []
         while self._next is not None and self._next[0] == plan_id:

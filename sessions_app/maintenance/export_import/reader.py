@@ -134,7 +134,9 @@ class DocumentReader:
     def peek(self) -> str:
         """The next character that is not white space ("" at the end), not consumed."""
         while True:
-            self._pos = _SPACE.match(self._buf, self._pos).end()
+            space = _SPACE.match(self._buf, self._pos)
+            assert space is not None  # it matches the empty string too
+            self._pos = space.end()
             if self._pos < len(self._buf):
                 return self._buf[self._pos]
             if not self._more():

@@ -20,7 +20,7 @@ import hashlib
 import io
 import json
 import logging
-from typing import BinaryIO
+from typing import BinaryIO, cast
 
 from django.conf import settings
 
@@ -98,7 +98,8 @@ def import_file(
             f"no project named '{session.project_id}' here; create it with `9plan project create "
             f"{session.project_id}`, or import into another with --project.",
         )
-    access.require_in_project(access.WORK, session.project_id)
+    # Set just above; the stubs type a foreign key with a database default as optional.
+    access.require_in_project(access.WORK, cast(str, session.project_id))
     checks = _Checks()
     digest = _walk(stream, _Reading(version, old, session, checks, progress, []))
     checks.finish()
@@ -245,25 +246,25 @@ def _plan(reader: DocumentReader, at: str, hint: str | None, reading: _Reading):
     sink, previous = reading.sink, 0
     row = reader.value_within(WHOLE_PLAN_CHARS)
     if row is TOO_LONG and reader.peek() == "{":
-        row = {}
+        fields: dict[str, object] = {}
         for key in reader.keys():  # noqa: SIM118 (the reader streams a JSON object's keys; it is no dict)
             if key == "revisions" and reader.peek() == "[":
                 for j in reader.items():
                     revision = check_revision(f"{at}.revisions[{j}]", hint, reader.value(), previous)
                     previous = revision.number
                     sink.revision(revision)
-                row[key] = []
+                fields[key] = []
             else:
                 try:
-                    row[key] = reader.value()
+                    fields[key] = reader.value()
                 except Unreadable as exc:
-                    raise _unreadable(f"{at}.{key}", exc, plan=row.get("id")) from None
-        return check_plan(at, plan_defaults(row, reading.version, reading.old), reading.version, reading.session)
+                    raise _unreadable(f"{at}.{key}", exc, plan=fields.get("id")) from None
+        return check_plan(at, plan_defaults(fields, reading.version, reading.old), reading.version, reading.session)
     if row is TOO_LONG:
         row = reader.value()  # one value over the bound: refused by the reader
     row = plan_defaults(row, reading.version, reading.old)
     kept = row.get("revisions") if isinstance(row, dict) else None
-    if isinstance(kept, list):
+    if isinstance(row, dict) and isinstance(kept, list):
         row = {**row, "revisions": []}
     found = check_plan(at, row, reading.version, reading.session)
     for j, raw in enumerate(kept or ()):
@@ -310,10 +311,12 @@ class _Checks:
         if plan.status == Plan.Status.QUEUED:
             if plan.sort_key in self._positions:
                 raise fail(f"{at}.sort_key", f"position {plan.sort_key} is taken by another queued plan.")
+            assert plan.sort_key is not None  # check_plan gives every queued plan its position
             self._positions.add(plan.sort_key)
         if plan.status == Plan.Status.ACTIVE:
             if plan.worker in self._workers:
                 raise fail(f"{at}.worker", f"worker '{plan.worker}' holds another active plan; a worker holds one.")
+            assert plan.worker is not None  # check_claim gives every active plan its worker
             self._workers.add(plan.worker)
         self._links.extend((plan.id, dep) for dep in depends_on)
 

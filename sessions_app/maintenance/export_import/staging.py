@@ -29,7 +29,9 @@ from sessions_app.identifiers import is_plan_id, is_session_name
 try:
     import fcntl
 except ImportError:  # Windows: no flock; a folder is taken as abandoned only when it is old
-    fcntl = None
+    HAS_FLOCK = False
+else:
+    HAS_FLOCK = True
 
 log = logging.getLogger("nineplan.export_import")
 
@@ -46,7 +48,7 @@ def _root() -> int:
 
 def _locked(fd: int) -> bool:
     """Takes the folder's lock without waiting; False when a running import holds it."""
-    if fcntl is None:
+    if not HAS_FLOCK:
         return True
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -259,7 +261,7 @@ def _folders() -> list[tuple[str, bool]]:
             except OSError:
                 continue
             try:
-                if fcntl is None:
+                if not HAS_FLOCK:
                     live = time.time() - os.fstat(fd).st_mtime < ABANDONED_AFTER
                 else:
                     live = not _locked(fd)

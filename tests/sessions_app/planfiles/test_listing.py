@@ -10,6 +10,7 @@ import time
 import pytest
 
 from sessions_app import planfiles
+from sessions_app.models import Plan
 from tests.conftest import break_plans_folder
 from tests.sessions_app.conftest import plan_file, tree
 
@@ -38,6 +39,17 @@ def test_a_scan_names_each_plan_file_and_finds_them_regular(session, make_plan, 
     assert planfiles.list_plan_files(session.name) == sorted([first.id, second.id])
     # Nothing was opened, moved or written.
     assert tree(sessions_dir) == before
+
+
+def test_each_listed_name_gives_its_plan_id_and_nothing_else_does(session, make_plan, sessions_dir):
+    plan = make_plan(session)
+    reclaimed = Plan(id=plan.id, reclaims=2)
+
+    assert planfiles.stem_plan_id(plan.file_stem) == plan.id
+    assert planfiles.stem_plan_id(reclaimed.file_stem) == plan.id
+    assert [planfiles.stem_plan_id(stem) for stem in planfiles.scan(session.name).files] == [plan.id]
+    with pytest.raises(ValueError, match="not a plan file's name"):
+        planfiles.stem_plan_id("README")
 
 
 def test_a_link_in_a_plan_files_place_is_listed_but_not_regular(session, make_plan, sessions_dir, tmp_path):
