@@ -109,6 +109,7 @@ def _render(request, which: str, name: str | None) -> bytes:
     if which == "inbox":
         context = review_pages.inbox_context(request)
         return _answer(request, review_pages.INBOX_PARTS, context, _nav(context["counts"]))
+    assert name is not None  # view() lets a session's page through only with the session's name
     try:
         if which == "board":
             context = board.live_context(request, name)

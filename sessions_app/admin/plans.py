@@ -4,6 +4,8 @@ the staff user as the actor, for a user ``can_intervene`` accepts."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.admin import helpers
@@ -35,7 +37,8 @@ FAILED = "Plan {plan}: {category}: {message}"
 
 # The staff actions a plan page posts to: the service, the one form field it takes, and
 # the message shown when it succeeds.
-STAFF_ACTIONS = {
+# Each service takes the session, plan and actor, and the one field named (if any), by keyword.
+STAFF_ACTIONS: dict[str, tuple[Callable[..., services.Written], str | None, str]] = {
     "move": (services.plan_move, "position", MOVED),
     "requeue": (services.plan_requeue, "position", REQUEUED),
     "reclaim": (services.plan_reclaim, None, RECLAIMED),

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
@@ -14,6 +15,9 @@ from sessions_app.errors import PlanNotFound
 from sessions_app.maintenance import invariants
 from sessions_app.models import SECTIONS, Event, Plan, Session
 from sessions_app.reads import needs_you, queries
+
+if TYPE_CHECKING:
+    from sessions_app.reads.needs_you import PlanInProject
 
 QUEUE_SHOWN = 200
 HISTORY_SHOWN = 50
@@ -171,7 +175,7 @@ def session_of_plan(plan_id: str) -> str | None:
     return queries.visible_plans().filter(id=plan_id).values_list("session_id", flat=True).first()
 
 
-def plan_for_restore(plan_id: str) -> Plan | None:
+def plan_for_restore(plan_id: str) -> PlanInProject | None:
     """What the restore's confirmation names: the plan's status and its worker (None if the
     user may not see the plan)."""
     fields = ("id", "session_id", "status", "worker", "goal", "lease_expires_at")

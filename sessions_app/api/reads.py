@@ -9,6 +9,7 @@ change, and is found through the (session, id) index without reading the plans.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import NoReturn
 
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Subquery, Window
 from django.db.models.functions import RowNumber
@@ -111,7 +112,7 @@ class PlanDetail:
         return self.dependencies.ready and not self.plan.waiting_for_person
 
 
-def _not_found(name: str, plan_id: str):
+def _not_found(name: str, plan_id: str) -> NoReturn:
     queries.get_session(name)  # a missing session is SESSION_NOT_FOUND, not PLAN_NOT_FOUND
     raise PlanNotFound.in_session(plan_id, name)
 

@@ -345,7 +345,7 @@ def not_found(request, *args, **kwargs):
     return _not_found(request, *args, **kwargs)
 
 
-class PublicPage:
+class PublicPage(APIView):
     """The schema and its docs page (drf-spectacular's views, public): like every endpoint
     they refuse a query parameter they do not take, and answer errors as problems in JSON."""
 

@@ -9,10 +9,18 @@ test) nothing is written: a log would only fill with carriage returns.
 from __future__ import annotations
 
 import time
-from typing import TextIO
+from typing import Protocol
 
 # Redrawn at most this often: a redraw per row would cost more than the work it reports.
 REDRAW_SECONDS = 0.1
+
+
+class Stream(Protocol):
+    """What the lines are written to: a text stream (a terminal's, or Django's wrapper of one)."""
+
+    def write(self, text: str, /) -> object: ...
+
+    def flush(self) -> object: ...
 
 
 class Progress:
@@ -23,7 +31,7 @@ class Progress:
     terminal does nothing, so callers never have to ask.
     """
 
-    def __init__(self, stream: TextIO | None = None):
+    def __init__(self, stream: Stream | None = None):
         self.stream = stream
         self.shown = bool(stream is not None and _isatty(stream))
         self.label = ""

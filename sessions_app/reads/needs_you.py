@@ -10,8 +10,10 @@ every count one aggregate. Every read is narrowed to the projects the caller may
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, TypedDict
 
 from django.db.models import Count, F, Max, OuterRef, Q, Subquery
 
@@ -62,7 +64,19 @@ def counts() -> Counts:
     return Counts(**{k: v or 0 for k, v in found.items()})
 
 
-def oldest_first(which: Q, *, limit: int = SHOWN, whole: bool = False) -> list[Plan]:
+class ProjectOf(TypedDict):
+    """What a plan is annotated with for a page that checks the caller's role in its project."""
+
+    project: str
+
+
+if TYPE_CHECKING:
+    from django_stubs_ext import WithAnnotations
+
+    PlanInProject = WithAnnotations[Plan, ProjectOf]
+
+
+def oldest_first(which: Q, *, limit: int = SHOWN, whole: bool = False) -> list[PlanInProject]:
     """The visible plans ``which`` selects, the one waiting longest first (``whole``: with
     their whole text, else the fields the lists show). A held plan carries the reviewer's
     notes of its last rejection (``rejected_by``, ``rejection_notes``): why it is held."""
@@ -145,9 +159,9 @@ def busy_sessions(*, limit: int = WORKERS_SHOWN) -> list[Busy]:
 class Home:
     now: datetime
     counts: Counts
-    in_review: list[Plan]
-    held: list[Plan]
-    waiting: list[Plan]
+    in_review: list[PlanInProject]
+    held: list[PlanInProject]
+    waiting: list[PlanInProject]
     trouble: list[Trouble]
     blocked: list[StuckBehind]
     busy: list[Busy]
@@ -194,7 +208,7 @@ class SincePull:
     sections: list[tuple[str, str, str]]
 
 
-def since_pull(plans: list[Plan]) -> dict[str, SincePull]:
+def since_pull(plans: Sequence[Plan]) -> dict[str, SincePull]:
     """For every plan (whose full text is loaded), in two queries whatever their number."""
     ids = [p.id for p in plans]
     pulled = dict(

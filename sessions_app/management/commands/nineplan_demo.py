@@ -327,6 +327,7 @@ class Command(PersonCommand):
         plans = Plan.objects.filter(session=session)
         events = Event.objects.filter(session=session).order_by("created_at")
         first, last = events.first(), events.last()
+        assert first is not None and last is not None  # a session's creation is its first event
         hours = (last.created_at - first.created_at).total_seconds() / 3600
         out = self.stdout.write
         out(
