@@ -70,6 +70,17 @@ def foreign_private_uses(path: Path, tree: ast.AST, own: set[str]) -> list[str]:
             ]
         elif isinstance(node, ast.Attribute) and is_private(node.attr) and node.attr not in DOCUMENTED | own:
             found.append(f"{path.name}:{node.lineno} uses .{node.attr}")
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id in ("getattr", "setattr", "hasattr", "delattr")
+            and len(node.args) > 1
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(node.args[1].value, str)
+            and is_private(node.args[1].value)
+            and node.args[1].value not in DOCUMENTED | own
+        ):
+            found.append(f"{path.name}:{node.lineno} uses {node.func.id}(..., {node.args[1].value!r})")
     return found
 
 
@@ -106,6 +117,7 @@ def test_no_c_library_is_loaded_by_hand():
         ("import asyncio\nasyncio._set_running_loop(None)\n", True),
         ("from mcp.server.mcpserver import MCPServer\nMCPServer('x')._tool_manager\n", True),
         ("from asyncio.events import _get_running_loop\n", True),
+        ("import sys\ngetattr(sys.stderr, '_out', None)\n", True),
         ("from sessions_app.api.errors import _translate\n", False),
         ("class A:\n    def __init__(self):\n        self._kept = 1\n\nA()._kept\n", False),
         ("row._replace(a=1)\nPlan._meta.fields\n", False),

@@ -6,7 +6,7 @@ import argparse
 import logging
 import sys
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand, CommandError, OutputWrapper
 
 from sessions_app.identifiers import is_session_name
 from sessions_app.maintenance.progress import Progress
@@ -74,9 +74,25 @@ class PersonCommand(BaseCommand):
     def progress(self) -> Progress:
         """Progress lines on this command's stderr, shown only when it is a terminal."""
         if self._progress is None:
-            # The raw stream: Django's wrapper would colour every progress line as an error.
-            self._progress = Progress(getattr(self.stderr, "_out", self.stderr))
+            self._progress = Progress(PlainLines(self.stderr))
         return self._progress
+
+
+class PlainLines:
+    """A command's stderr as progress writes to it: the text as given, without the error
+    colour and the line ending Django's wrapper adds to each write by default."""
+
+    def __init__(self, wrapper: OutputWrapper):
+        self.wrapper = wrapper
+
+    def write(self, text: str, /) -> None:
+        self.wrapper.write(text, style_func=str, ending="")
+
+    def flush(self) -> None:
+        self.wrapper.flush()
+
+    def isatty(self) -> bool:
+        return self.wrapper.isatty()
 
 
 def session_name(value: str) -> str:

@@ -7,9 +7,11 @@ import json
 
 import pytest
 from django.core.management import call_command
-from django.core.management.base import CommandError
+from django.core.management.base import CommandError, OutputWrapper
+from django.core.management.color import color_style
 
 from sessions_app.maintenance.progress import Progress
+from sessions_app.management.person_command import PlainLines
 from sessions_app.models import Session
 from tests.sessions_app.api_fixtures import full_session  # noqa: F401  (fixture)
 
@@ -66,6 +68,28 @@ def test_export_and_import_show_their_stages_on_a_terminal(full_session, tmp_pat
     for stage in ("Checking plans: 5\n", "Checking events: 12\n", "Writing plans: 5/5 (100%)", "Writing events: 12/12"):
         assert stage in screen.getvalue()
     assert json.loads(target.read_text())["session"]["name"] == full_session.name
+
+
+@pytest.mark.django_db
+def test_a_commands_progress_rewrites_one_line_per_stage(full_session, tmp_path):
+    screen = Terminal()
+    call_command("export", full_session.name, output=str(tmp_path / "out.json"), stderr=screen)
+    plans = next(line for line in screen.getvalue().split("\n") if "Exporting plans" in line)
+    assert plans.startswith("\rExporting plans: 0/5 (0%)") and plans.endswith("\rExporting plans: 5/5 (100%)")
+
+
+def test_progress_on_a_commands_stderr_is_neither_coloured_nor_broken_into_lines():
+    screen = Terminal()
+    stderr = OutputWrapper(screen)
+    stderr.style_func = color_style(force_color=True).ERROR  # as a command's stderr on a terminal
+    stderr.write("an error")
+    assert screen.getvalue() == "\x1b[31;1man error\n\x1b[0m"
+    screen.seek(0), screen.truncate()
+    progress = Progress(PlainLines(stderr))
+    progress.stage("Exporting plans", 2)
+    progress.advance(2)
+    assert screen.getvalue().startswith("\rExporting plans: 0/2 (0%)")
+    assert "\x1b[" not in screen.getvalue() and "\n" not in screen.getvalue()
 
 
 @pytest.mark.django_db
