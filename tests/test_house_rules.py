@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
-OWN_PACKAGES = {"sessions_app", "mcp_bridge", "nineplan", "tests", "bench"}
+OWN_PACKAGES = {"sessions_app", "mcp_bridge", "nineplan", "tests", "bench", "validation"}
+PRODUCT = ("sessions_app", "mcp_bridge", "nineplan", "manage.py")
 MOST_LINES = 600
 # Underscored names that are another package's documented interface: a Django model's
 # _meta (the Model _meta API) and _state (documented on model instances), and a named
@@ -96,8 +97,15 @@ def test_no_module_is_over_600_lines():
 
 def test_other_packages_are_used_through_their_public_names_only():
     trees = {path: ast.parse(path.read_text(encoding="utf-8"), filename=str(path)) for path in python_files()}
-    own = own_private_names(trees)
-    found = [use for path, tree in trees.items() for use in foreign_private_uses(path, tree, own)]
+    # 9plan's own code is held to the names it defines itself; the tests and benchmarks may
+    # also use the ones their helpers define.
+    product = {path: tree for path, tree in trees.items() if path.relative_to(REPO).parts[0] in PRODUCT}
+    own = {PRODUCT: own_private_names(product), None: own_private_names(trees)}
+    found = [
+        use
+        for path, tree in trees.items()
+        for use in foreign_private_uses(path, tree, own[PRODUCT if path in product else None])
+    ]
     assert found == []
 
 
