@@ -56,7 +56,9 @@ class SessionForm(forms.Form):
         cast(forms.ChoiceField, self.fields["project"]).choices = [(p, p) for p in projects]
 
 
-class PlanForm(forms.Form):
+class SectionsForm(forms.Form):
+    """A plan's seven sections, in the plan file's order."""
+
     context = _section("context")
     goal = _section("goal", 2)
     inputs = _section("inputs", 2)
@@ -64,6 +66,9 @@ class PlanForm(forms.Form):
     approach = _section("approach", 5)
     success_criteria = _section("success_criteria")
     notes = _section("notes", 2)
+
+
+class PlanForm(SectionsForm):
     position = forms.ChoiceField(choices=POSITION_CHOICES, initial="back")
     depends_on = forms.MultipleChoiceField(
         required=False,
@@ -85,13 +90,9 @@ class BatchForm(forms.Form):
     review = forms.BooleanField(required=False, help_text="Each waits for a reviewer's approval once completed.")
 
 
-class EditForm(forms.Form):
-    context = _section("context")
-    goal = _section("goal", 2)
-    inputs = _section("inputs", 2)
-    outputs = _section("outputs", 2)
+class EditForm(SectionsForm):
+    # A plan being edited has usually grown: its approach and notes get more room.
     approach = _section("approach", 6)
-    success_criteria = _section("success_criteria")
     notes = _section("notes", 6)
     version = forms.IntegerField(widget=forms.HiddenInput)
 

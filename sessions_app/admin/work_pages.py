@@ -6,6 +6,9 @@ the user as the actor. Bad input gets the form back, the field named, nothing wr
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TypeVar
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
 from django.http import Http404, HttpResponseRedirect
@@ -62,26 +65,40 @@ def _managed_projects(request) -> list[str]:
     return caller.projects_allowing(access.MANAGE)
 
 
+T = TypeVar("T")
+
+
+def _through(form, call: Callable[[], T], *, default: str | None = None) -> T | None:
+    """What the service ``call`` returns, or None with its refusal shown on ``form`` at the
+    field it names (``default`` when it names none). A caller the service finds without the
+    right is refused the page (403), as when it could not open it."""
+    try:
+        return call()
+    except NotPermitted:
+        raise PermissionDenied from None
+    except NineplanError as exc:
+        forms.show_error(form, exc, default=default)
+        return None
+
+
 def session_new_view(model_admin, request):
     _check(request)
     projects = _managed_projects(request)
     form = forms.SessionForm(request.POST if request.method == "POST" else None, projects=projects)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            session = services.session_create(
+        session = _through(
+            form,
+            lambda: services.session_create(
                 project=data["project"],
                 task_description=data["task_description"] or None,
                 review=data["review"],
                 lease_seconds=data["lease_seconds"],
                 max_attempts=data["max_attempts"],
                 actor=actor_for(request.user),
-            )
-        except NotPermitted:
-            raise PermissionDenied from None
-        except NineplanError as exc:
-            forms.show_error(form, exc)
-        else:
+            ),
+        )
+        if session is not None:
             messages.success(request, CREATED.format(session=session.name, project=session.project_id))
             return HttpResponseRedirect(reverse("admin:sessions_app_board", args=[session.name]))
     return _render(model_admin, request, "New session", form, submit="Create the session")
@@ -116,19 +133,18 @@ def plan_add_view(model_admin, request, name: str):
         plan = {s: data[s] for s in forms.NEW_PLAN_SECTIONS}
         if data["depends_on"]:
             plan["depends_on"] = list(data["depends_on"])
-        try:
-            written = services.plan_enqueue_many(
+        added = _through(
+            form,
+            lambda: services.plan_enqueue_many(
                 session_name=session.name,
                 plans=[plan],
                 position=data["position"],
                 review=data["review"],
                 actor=actor_for(request.user),
-            )[0]
-        except NotPermitted:
-            raise PermissionDenied from None
-        except NineplanError as exc:
-            forms.show_error(form, exc)
-        else:
+            ),
+        )
+        if added is not None:
+            written = added[0]
             messages.success(request, ADDED.format(plan=written.plan.id, session=session.name, place=written.place))
             return HttpResponseRedirect(reverse("admin:sessions_app_board", args=[session.name]))
     return _render(model_admin, request, f"Add a plan to {session.name}", form, session=session, submit="Add the plan")
@@ -139,19 +155,18 @@ def plan_batch_view(model_admin, request, name: str):
     form = forms.BatchForm(request.POST if request.method == "POST" else None)
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            written = services.plan_enqueue_many(
+        written = _through(
+            form,
+            lambda: services.plan_enqueue_many(
                 session_name=session.name,
                 plans=forms.plans_from_text(data["text"]),
                 position=data["position"],
                 review=data["review"],
                 actor=actor_for(request.user),
-            )
-        except NotPermitted:
-            raise PermissionDenied from None
-        except NineplanError as exc:
-            forms.show_error(form, exc, default="text")
-        else:
+            ),
+            default="text",
+        )
+        if written is not None:
             ids = ", ".join(w.plan.id for w in written)
             messages.success(request, ADDED_MANY.format(count=len(written), session=session.name, plans=ids))
             return HttpResponseRedirect(reverse("admin:sessions_app_board", args=[session.name]))
@@ -169,19 +184,17 @@ def plan_edit_view(model_admin, request, name: str, plan_id: str):
         form = forms.EditForm(initial={**plan.sections(), "version": plan.version})
     if request.method == "POST" and form.is_valid():
         data = form.cleaned_data
-        try:
-            written = services.plan_edit(
+        written = _through(
+            form,
+            lambda: services.plan_edit(
                 session_name=session.name,
                 plan_id=plan.id,
                 sections={s: data[s] for s in plan.sections()},
                 expected_version=data["version"],
                 actor=actor_for(request.user),
-            )
-        except NotPermitted:
-            raise PermissionDenied from None
-        except NineplanError as exc:
-            forms.show_error(form, exc)
-        else:
+            ),
+        )
+        if written is not None:
             revision = written.plan.revisions.order_by("-number").values_list("number", flat=True).first()
             messages.success(request, EDITED.format(plan=plan.id, revision=revision))
             return HttpResponseRedirect(plan_url(plan.id))
