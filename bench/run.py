@@ -69,6 +69,7 @@ SIZES = {
     "workers_rounds": (3, 1),
     "teams_seconds": (20, 2),
     "teams_plans": (3_000, 100),
+    "teams_rounds": (2, 1),
     "peers_cycles": (30, 3),
     "peers_warmup": (3, 1),
     "peers_grown": (200, 4),

@@ -13,12 +13,16 @@ JSON-RPC error, or a tool error other than the two a race expects.
     bench/teams.py                          this checkout, one run
     bench/teams.py --repo /tmp/old --repo .  two checkouts taking turns (each run on a
                                              database of its own), side by side
+
+`bench/run.py --only teams-pg` runs this checkout and REFERENCE, exported from the
+repository's history, taking turns, and holds this checkout to the guard beside it.
 """
 
 from __future__ import annotations
 
 import argparse
 import http.client
+import io
 import json
 import os
 import re
@@ -26,6 +30,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import tarfile
 import tempfile
 import time
 from pathlib import Path
@@ -50,6 +55,10 @@ from common import (
 
 META = mcp_meta("9plan-bench")
 OWN, RACERS, SERVERS = 8, 4, 2
+# The commit before 9plan's core moved onto its libraries' public paths: a team's speed on
+# it is the guard every later change is held to (docs/design.md, "Speed targets").
+REFERENCE = "1275b85e1c1613fbde0dbad503aacef6db0575f5"
+CALLS_TARGET, P99_TARGET = 0.9, 1.2
 EXPECTED = {"PLAN_ALREADY_ACTIVE", "QUEUE_EMPTY"}  # what a racing pull may be told
 SESSION_RE = re.compile(r"\[Session: ([a-z]+-[a-z]+-[a-z]+)\]")
 ERROR_RE = re.compile(r"\] Error: ([A-Z_]+)")
@@ -277,37 +286,90 @@ def _cpu(pids: list[int]) -> float:
     return total
 
 
+def reference_checkout(into: Path) -> Path | None:
+    """REFERENCE's files, exported from this repository's history into a new folder of
+    ``into``; None when the history does not hold it (a copy without git's history, a
+    shallow clone)."""
+    try:
+        archive = subprocess.run(
+            ["git", "-C", str(REPO), "archive", "--format=tar", REFERENCE], capture_output=True, check=True
+        ).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    target = Path(tempfile.mkdtemp(prefix="reference-", dir=into))
+    with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
+        tar.extractall(target, filter="data")
+    return target
+
+
 def run_postgres(data_dir: Path, params: dict) -> dict:
-    """The benchmark as `bench/run.py --only teams-pg` runs it: this checkout alone."""
+    """The benchmark as `bench/run.py --only teams-pg` runs it: this checkout, and
+    REFERENCE taking turns with it when the history holds that commit."""
     url = params.get("postgres_url")
     if not url:
         return skipped_without_postgres("teams (PostgreSQL)")
-    progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {params['teams_seconds']} s")
-    r = one_run(REPO, url, params["teams_seconds"], params["teams_plans"], within=data_dir)
+    seconds, rounds = params["teams_seconds"], params["teams_rounds"]
+    progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {seconds} s")
+    reference = reference_checkout(data_dir)
+    ours: list[dict] = []
+    theirs: list[dict] = []
+    for n in range(rounds if reference else 1):
+        sides = [(ours, REPO), (theirs, reference)] if reference else [(ours, REPO)]
+        # Each side goes first in turn: the first finds the machine as the last run left it.
+        for runs, repo in sides if n % 2 == 0 else sides[::-1]:
+            runs.append(one_run(repo, url, seconds, params["teams_plans"], within=data_dir))
+            side = "this checkout" if repo == REPO else REFERENCE[:7]
+            progress(f"teams round {n + 1}/{rounds}, {side}: {runs[-1]['ops']:.0f} calls/s")
 
-    def row(figure, value, unit, target="(shown)", met=None):
+    def row(figure, value, unit, baseline=None, target="(shown)", met=None):
         return {
             "bench": "teams (PostgreSQL)",
             "figure": figure,
             "value": value,
-            "baseline": None,
+            "baseline": baseline,
             "unit": unit,
-            "ratio": None,
+            "ratio": value / baseline if baseline else None,
             "target": target,
             "met": met,
         }
 
+    def med(runs: list[dict], key: str) -> float:
+        return median([r[key] for r in runs])
+
     label = f"{SERVERS} HTTP servers, {OWN} own sessions + {RACERS} racing on one"
-    return {
-        "rows": [
-            row(f"tool calls/s ({label})", r["ops"], "ops/s"),
-            row("latency p50", r["p50"], "ms"),
-            row("latency p99", r["p99"], "ms"),
-            row("servers' CPU per call", r["server_cpu_per_op"], "ms"),
-            row("PostgreSQL's CPU per call (the run's backends)", r["pg_cpu_per_op"], "ms"),
-            row("errors", r["errors"], "count", "0", r["errors"] == 0),
-        ]
-    }
+    errors = sum(r["errors"] for r in ours)
+    rows = [
+        row(f"tool calls/s ({label})", med(ours, "ops"), "ops/s"),
+        row("latency p50", med(ours, "p50"), "ms"),
+        row("latency p99", med(ours, "p99"), "ms"),
+        row("servers' CPU per call", med(ours, "server_cpu_per_op"), "ms"),
+        row("PostgreSQL's CPU per call (the run's backends)", med(ours, "pg_cpu_per_op"), "ms"),
+        row("errors", errors, "count", target="0", met=errors == 0),
+    ]
+    if reference is None:
+        rows.append(row(f"against {REFERENCE[:7]}: skipped (not in this repository's history)", None, ""))
+        return {"rows": rows}
+    calls, base_calls = med(ours, "ops"), med(theirs, "ops")
+    p99, base_p99 = med(ours, "p99"), med(theirs, "p99")
+    rows += [
+        row(
+            f"tool calls/s against {REFERENCE[:7]} (taking turns, median of {rounds})",
+            calls,
+            "ops/s",
+            base_calls,
+            f">= {CALLS_TARGET}x",
+            calls >= CALLS_TARGET * base_calls,
+        ),
+        row(
+            f"latency p99 against {REFERENCE[:7]}",
+            p99,
+            "ms",
+            base_p99,
+            f"<= {P99_TARGET}x",
+            p99 <= P99_TARGET * base_p99,
+        ),
+    ]
+    return {"rows": rows}
 
 
 def main() -> None:
