@@ -308,12 +308,13 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     url = params.get("postgres_url")
     if not url:
         return skipped_without_postgres("teams (PostgreSQL)")
-    seconds, rounds = params["teams_seconds"], params["teams_rounds"]
+    seconds = params["teams_seconds"]
     progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {seconds} s")
     reference = reference_checkout(data_dir)
+    rounds = params["teams_rounds"] if reference else 1
     ours: list[dict] = []
     theirs: list[dict] = []
-    for n in range(rounds if reference else 1):
+    for n in range(rounds):
         sides = [(ours, REPO), (theirs, reference)] if reference else [(ours, REPO)]
         # Each side goes first in turn: the first finds the machine as the last run left it.
         for runs, repo in sides if n % 2 == 0 else sides[::-1]:
