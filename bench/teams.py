@@ -33,6 +33,7 @@ import sys
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -286,6 +287,16 @@ def _cpu(pids: list[int]) -> float:
     return total
 
 
+def take_turns(repos: list[Path], rounds: int, run: Callable[[Path], dict]) -> dict[Path, list[dict]]:
+    """Each checkout's results of ``run``, ``rounds`` times, the checkouts taking turns and
+    each going first in turn: the first of a round finds the machine as the last run left it."""
+    runs: dict[Path, list[dict]] = {repo: [] for repo in repos}
+    for n in range(rounds):
+        for repo in repos if n % 2 == 0 else repos[::-1]:
+            runs[repo].append(run(repo))
+    return runs
+
+
 def reference_checkout(into: Path) -> Path | None:
     """REFERENCE's files, exported from this repository's history into a new folder of
     ``into``; None when the history does not hold it (a copy without git's history, a
@@ -312,15 +323,14 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     progress(f"teams: {SERVERS} stateless HTTP servers, {OWN + RACERS} clients for {seconds} s")
     reference = reference_checkout(data_dir)
     rounds = params["teams_rounds"] if reference else 1
-    ours: list[dict] = []
-    theirs: list[dict] = []
-    for n in range(rounds):
-        sides = [(ours, REPO), (theirs, reference)] if reference else [(ours, REPO)]
-        # Each side goes first in turn: the first finds the machine as the last run left it.
-        for runs, repo in sides if n % 2 == 0 else sides[::-1]:
-            runs.append(one_run(repo, url, seconds, params["teams_plans"], within=data_dir))
-            side = "this checkout" if repo == REPO else REFERENCE[:7]
-            progress(f"teams round {n + 1}/{rounds}, {side}: {runs[-1]['ops']:.0f} calls/s")
+
+    def run(repo: Path) -> dict:
+        r = one_run(repo, url, seconds, params["teams_plans"], within=data_dir)
+        progress(f"teams, {'this checkout' if repo == REPO else REFERENCE[:7]}: {r['ops']:.0f} calls/s")
+        return r
+
+    runs = take_turns([REPO, reference] if reference else [REPO], rounds, run)
+    ours = runs[REPO]
 
     def row(figure, value, unit, baseline=None, target="(shown)", met=None):
         return {
@@ -339,10 +349,11 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
 
     label = f"{SERVERS} HTTP servers, {OWN} own sessions + {RACERS} racing on one"
     errors = sum(r["errors"] for r in ours)
+    calls, p99 = med(ours, "ops"), med(ours, "p99")
     rows = [
-        row(f"tool calls/s ({label})", med(ours, "ops"), "ops/s"),
+        row(f"tool calls/s ({label})", calls, "ops/s"),
         row("latency p50", med(ours, "p50"), "ms"),
-        row("latency p99", med(ours, "p99"), "ms"),
+        row("latency p99", p99, "ms"),
         row("servers' CPU per call", med(ours, "server_cpu_per_op"), "ms"),
         row("PostgreSQL's CPU per call (the run's backends)", med(ours, "pg_cpu_per_op"), "ms"),
         row("errors", errors, "count", target="0", met=errors == 0),
@@ -350,8 +361,8 @@ def run_postgres(data_dir: Path, params: dict) -> dict:
     if reference is None:
         rows.append(row(f"against {REFERENCE[:7]}: skipped (not in this repository's history)", None, ""))
         return {"rows": rows}
-    calls, base_calls = med(ours, "ops"), med(theirs, "ops")
-    p99, base_p99 = med(ours, "p99"), med(theirs, "p99")
+    theirs = runs[reference]
+    base_calls, base_p99 = med(theirs, "ops"), med(theirs, "p99")
     rows += [
         row(
             f"tool calls/s against {REFERENCE[:7]} (taking turns, median of {rounds})",
@@ -390,19 +401,20 @@ def main() -> None:
     if not url.startswith(("postgres://", "postgresql://")):
         raise SystemExit("DATABASE_URL must name PostgreSQL (a database beside it is created for each run).")
     repos = [Path(r).resolve() for r in (args.repo or [str(REPO)])]
-    runs: dict[Path, list[dict]] = {repo: [] for repo in repos}
     load = os.getloadavg()[0]
-    for n in range(args.rounds):
-        for repo in repos if n % 2 == 0 else repos[::-1]:
-            r = one_run(repo, url, args.seconds, args.plans, args.servers)
-            runs[repo].append(r)
-            print(
-                f"{repo}: {r['ops']:.0f} calls/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
-                f"{r['errors']} errors, CPU per call: servers {r['server_cpu_per_op']:.2f} ms, PostgreSQL "
-                f"{r['pg_cpu_per_op']:.2f} ms; cores used: servers {r['server_cores']:.2f}, PostgreSQL "
-                f"{r['pg_cores']:.2f}",
-                flush=True,
-            )
+
+    def run(repo: Path) -> dict:
+        r = one_run(repo, url, args.seconds, args.plans, args.servers)
+        print(
+            f"{repo}: {r['ops']:.0f} calls/s, p50 {r['p50']:.1f} ms, p99 {r['p99']:.1f} ms, "
+            f"{r['errors']} errors, CPU per call: servers {r['server_cpu_per_op']:.2f} ms, PostgreSQL "
+            f"{r['pg_cpu_per_op']:.2f} ms; cores used: servers {r['server_cores']:.2f}, PostgreSQL "
+            f"{r['pg_cores']:.2f}",
+            flush=True,
+        )
+        return r
+
+    runs = take_turns(repos, args.rounds, run)
     print(
         f"load average {load:.1f} before, {os.getloadavg()[0]:.1f} after; {args.servers} servers, "
         f"{args.rounds} rounds of {args.seconds:g} s"

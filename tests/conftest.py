@@ -170,6 +170,12 @@ def run_bench(script: str, *args: str, tmp_path: Path, postgres: bool) -> subpro
     )
 
 
+def bench_cells(line: str) -> list[str]:
+    """The cells of one row of bench/run.py's table: benchmark, figure, 9plan, baseline,
+    ratio, target, met."""
+    return [cell.strip() for cell in line.split("|")[1:-1]]
+
+
 def manage(command: str, *args, **options) -> tuple[str, str]:
     """Runs a management command in this process, on this test's database and sessions
     folder; returns what it wrote on stdout and on stderr."""

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import run_bench
+from tests.conftest import bench_cells, run_bench
 
 pytestmark = [pytest.mark.slow, pytest.mark.serial]
 
@@ -62,20 +62,20 @@ def test_quick_run_prints_every_figure_with_its_target(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     out = result.stdout
     lines = [line for line in out.splitlines() if line.startswith("| ")]
-    header = [c.strip() for c in lines[0].split("|")[1:-1]]
+    header = bench_cells(lines[0])
     assert header == ["benchmark", "figure", "9plan", "baseline", "ratio", "target", "met"]
     for figure in FIGURES:
         row = next((line for line in lines if figure in line), None)
         assert row is not None, f"no row for {figure!r} in:\n{out}"
-        cells = [c.strip() for c in row.split("|")[1:-1]]
+        cells = bench_cells(row)
         assert cells[5], f"row {figure!r} has no target: {row}"
     assert "FAILED" not in out, out
     assert "'database is locked' errors" in out
     locked = next(line for line in lines if "'database is locked' errors" in line)
-    assert [c.strip() for c in locked.split("|")[1:-1]][2] == "0", locked
+    assert bench_cells(locked)[2] == "0", locked
     # Every error of every race is counted, and the throughput mix makes none of its own
     # (its notes stay within the notes limit however long it runs).
     other = next(line for line in lines if "other errors (every race)" in line)
-    assert [c.strip() for c in other.split("|")[1:-1]][2] == "0", other
+    assert bench_cells(other)[2] == "0", other
     assert "figures;" in out.splitlines()[-1]
     assert list(tmp_path.glob("nineplan-bench-*")) == [], "the runner left its data directory behind"

@@ -11,7 +11,7 @@ import subprocess
 
 import pytest
 
-from tests.conftest import REPO, run_bench
+from tests.conftest import REPO, bench_cells, run_bench
 
 # The commit bench/teams.py compares with, read from its source (the benchmarks are scripts,
 # not modules of the suite).
@@ -34,25 +34,17 @@ def test_make_bench_holds_the_teams_run_against_the_reference_commit(tmp_path):
     held = subprocess.run(["git", "cat-file", "-e", f"{REFERENCE}^{{commit}}"], cwd=str(REPO)).returncode == 0
     result = run_bench("run.py", "--quick", "--only", "teams-pg", tmp_path=tmp_path, postgres=True)
     assert result.returncode == 0, result.stderr[-3000:]
-    rows = {cells[2]: cells for cells in _table_rows(result.stdout)}
-    assert rows["errors"][3] == "0", result.stdout
+    rows = {
+        cells[1]: cells for cells in map(bench_cells, result.stdout.splitlines()) if cells[:1] == ["teams (PostgreSQL)"]
+    }
+    assert rows["errors"][2] == "0", result.stdout
     against = [figure for figure in rows if REFERENCE[:7] in figure]
     if not held:
         assert against == [f"against {REFERENCE[:7]}: skipped (not in this repository's history)"], result.stdout
         return
     calls = rows[f"tool calls/s against {REFERENCE[:7]} (taking turns, median of 1)"]
     # Both sides ran: a baseline, a ratio and the guard beside it.
-    assert calls[4].endswith("/s") and calls[5].endswith("x") and calls[6] == ">= 0.9x", calls
+    assert calls[3].endswith("/s") and calls[4].endswith("x") and calls[5] == ">= 0.9x", calls
     p99 = rows[f"latency p99 against {REFERENCE[:7]}"]
-    assert p99[4].endswith("ms") and p99[6] == "<= 1.2x", p99
+    assert p99[3].endswith("ms") and p99[5] == "<= 1.2x", p99
     assert list(tmp_path.glob("nineplan-bench-*")) == [], "the run left its data directory behind"
-
-
-def _table_rows(stdout: str) -> list[list[str]]:
-    """The cells of each row of the printed table (the leading empty cell kept, so a row
-    reads [_, benchmark, figure, 9plan, baseline, ratio, target, met])."""
-    return [
-        [cell.strip() for cell in line.split("|")]
-        for line in stdout.splitlines()
-        if line.startswith("| teams") and "---" not in line
-    ]
